@@ -1,0 +1,14 @@
+//! Vocabulary shared by every ghbench crate: hours of GH Archive, the engines,
+//! validated table names, and how to reach (and describe) the servers.
+
+pub mod engine;
+pub mod hour;
+pub mod redact;
+pub mod server;
+pub mod table;
+
+pub use engine::Engine;
+pub use hour::{Hour, HourRange};
+pub use redact::redact_url;
+pub use server::{describe_mongo, describe_postgres, ConnectError, ServerInfo, Servers};
+pub use table::TableName;

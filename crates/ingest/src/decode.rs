@@ -1,0 +1,196 @@
+//! Turns one hour's compressed bytes into batches of clean documents, on a
+//! blocking thread: streaming gunzip, one JSON document per line, the cleaning
+//! policy, quarantine. Every batch goes to every engine, so all engines receive
+//! the same documents.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use flate2::read::MultiGzDecoder;
+use ghbench_core::Hour;
+use tokio::sync::mpsc;
+
+use crate::clean::{clean_line, CleanDoc, Defect};
+use crate::quarantine::Quarantine;
+use crate::source::HourBytes;
+
+/// Documents per batch: large enough to amortise a round trip, small enough
+/// that memory stays flat with several hours in flight.
+pub const BATCH_DOCS: usize = 1000;
+const BATCH_BYTES: u64 = 8 << 20;
+
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub docs: Vec<CleanDoc>,
+    pub json_bytes: u64,
+}
+
+/// What reading one hour found.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct DecodeReport {
+    /// Lines read, including quarantined ones.
+    pub lines: u64,
+    /// Documents handed to the engines.
+    pub events: u64,
+    /// Documents changed by the `\u0000` policy (also counted in `events`).
+    pub sanitized: u64,
+    pub quarantined: BTreeMap<Defect, u64>,
+    pub compressed_bytes: u64,
+    pub json_bytes: u64,
+    /// A defect of the file as a whole: empty, truncated or corrupt gzip.
+    pub file_defect: Option<String>,
+    pub quarantine_file: Option<String>,
+}
+
+impl DecodeReport {
+    pub fn quarantined_total(&self) -> u64 {
+        self.quarantined.values().sum()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The bytes stopped coming (network): the whole hour is retried.
+    #[error("reading the source failed: {0}")]
+    Source(String),
+    #[error("writing the quarantine file failed: {0}")]
+    Quarantine(io::Error),
+    /// Every engine stopped listening (each reports its own error).
+    #[error("all engines stopped")]
+    EnginesGone,
+}
+
+/// Marks errors of the underlying source, so they are told apart from gzip
+/// corruption (a defect of the file, not worth a retry).
+#[derive(Debug)]
+struct SourceFailure(io::Error);
+
+impl std::fmt::Display for SourceFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+impl std::error::Error for SourceFailure {}
+
+struct CountingReader<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(n) => {
+                self.count.fetch_add(n as u64, Ordering::Relaxed);
+                Ok(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Err(e),
+            Err(e) => Err(io::Error::new(e.kind(), SourceFailure(e))),
+        }
+    }
+}
+
+fn source_failure(e: &io::Error) -> Option<&SourceFailure> {
+    e.get_ref().and_then(|inner| inner.downcast_ref::<SourceFailure>())
+}
+
+/// Reads one hour. Must run on a blocking thread (it blocks on the channels and,
+/// for HTTP, on the network). `compressed` is updated as bytes arrive, for progress.
+pub fn decode_hour(
+    hour: Hour,
+    bytes: HourBytes,
+    outputs: &[mpsc::Sender<Arc<Batch>>],
+    quarantine: &mut Quarantine,
+    compressed: Arc<AtomicU64>,
+) -> Result<DecodeReport, DecodeError> {
+    let raw: Box<dyn Read> = match bytes {
+        HourBytes::File(f) => Box::new(f),
+        HourBytes::Stream(s) => Box::new(tokio_util::io::SyncIoBridge::new(s)),
+    };
+    let counting = CountingReader { inner: raw, count: compressed.clone() };
+    let mut reader = BufReader::with_capacity(256 << 10, MultiGzDecoder::new(counting));
+    let stem = hour.stem();
+    let mut report = DecodeReport::default();
+    let mut batch = Batch::default();
+    let mut line = Vec::with_capacity(64 << 10);
+    let mut live = vec![true; outputs.len()];
+
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line);
+        let error = match read {
+            Ok(0) => break,
+            Ok(_) => None,
+            Err(e) => Some(e),
+        };
+        if let Some(e) = &error {
+            if let Some(failure) = source_failure(e) {
+                return Err(DecodeError::Source(failure.to_string()));
+            }
+            if line.is_empty() {
+                report.file_defect = Some(corrupt_message(report.lines, e));
+                break;
+            }
+        }
+        report.lines += 1;
+        let number = report.lines;
+        let content = line.strip_suffix(b"\n").unwrap_or(&line);
+        let cleaned = if error.is_some() {
+            // The bytes before the corruption are an incomplete line.
+            Err(crate::clean::Rejected { defect: Defect::TruncatedLine, detail: "cut off by a gzip error".into() })
+        } else {
+            clean_line(&stem, number, content)
+        };
+        match cleaned {
+            Ok(doc) => {
+                report.events += 1;
+                report.sanitized += u64::from(doc.sanitized);
+                batch.json_bytes += doc.json.len() as u64;
+                batch.docs.push(doc);
+                if batch.docs.len() >= BATCH_DOCS || batch.json_bytes >= BATCH_BYTES {
+                    report.json_bytes += batch.json_bytes;
+                    send(std::mem::take(&mut batch), outputs, &mut live)?;
+                }
+            }
+            Err(rejected) => {
+                *report.quarantined.entry(rejected.defect).or_default() += 1;
+                quarantine.record(number, rejected.defect, &rejected.detail, content).map_err(DecodeError::Quarantine)?;
+            }
+        }
+        if let Some(e) = &error {
+            report.file_defect = Some(corrupt_message(report.lines - 1, e));
+            break;
+        }
+    }
+    if !batch.docs.is_empty() {
+        report.json_bytes += batch.json_bytes;
+        send(batch, outputs, &mut live)?;
+    }
+    report.compressed_bytes = compressed.load(Ordering::Relaxed);
+    if report.compressed_bytes == 0 {
+        report.file_defect = Some("empty file (0 bytes)".into());
+    }
+    Ok(report)
+}
+
+fn corrupt_message(complete_lines: u64, e: &io::Error) -> String {
+    format!("truncated or corrupt gzip after {complete_lines} complete lines: {e}")
+}
+
+/// Sends to every engine still listening; an engine that failed has dropped its
+/// receiver and is skipped so the others still get the hour.
+fn send(batch: Batch, outputs: &[mpsc::Sender<Arc<Batch>>], live: &mut [bool]) -> Result<(), DecodeError> {
+    let batch = Arc::new(batch);
+    for (output, alive) in outputs.iter().zip(live.iter_mut()) {
+        if *alive && output.blocking_send(batch.clone()).is_err() {
+            *alive = false;
+        }
+    }
+    if live.iter().any(|a| *a) {
+        Ok(())
+    } else {
+        Err(DecodeError::EnginesGone)
+    }
+}

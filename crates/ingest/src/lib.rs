@@ -1,0 +1,15 @@
+//! Loading GH Archive hours into every engine: sources, decoding, the cleaning
+//! policy, quarantine, per-engine sinks with their ledgers, and the run itself.
+
+pub mod clean;
+pub mod decode;
+pub mod pipeline;
+pub mod quarantine;
+pub mod report;
+pub mod serve;
+pub mod sink;
+pub mod source;
+
+pub use pipeline::{ingest, Event, IngestError, IngestOptions, Observer, Quiet};
+pub use report::{HourReport, HourStatus, IngestSummary};
+pub use source::{Source, DEFAULT_SOURCE};

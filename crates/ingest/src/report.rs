@@ -1,0 +1,142 @@
+//! What an ingest run did, hour by hour and in total. Serialised as-is for
+//! `--report FILE`; the CLI renders the same record for people.
+
+use std::collections::BTreeMap;
+
+use ghbench_core::{Engine, Hour, ServerInfo};
+
+use crate::clean::Defect;
+use crate::decode::DecodeReport;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HourStatus {
+    /// Every engine that needed the hour stored it.
+    Loaded,
+    /// Some engines stored it, others failed (see `engines`).
+    Partial,
+    /// The source has no such hour (HTTP 404 or no file).
+    Missing,
+    /// No engine stored it.
+    Failed,
+}
+
+/// One engine's result for one hour.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EngineOutcome {
+    pub stored: u64,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HourReport {
+    pub hour: Hour,
+    pub status: HourStatus,
+    pub attempts: u32,
+    pub seconds: f64,
+    /// What reading the file found; absent when it could not be read.
+    pub decode: Option<DecodeReport>,
+    pub engines: BTreeMap<Engine, EngineOutcome>,
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct EngineTotals {
+    /// Documents stored by this run.
+    pub stored: u64,
+    pub hours_stored: u64,
+    pub hours_failed: u64,
+    /// `stored` over the run's wall time.
+    pub events_per_second: f64,
+    /// Events the engine's ledger lists for the table after the run (all runs).
+    pub table_events: u64,
+}
+
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Totals {
+    pub hours_requested: usize,
+    pub hours_loaded: usize,
+    pub hours_partial: usize,
+    pub hours_skipped: usize,
+    pub hours_missing: usize,
+    pub hours_failed: usize,
+    pub lines: u64,
+    pub events: u64,
+    pub sanitized: u64,
+    pub quarantined: BTreeMap<Defect, u64>,
+    pub quarantined_total: u64,
+    /// Files that were empty, truncated or corrupt (their readable lines still load).
+    pub file_defects: u64,
+    pub compressed_bytes: u64,
+    pub json_bytes: u64,
+    pub engines: BTreeMap<Engine, EngineTotals>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IngestSummary {
+    pub ghbench_version: &'static str,
+    pub started_at: String,
+    pub elapsed_seconds: f64,
+    pub table: String,
+    pub source: String,
+    pub first_hour: Hour,
+    pub last_hour: Hour,
+    pub concurrency: usize,
+    pub servers: Vec<ServerInfo>,
+    pub totals: Totals,
+    pub skipped: Vec<Hour>,
+    pub hours: Vec<HourReport>,
+    pub quarantine_dir: String,
+}
+
+impl IngestSummary {
+    pub fn missing(&self) -> impl Iterator<Item = Hour> + '_ {
+        self.hours.iter().filter(|h| h.status == HourStatus::Missing).map(|h| h.hour)
+    }
+
+    pub fn failed(&self) -> impl Iterator<Item = &HourReport> + '_ {
+        self.hours.iter().filter(|h| matches!(h.status, HourStatus::Failed | HourStatus::Partial))
+    }
+
+    /// Fills `totals` from the hour reports.
+    pub(crate) fn tally(&mut self, requested: usize) {
+        let mut t = Totals { hours_requested: requested, hours_skipped: self.skipped.len(), ..Totals::default() };
+        for server in &self.servers {
+            t.engines.entry(server.engine).or_default();
+        }
+        for h in &self.hours {
+            match h.status {
+                HourStatus::Loaded => t.hours_loaded += 1,
+                HourStatus::Partial => t.hours_partial += 1,
+                HourStatus::Missing => t.hours_missing += 1,
+                HourStatus::Failed => t.hours_failed += 1,
+            }
+            if let Some(d) = &h.decode {
+                t.lines += d.lines;
+                t.events += d.events;
+                t.sanitized += d.sanitized;
+                t.compressed_bytes += d.compressed_bytes;
+                t.json_bytes += d.json_bytes;
+                t.file_defects += u64::from(d.file_defect.is_some());
+                for (defect, n) in &d.quarantined {
+                    *t.quarantined.entry(*defect).or_default() += n;
+                }
+            }
+            for (engine, outcome) in &h.engines {
+                let e = t.engines.entry(*engine).or_default();
+                match outcome.error {
+                    None => {
+                        e.stored += outcome.stored;
+                        e.hours_stored += 1;
+                    }
+                    Some(_) => e.hours_failed += 1,
+                }
+            }
+        }
+        t.quarantined_total = t.quarantined.values().sum();
+        for e in t.engines.values_mut() {
+            e.events_per_second = if self.elapsed_seconds > 0.0 { e.stored as f64 / self.elapsed_seconds } else { 0.0 };
+        }
+        self.totals = t;
+    }
+}

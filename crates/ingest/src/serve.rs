@@ -1,0 +1,72 @@
+//! Serves a folder of hour files over HTTP on loopback, the way data.gharchive.org
+//! serves them, so the HTTP ingest path is exercised for real (tests,
+//! `ghbench serve`). Only plain file names are served: no listings, no paths.
+
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+pub struct StaticServer {
+    server: Arc<tiny_http::Server>,
+    addr: SocketAddr,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl StaticServer {
+    /// Binds `addr` (port 0 picks a free port) and serves `dir` until dropped.
+    pub fn start(dir: &Path, addr: &str) -> io::Result<StaticServer> {
+        let server = Arc::new(tiny_http::Server::http(addr).map_err(io::Error::other)?);
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| io::Error::other("server is not bound to an IP address"))?;
+        let dir = dir.to_path_buf();
+        let accept = server.clone();
+        let thread = std::thread::spawn(move || {
+            for request in accept.incoming_requests() {
+                let dir = dir.clone();
+                // One thread per request: ingest downloads several hours at once.
+                std::thread::spawn(move || respond(&dir, request));
+            }
+        });
+        Ok(StaticServer { server, addr, thread: Some(thread) })
+    }
+
+    /// Base URL, ending in `/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Serves until the process ends.
+    pub fn wait(mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn respond(dir: &Path, request: tiny_http::Request) {
+    let name = request.url().trim_start_matches('/').to_string();
+    let file = file_for(dir, &name).and_then(|path| std::fs::File::open(path).ok());
+    let _ = match (request.method(), file) {
+        (tiny_http::Method::Get, Some(file)) => request.respond(tiny_http::Response::from_file(file)),
+        (tiny_http::Method::Get, None) => request.respond(tiny_http::Response::empty(404)),
+        _ => request.respond(tiny_http::Response::empty(405)),
+    };
+}
+
+fn file_for(dir: &Path, name: &str) -> Option<PathBuf> {
+    let plain = !name.is_empty() && !name.contains(['/', '\\']) && !name.starts_with('.');
+    plain.then(|| dir.join(name)).filter(|p| p.is_file())
+}

@@ -1,0 +1,109 @@
+//! Where hours come from: GH Archive over HTTP, or a local folder of the same files.
+//! A source yields one hour's compressed bytes, or says the hour is missing; it
+//! knows nothing of JSON.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::TryStreamExt;
+use ghbench_core::Hour;
+use tokio::io::AsyncRead;
+
+pub const DEFAULT_SOURCE: &str = "https://data.gharchive.org/";
+
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Base URL ending in `/`; the hour's file name is appended.
+    Http { base: String, client: reqwest::Client },
+    Dir(PathBuf),
+}
+
+/// The compressed bytes of one hour.
+pub enum HourBytes {
+    /// Read on a blocking thread (see `decode`), so local files stay on plain `std::fs`.
+    File(std::fs::File),
+    Stream(Box<dyn AsyncRead + Send + Unpin>),
+}
+
+/// Why an hour could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Worth retrying: timeouts, connection resets, 5xx, 429.
+    #[error("{0}")]
+    Transient(String),
+    /// Retrying will not help: 403, a directory instead of a file, ...
+    #[error("{0}")]
+    Permanent(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("source '{0}' is neither an http(s) URL nor an existing directory")]
+pub struct BadSource(String);
+
+impl Source {
+    /// `http://` / `https://` means a server; anything else must be an existing folder.
+    pub fn parse(spec: &str) -> Result<Source, BadSource> {
+        if spec.starts_with("http://") || spec.starts_with("https://") {
+            let base = if spec.ends_with('/') { spec.to_string() } else { format!("{spec}/") };
+            let client = reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(15))
+                // A stalled transfer is retried rather than waited on forever.
+                .read_timeout(Duration::from_secs(60))
+                .user_agent(concat!("ghbench/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| BadSource(format!("{spec} ({e})")))?;
+            return Ok(Source::Http { base, client });
+        }
+        let dir = PathBuf::from(spec);
+        if dir.is_dir() {
+            Ok(Source::Dir(dir))
+        } else {
+            Err(BadSource(spec.to_string()))
+        }
+    }
+
+    /// Where an hour is read from, for messages.
+    pub fn location(&self, hour: Hour) -> String {
+        match self {
+            Source::Http { base, .. } => format!("{base}{}", hour.file_name()),
+            Source::Dir(dir) => dir.join(hour.file_name()).display().to_string(),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Http { base, .. } => ghbench_core::redact_url(base),
+            Source::Dir(dir) => dir.display().to_string(),
+        }
+    }
+
+    /// `Ok(None)` when the hour does not exist (HTTP 404, or no such file).
+    pub async fn open(&self, hour: Hour) -> Result<Option<HourBytes>, SourceError> {
+        match self {
+            Source::Dir(dir) => {
+                let path = dir.join(hour.file_name());
+                match std::fs::File::open(&path) {
+                    Ok(file) => Ok(Some(HourBytes::File(file))),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(SourceError::Permanent(format!("{}: {e}", path.display()))),
+                }
+            }
+            Source::Http { base, client } => {
+                let url = format!("{base}{}", hour.file_name());
+                let response = client.get(&url).send().await.map_err(|e| SourceError::Transient(format!("{url}: {e}")))?;
+                let status = response.status();
+                if status == reqwest::StatusCode::NOT_FOUND {
+                    return Ok(None);
+                }
+                if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+                    return Err(SourceError::Transient(format!("{url}: HTTP {status}")));
+                }
+                if !status.is_success() {
+                    return Err(SourceError::Permanent(format!("{url}: HTTP {status}")));
+                }
+                let body = response.bytes_stream().map_err(std::io::Error::other);
+                Ok(Some(HourBytes::Stream(Box::new(tokio_util::io::StreamReader::new(body)))))
+            }
+        }
+    }
+}

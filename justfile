@@ -1,0 +1,26 @@
+# ghbench tasks. `just --list` shows them.
+set shell := ["bash", "-euo", "pipefail", "-c"]
+
+# Start (installing when missing) PostgreSQL and a MongoDB-wire server for this checkout.
+setup:
+    bash scripts/setup.sh
+
+# Stop the servers started by `just setup` (their data stays in .ghbench/).
+down:
+    bash scripts/down.sh
+
+# Build the ghbench binary (release).
+build:
+    cargo build --release
+
+# Check the servers answer and show what they are.
+doctor: setup build
+    source .ghbench/env && ./target/release/ghbench doctor
+
+# Load the shared real hour into both engines (the quick first run).
+demo: setup build
+    source .ghbench/env && ./target/release/ghbench ingest --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
+
+# The test suite, against the real servers `just setup` starts.
+test: setup
+    source .ghbench/env && cargo test --workspace --all-targets

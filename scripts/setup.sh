@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Starts the two servers ghbench measures, owned by this checkout, idempotently:
+#   - a PostgreSQL cluster in $GHBENCH_HOME/pg (installed from apt when missing)
+#   - a MongoDB-wire server in $GHBENCH_HOME/mongo: a real `mongod` when one is
+#     on PATH, otherwise SecantusDB in a venv (no registry ships mongod).
+# Prints the connection URLs as `export` lines and writes them to $GHBENCH_HOME/env.
+# Remove everything with `just down && rm -rf .ghbench`.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
+PG_PORT=${GHBENCH_PG_PORT:-54320}
+MONGO_PORT=${GHBENCH_MONGO_PORT:-27017}
+SECANTUS_VERSION=0.7.0b3
+# Settings recorded by every query run; sized for a 24 GiB machine (the paper used
+# shared_buffers=12GB, work_mem=1GB on 64 GiB).
+PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-2GB}
+PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-256MB}
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+as_root() {
+    if [ "$(id -u)" = 0 ]; then "$@"
+    elif command -v sudo >/dev/null; then sudo "$@"
+    else die "need root to run: $* (install it by hand or run setup as root)"; fi
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+wait_port() {
+    local port=$1 what=$2 logfile=$3
+    for _ in $(seq 1 120); do
+        port_open "$port" && return 0
+        sleep 0.5
+    done
+    tail -n 30 "$logfile" >&2 || true
+    die "$what did not start listening on 127.0.0.1:$port within 60 s (log: $logfile)"
+}
+
+pg_bindir() {
+    local d
+    for d in /usr/lib/postgresql/*/bin; do
+        [ -x "$d/initdb" ] && { echo "$d"; return 0; }
+    done
+    command -v initdb >/dev/null && dirname "$(command -v initdb)" && return 0
+    return 1
+}
+
+setup_postgres() {
+    local bin
+    if ! bin=$(pg_bindir); then
+        log "installing PostgreSQL from apt"
+        as_root apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq postgresql >/dev/null
+        bin=$(pg_bindir) || die "PostgreSQL installed but initdb not found"
+    fi
+    local dir=$GHBENCH_HOME/pg data=$GHBENCH_HOME/pg/data
+    # initdb refuses to run as root: the cluster belongs to the `postgres` user then.
+    local run=()
+    if [ "$(id -u)" = 0 ]; then
+        id postgres >/dev/null 2>&1 || die "user 'postgres' missing; reinstall the postgresql package"
+        run=(runuser -u postgres --)
+    fi
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+    if [ ! -f "$data/PG_VERSION" ]; then
+        log "creating PostgreSQL cluster in $data"
+        # Locale C: text sorts bytewise, as MongoDB sorts strings, so tie-breaks by
+        # name agree across engines.
+        "${run[@]}" "$bin/initdb" -D "$data" -U ghbench --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
+            || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+        cat >>"$data/postgresql.conf" <<EOF
+# ghbench
+listen_addresses = '127.0.0.1'
+port = $PG_PORT
+unix_socket_directories = '$dir'
+shared_buffers = $PG_SHARED_BUFFERS
+work_mem = $PG_WORK_MEM
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+EOF
+    fi
+    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+        log "PostgreSQL already running"
+    else
+        port_open "$PG_PORT" && die "port $PG_PORT is taken by another server; set GHBENCH_PG_PORT"
+        log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+        "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+            || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+    fi
+    if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U ghbench -d postgres -tAc \
+        "SELECT 1 FROM pg_database WHERE datname = 'ghbench'" | grep -q 1; then
+        "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U ghbench ghbench
+    fi
+}
+
+setup_mongo() {
+    local dir=$GHBENCH_HOME/mongo
+    mkdir -p "$dir/data"
+    local pidfile=$dir/server.pid
+    if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && port_open "$MONGO_PORT"; then
+        log "MongoDB-wire server already running (pid $(cat "$pidfile"))"
+        return
+    fi
+    port_open "$MONGO_PORT" && die "port $MONGO_PORT is taken by another server; set GHBENCH_MONGO_PORT"
+    if command -v mongod >/dev/null; then
+        log "starting mongod on 127.0.0.1:$MONGO_PORT"
+        mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 \
+            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork >/dev/null
+    else
+        local venv=$GHBENCH_HOME/venv
+        if [ ! -x "$venv/bin/secantusd-py" ]; then
+            log "no mongod on PATH: installing SecantusDB $SECANTUS_VERSION into $venv"
+            python3 -m venv "$venv"
+            "$venv/bin/pip" install -q --disable-pip-version-check "secantusdb==$SECANTUS_VERSION"
+        fi
+        log "starting SecantusDB $SECANTUS_VERSION on 127.0.0.1:$MONGO_PORT"
+        (cd "$dir" && nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
+            --storage-path "$dir/data" --standalone >"$dir/server.log" 2>&1 &
+            echo $! >"$pidfile")
+    fi
+    wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
+}
+
+mkdir -p "$GHBENCH_HOME"
+setup_postgres
+setup_mongo
+
+env_lines="export DATABASE_URL=postgres://ghbench@127.0.0.1:$PG_PORT/ghbench
+export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true"
+printf '%s\n' "$env_lines" >"$GHBENCH_HOME/env"
+log "servers ready; connection settings also in $GHBENCH_HOME/env"
+printf '%s\n' "$env_lines"

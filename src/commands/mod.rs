@@ -1,0 +1,3 @@
+pub mod doctor;
+pub mod ingest;
+pub mod serve;

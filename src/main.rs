@@ -1,0 +1,50 @@
+//! ghbench: benchmark PostgreSQL jsonb against MongoDB on GitHub Archive data.
+//! A thin binary: argument parsing, progress display and rendering; the work
+//! lives in the crates under `crates/`.
+
+mod commands;
+mod options;
+mod progress;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "ghbench", version, about, long_about = "\
+Benchmark PostgreSQL jsonb against MongoDB (or a MongoDB-wire server) on GitHub Archive \
+analytics, reproducing the OLAP part of the 2019 OnGres benchmark.
+
+Start the servers with `just setup` and `source .ghbench/env`; the defaults of --pg-url \
+and --mongo-url match what it starts.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load GH Archive hours into every engine (resumable, exactly once per hour).
+    Ingest(commands::ingest::IngestArgs),
+    /// Check the connections and show each server's product, version and settings.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
+    Serve(commands::serve::ServeArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Ingest(args) => commands::ingest::run(args).await,
+            Command::Doctor(args) => commands::doctor::run(args).await,
+            Command::Serve(args) => commands::serve::run(args),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
