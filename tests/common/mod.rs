@@ -1,0 +1,114 @@
+//! Test helpers: the real hour from ../shared, the real servers `just setup`
+//! starts, files with injected defects, and the ghbench binary itself.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use mongodb::bson::doc;
+
+pub const REAL_HOUR_FILE: &str = "2015-01-01-0.json.gz";
+
+/// The shared real hour, or `None` (and a message saying why the test skips).
+pub fn real_hour() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/gharchive").join(REAL_HOUR_FILE);
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: {} not found; this test needs ../shared beside the repository", path.display());
+        None
+    }
+}
+
+/// The lines of the real hour, decompressed.
+pub fn real_lines(path: &Path) -> Vec<Vec<u8>> {
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap()), &mut text).unwrap();
+    text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
+}
+
+pub fn pg_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| ghbench_core::server::DEFAULT_PG_URL.into())
+}
+
+pub fn mongo_url() -> String {
+    std::env::var("MONGODB_URI").unwrap_or_else(|_| ghbench_core::server::DEFAULT_MONGO_URL.into())
+}
+
+pub fn servers() -> ghbench_core::Servers {
+    ghbench_core::Servers { pg_url: pg_url(), mongo_url: mongo_url() }
+}
+
+/// A table name no other test uses.
+pub fn table(test: &str) -> String {
+    format!("t_{test}_{}", std::process::id())
+}
+
+/// Gzips `lines` (each gets a `\n`) into `dir/<hour file>`.
+pub fn write_hour(dir: &Path, file_name: &str, lines: &[Vec<u8>]) -> PathBuf {
+    let path = dir.join(file_name);
+    let mut gz = GzEncoder::new(std::fs::File::create(&path).unwrap(), Compression::fast());
+    for line in lines {
+        gz.write_all(line).unwrap();
+        gz.write_all(b"\n").unwrap();
+    }
+    gz.finish().unwrap();
+    path
+}
+
+/// Runs `ghbench ingest` for `table` with a quarantine folder in `work`, plus `args`.
+pub fn ingest(table: &str, work: &Path, args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .arg("ingest")
+        .args(["--table", table, "--pg-url", &pg_url(), "--mongo-url", &mongo_url()])
+        .arg("--quarantine-dir")
+        .arg(work.join("quarantine"))
+        .args(args)
+        .output()
+        .expect("run ghbench");
+    eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+/// Runs ingest and returns its JSON report.
+pub fn ingest_report(table: &str, work: &Path, args: &[&str]) -> serde_json::Value {
+    let report = work.join(format!("report-{}.json", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--report", report.to_str().unwrap()]);
+    let out = ingest(table, work, &all);
+    assert!(out.status.success(), "ghbench ingest failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap()
+}
+
+pub async fn pg() -> tokio_postgres::Client {
+    servers().postgres().await.expect("PostgreSQL from `just setup` must be running")
+}
+
+pub async fn mongo() -> mongodb::Database {
+    servers().mongo().await.expect("MongoDB-wire server from `just setup` must be running")
+}
+
+/// Rows in the PostgreSQL table and documents in the MongoDB collection.
+pub async fn counts(table: &str) -> (u64, u64) {
+    let pg: i64 = pg().await.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.unwrap().get(0);
+    let mongo = mongo().await.collection::<mongodb::bson::Document>(table).count_documents(doc! {}).await.unwrap();
+    (pg as u64, mongo)
+}
+
+/// Removes the test's table, collection and ledger entries.
+pub async fn drop_table(table: &str) {
+    let pg = pg().await;
+    pg.batch_execute(&format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+    let _ = pg.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[&table]).await;
+    let db = mongo().await;
+    db.collection::<mongodb::bson::Document>(table).drop().await.unwrap();
+    db.collection::<mongodb::bson::Document>("ghbench_ledger").delete_many(doc! {"table": table}).await.unwrap();
+}
+
+/// Both engines hold exactly `expected` documents: none lost, none loaded twice.
+pub async fn assert_exact(table: &str, expected: u64) {
+    assert_eq!(counts(table).await, (expected, expected), "row counts (postgres, mongo) of {table}");
+}
