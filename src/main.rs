@@ -24,6 +24,8 @@ struct Cli {
 enum Command {
     /// Load GH Archive hours into every engine (resumable, exactly once per hour).
     Ingest(commands::ingest::IngestArgs),
+    /// Mirror a range of hours into a local folder (resumable, checked, 404s recorded).
+    Download(commands::download::DownloadArgs),
     /// Check the connections and show each server's product, version and settings.
     Doctor(commands::doctor::DoctorArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
@@ -36,6 +38,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Ingest(args) => commands::ingest::run(args).await,
+            Command::Download(args) => commands::download::run(args).await,
             Command::Doctor(args) => commands::doctor::run(args).await,
             Command::Serve(args) => commands::serve::run(args),
         }

@@ -1,3 +1,4 @@
 pub mod doctor;
+pub mod download;
 pub mod ingest;
 pub mod serve;

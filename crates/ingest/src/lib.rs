@@ -3,6 +3,7 @@
 
 pub mod clean;
 pub mod decode;
+pub mod mirror;
 pub mod pipeline;
 pub mod quarantine;
 pub mod report;
