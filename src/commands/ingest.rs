@@ -50,6 +50,11 @@ pub struct IngestArgs {
     #[arg(long)]
     pub drop: bool,
 
+    /// Read, check and encode every hour for both engines but store nothing and
+    /// contact no server: measures the client pipeline alone.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Also write the run's summary, hour by hour, as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -106,9 +111,11 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
         retries: args.retries,
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.drop,
+        dry_run: args.dry_run,
     };
-    eprintln!("loading {range} from {} into '{}' on {}", options.source.describe(), options.table, join(&engines));
-    let progress = Arc::new(IngestProgress::new(&engines));
+    let target = if args.dry_run { "nowhere (dry run)".to_string() } else { join(&engines) };
+    eprintln!("loading {range} from {} into '{}' on {target}", options.source.describe(), options.table);
+    let progress = Arc::new(IngestProgress::new(if args.dry_run { &[] } else { &engines }));
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
 
@@ -161,12 +168,15 @@ fn print_summary(s: &IngestSummary) {
             e.table_events
         );
     }
+    let per_second = |v: f64| v / s.elapsed_seconds.max(1e-9);
     println!(
-        "elapsed {:.1} s, {:.1} MB compressed, {:.1} MB JSON, concurrency {}",
+        "elapsed {:.2} s, concurrency {}: {:.1} MB compressed, {:.1} MB JSON read; {:.0} events/s, {:.1} MB/s JSON through the client",
         s.elapsed_seconds,
+        s.concurrency,
         t.compressed_bytes as f64 / 1e6,
         t.json_bytes as f64 / 1e6,
-        s.concurrency
+        per_second(t.events as f64),
+        per_second(t.json_bytes as f64 / 1e6),
     );
     let missing: Vec<String> = s.missing().map(|h| h.to_string()).collect();
     if !missing.is_empty() {

@@ -17,7 +17,8 @@
 
 use std::borrow::Cow;
 
-use mongodb::bson::{Bson, Document, RawDocumentBuf};
+use mongodb::bson::RawDocumentBuf;
+use serde::ser::Error as _;
 
 /// MongoDB refuses documents above 16 MiB.
 pub const MAX_BSON_BYTES: usize = 16 * 1024 * 1024;
@@ -29,7 +30,7 @@ pub struct CleanDoc {
     pub line: u64,
     /// The JSON text as PostgreSQL receives it (sanitized when `sanitized`).
     pub json: String,
-    /// The same document as MongoDB receives it, `_id` first.
+    /// The same document as MongoDB receives it, with its `_id`.
     pub bson: RawDocumentBuf,
     pub sanitized: bool,
 }
@@ -102,26 +103,37 @@ pub fn clean_line(stem: &str, line: u64, raw: &[u8]) -> Result<CleanDoc, Rejecte
         Cow::Borrowed(t) => (t.to_string(), false),
         Cow::Owned(t) => (t, true),
     };
-    let parsed: Document = serde_json::from_str(&text).map_err(|e| {
+    let bson = to_bson(&text, &document_id(stem, line))?;
+    Ok(CleanDoc { line, json: text, bson, sanitized })
+}
+
+/// Transcodes JSON text straight into BSON bytes (no tree in between) and adds `_id`.
+/// This is also the JSON validation: what fails here is refused for every engine.
+fn to_bson(text: &str, id: &str) -> Result<RawDocumentBuf, Rejected> {
+    let mut json = serde_json::Deserializer::from_str(text);
+    let transcoded = mongodb::bson::to_vec(&serde_transcode::Transcoder::new(&mut json)).and_then(|bytes| {
+        json.end().map_err(mongodb::bson::ser::Error::custom)?;
+        Ok(bytes)
+    });
+    let bytes = transcoded.map_err(|e| {
         // Only on the error path: tell "valid JSON, wrong kind" from "not JSON".
         let object = text.trim_start().starts_with('{');
-        if !object && serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        if !object && serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() {
             Rejected::new(Defect::NotAnObject, "JSON value is not an object")
         } else {
             Rejected::new(Defect::InvalidJson, e.to_string())
         }
     })?;
-    if parsed.contains_key("_id") {
+    let mut doc = RawDocumentBuf::from_bytes(bytes).map_err(|e| Rejected::new(Defect::InvalidJson, e.to_string()))?;
+    if doc.get("_id").ok().flatten().is_some() {
         return Err(Rejected::new(Defect::HasOwnId, "document has its own _id"));
     }
-    let mut doc = Document::new();
-    doc.insert("_id", Bson::String(document_id(stem, line)));
-    doc.extend(parsed);
-    let bson = RawDocumentBuf::from_document(&doc).map_err(|e| Rejected::new(Defect::InvalidJson, e.to_string()))?;
-    if bson.as_bytes().len() > MAX_BSON_BYTES {
-        return Err(Rejected::new(Defect::TooLarge, format!("{} bytes as BSON", bson.as_bytes().len())));
+    // Appended, not prepended: that needs no second copy, and servers keep `_id` as a field like any other.
+    doc.append("_id", id);
+    if doc.as_bytes().len() > MAX_BSON_BYTES {
+        return Err(Rejected::new(Defect::TooLarge, format!("{} bytes as BSON", doc.as_bytes().len())));
     }
-    Ok(CleanDoc { line, json: text, bson, sanitized })
+    Ok(doc)
 }
 
 /// Removes every `\u0000` escape from JSON text. Only real escapes count: in
@@ -183,6 +195,6 @@ mod tests {
         let back = doc.bson.to_document().unwrap();
         assert_eq!(back.get_str("_id").unwrap(), "2015-01-01-0/7");
         assert_eq!(back.get_str("n").unwrap(), "ab");
-        assert_eq!(back.keys().next().unwrap(), "_id");
+        assert_eq!(back.get_array("x").unwrap().len(), 2);
     }
 }

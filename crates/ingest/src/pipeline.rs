@@ -36,6 +36,9 @@ pub struct IngestOptions {
     pub quarantine_dir: PathBuf,
     /// Start from an empty table (and ledger) on every engine.
     pub drop: bool,
+    /// Read, check and encode every hour for all engines, but store nothing and
+    /// touch no server: the speed of the client alone.
+    pub dry_run: bool,
 }
 
 /// What the run tells its observer (the CLI draws progress bars from these).
@@ -74,9 +77,10 @@ struct Ctx {
 
 /// Loads every hour of `options.hours` that an engine's ledger does not list yet.
 pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Result<IngestSummary, IngestError> {
-    if options.engines.is_empty() {
+    if options.engines.is_empty() && !options.dry_run {
         return Err(IngestError::NoEngines);
     }
+    let engines: &[Engine] = if options.dry_run { &[] } else { &options.engines };
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let prepare_err = |engine: Engine| move |e: SinkError| IngestError::Prepare { engine, detail: e.detail() };
@@ -85,7 +89,7 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     let mut control = Vec::new();
     let mut servers = Vec::new();
     let mut done: BTreeMap<Engine, HashSet<String>> = BTreeMap::new();
-    for &engine in &options.engines {
+    for &engine in engines {
         let mut sink = Sink::connect(engine, &options.servers, &options.table).await?;
         sink.prepare(options.drop).await.map_err(prepare_err(engine))?;
         servers.push(sink.describe(&options.servers).await.map_err(prepare_err(engine))?);
@@ -97,8 +101,8 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     let mut skipped = Vec::new();
     for hour in options.hours.iter() {
         let stem = hour.stem();
-        let needed: Vec<Engine> = options.engines.iter().copied().filter(|e| !done[e].contains(&stem)).collect();
-        if needed.is_empty() {
+        let needed: Vec<Engine> = engines.iter().copied().filter(|e| !done[e].contains(&stem)).collect();
+        if needed.is_empty() && !options.dry_run {
             skipped.push(hour);
         } else {
             queue.push_back((hour, needed));
