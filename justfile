@@ -24,3 +24,11 @@ demo: setup build
 # The test suite, against the real servers `just setup` starts.
 test: setup
     source .ghbench/env && cargo test --workspace --all-targets
+
+# Side-by-side ingest speed: ghbench vs psql \copy, vs pymongo, vs zcat; peak memory.
+bench-ingest hours="8": setup build
+    bash scripts/bench-ingest.sh {{hours}}
+
+# Criterion microbenchmarks (gzip, cleaning, encodings) on small slices.
+bench:
+    cargo bench --bench pipeline
