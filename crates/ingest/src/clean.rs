@@ -109,7 +109,7 @@ pub fn clean_line(stem: &str, line: u64, raw: &[u8]) -> Result<CleanDoc, Rejecte
 
 /// Transcodes JSON text straight into BSON bytes (no tree in between) and adds `_id`.
 /// This is also the JSON validation: what fails here is refused for every engine.
-fn to_bson(text: &str, id: &str) -> Result<RawDocumentBuf, Rejected> {
+pub fn to_bson(text: &str, id: &str) -> Result<RawDocumentBuf, Rejected> {
     let mut json = serde_json::Deserializer::from_str(text);
     let transcoded = mongodb::bson::to_vec(&serde_transcode::Transcoder::new(&mut json)).and_then(|bytes| {
         json.end().map_err(mongodb::bson::ser::Error::custom)?;

@@ -92,6 +92,11 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
+/// Decompressed lines of a (multi-member) gzip stream: read them with `read_until(b'\n')`.
+pub fn gz_lines<R: Read>(compressed: R) -> impl BufRead {
+    BufReader::with_capacity(256 << 10, MultiGzDecoder::new(compressed))
+}
+
 fn source_failure(e: &io::Error) -> Option<&SourceFailure> {
     e.get_ref().and_then(|inner| inner.downcast_ref::<SourceFailure>())
 }
@@ -110,7 +115,7 @@ pub fn decode_hour(
         HourBytes::Stream(s) => Box::new(tokio_util::io::SyncIoBridge::new(s)),
     };
     let counting = CountingReader { inner: raw, count: compressed.clone() };
-    let mut reader = BufReader::with_capacity(256 << 10, MultiGzDecoder::new(counting));
+    let mut reader = gz_lines(counting);
     let stem = hour.stem();
     let mut report = DecodeReport::default();
     let mut batch = Batch::default();

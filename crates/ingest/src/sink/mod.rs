@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use ghbench_core::{Engine, ServerInfo, Servers, TableName};
 
 pub use mongo::MongoSink;
-pub use postgres::PostgresSink;
+pub use postgres::{JsonbText, PostgresSink};
 
 use crate::decode::Batch;
 

@@ -23,7 +23,7 @@ pub struct PostgresSink {
 /// JSON text sent as `jsonb` in binary COPY: version byte 1, then the text.
 /// Saves parsing the JSON into a value only to print it again.
 #[derive(Debug)]
-struct JsonbText<'a>(&'a str);
+pub struct JsonbText<'a>(pub &'a str);
 
 impl ToSql for JsonbText<'_> {
     fn to_sql(&self, _: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn Error + Sync + Send>> {

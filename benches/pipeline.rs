@@ -1,0 +1,123 @@
+//! Criterion microbenchmarks of the ingest client's stages, on a slice of the
+//! real hour from ../shared (or, when it is absent, synthetic events of the same
+//! shape). Throughput is reported in JSON bytes, comparable across stages.
+
+use std::hint::black_box;
+use std::io::{BufRead, Write};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use ghbench_core::Hour;
+use ghbench_ingest::clean::{clean_line, document_id, strip_nul_escapes, to_bson};
+use ghbench_ingest::decode::{decode_hour, gz_lines};
+use ghbench_ingest::quarantine::Quarantine;
+use ghbench_ingest::sink::JsonbText;
+use ghbench_ingest::source::HourBytes;
+use tokio_postgres::types::{ToSql, Type};
+
+const SLICE: usize = 500;
+
+/// A few hundred events: the real hour's first lines, or synthetic ones.
+fn slice() -> Vec<String> {
+    let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/gharchive/2015-01-01-0.json.gz");
+    if let Ok(file) = std::fs::File::open(&real) {
+        return gz_lines(file).lines().take(SLICE).map(|l| l.expect("real hour decodes")).collect();
+    }
+    eprintln!("{} not found: benchmarking synthetic events", real.display());
+    (0..SLICE)
+        .map(|i| {
+            format!(
+                r#"{{"id":"{i}","type":"PushEvent","actor":{{"id":{i},"login":"user{}","url":"https://api.github.com/users/user{i}"}},"repo":{{"id":{},"name":"o{}/r","url":"https://api.github.com/repos/o/r"}},"payload":{{"push_id":{i},"size":1,"ref":"refs/heads/master","commits":[{{"sha":"{:040x}","message":"fix #{i}\nmore text here","distinct":true}}]}},"public":true,"created_at":"2015-01-01T00:00:00Z"}}"#,
+                i % 37, i % 101, i % 13, i
+            )
+        })
+        .collect()
+}
+
+fn gzip(lines: &[String]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    for line in lines {
+        gz.write_all(line.as_bytes()).unwrap();
+        gz.write_all(b"\n").unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+fn stages(c: &mut Criterion) {
+    let lines = slice();
+    let bytes: u64 = lines.iter().map(|l| l.len() as u64 + 1).sum();
+    let compressed = gzip(&lines);
+    let mut group = c.benchmark_group("ingest_client");
+    group.throughput(Throughput::Bytes(bytes));
+
+    group.bench_function("gunzip_and_split_lines", |b| {
+        b.iter(|| {
+            let mut reader = gz_lines(compressed.as_slice());
+            let mut line = Vec::new();
+            let mut n = 0;
+            while reader.read_until(b'\n', &mut line).unwrap() > 0 {
+                n += 1;
+                line.clear();
+            }
+            black_box(n)
+        })
+    });
+    group.bench_function("validate_json_only", |b| {
+        b.iter(|| {
+            for l in &lines {
+                black_box(serde_json::from_str::<serde::de::IgnoredAny>(l).unwrap());
+            }
+        })
+    });
+    group.bench_function("sanitize_nul_escapes", |b| {
+        b.iter(|| {
+            for l in &lines {
+                black_box(strip_nul_escapes(l));
+            }
+        })
+    });
+    group.bench_function("bson_conversion", |b| {
+        b.iter(|| {
+            for (i, l) in lines.iter().enumerate() {
+                black_box(to_bson(l, &document_id("2015-01-01-0", i as u64)).unwrap());
+            }
+        })
+    });
+    group.bench_function("postgres_copy_encoding", |b| {
+        let mut out = BytesMut::with_capacity(bytes as usize * 2);
+        b.iter(|| {
+            out.clear();
+            for l in &lines {
+                JsonbText(l).to_sql(&Type::JSONB, &mut out).unwrap();
+            }
+            black_box(out.len())
+        })
+    });
+    group.bench_function("clean_line_full_policy", |b| {
+        b.iter(|| {
+            for (i, l) in lines.iter().enumerate() {
+                black_box(clean_line("2015-01-01-0", i as u64, l.as_bytes()).unwrap());
+            }
+        })
+    });
+
+    // The whole client stage of one hour: file -> gunzip -> policy -> batches.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("2015-01-01-0.json.gz");
+    std::fs::write(&path, &compressed).unwrap();
+    let hour: Hour = "2015-01-01T00".parse().unwrap();
+    let table = "bench".parse().unwrap();
+    group.bench_function("decode_hour_end_to_end", |b| {
+        b.iter(|| {
+            let mut quarantine = Quarantine::for_hour(dir.path(), &table, hour).unwrap();
+            let file = HourBytes::File(std::fs::File::open(&path).unwrap());
+            black_box(decode_hour(hour, file, &[], &mut quarantine, Arc::new(AtomicU64::new(0))).unwrap())
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, stages);
+criterion_main!(benches);
