@@ -1,3 +1,7 @@
 pub mod doctor;
+pub mod index;
 pub mod ingest;
+pub mod olap;
+pub mod query;
+pub mod report;
 pub mod serve;

@@ -126,6 +126,23 @@ pub struct IndexSize {
     pub bytes: u64,
 }
 
+/// What one `ghbench index` run did (written as JSON beside the query results).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexRunRecord {
+    pub schema: String,
+    pub context: Context,
+    pub engines: Vec<IndexEngineRecord>,
+}
+
+pub const INDEX_SCHEMA: &str = "ghbench-olap-index/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEngineRecord {
+    pub engine: String,
+    pub indexes: Vec<IndexBuild>,
+    pub error: Option<String>,
+}
+
 /// One index built by `ghbench index`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IndexBuild {

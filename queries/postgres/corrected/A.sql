@@ -6,4 +6,4 @@
 SELECT data->'repo'->>'name' AS repo, count(*) AS count FROM {table}
 WHERE (data->>'type') = 'IssuesEvent' AND (data->'payload'->>'action') = 'opened'
 GROUP BY 1
-ORDER BY count DESC, repo COLLATE "C" NULLS FIRST
+ORDER BY count DESC, (data->'repo'->>'name') COLLATE "C" NULLS FIRST

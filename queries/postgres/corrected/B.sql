@@ -3,4 +3,4 @@
 -- ascending, bytewise (COLLATE "C", like MongoDB), nulls first (like MongoDB).
 SELECT data->>'type' AS type, count(*) AS count FROM {table}
 GROUP BY 1
-ORDER BY count DESC, type COLLATE "C" NULLS FIRST
+ORDER BY count DESC, (data->>'type') COLLATE "C" NULLS FIRST

@@ -4,5 +4,5 @@
 -- keeps the same actors.
 SELECT data->'actor'->>'login' AS actor, count(*) AS count FROM {table}
 GROUP BY 1
-ORDER BY count DESC, actor COLLATE "C" NULLS FIRST
+ORDER BY count DESC, (data->'actor'->>'login') COLLATE "C" NULLS FIRST
 LIMIT 10

@@ -17,4 +17,4 @@ WHERE data->>'type' = 'IssueCommentEvent'
   AND CASE WHEN jsonb_typeof(data->'payload'->'issue'->'comments') = 'number'
            THEN (data->'payload'->'issue'->'comments')::numeric END > 2
 GROUP BY 1
-ORDER BY comments DESC, repo COLLATE "C" NULLS FIRST
+ORDER BY comments DESC, (data->'repo'->>'name') COLLATE "C" NULLS FIRST
