@@ -72,7 +72,8 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
     let backends = connect_all(&args.conn.engines(), &args.conn.servers(), &table).await?;
     let mut context = context(table.to_string(), &catalog, options.repeat, engine_records(&backends).await?);
     for engine in &context.engines {
-        if engine.data.as_ref().is_none_or(|d| d.events == 0) {
+        let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
+        if events == 0 {
             bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);
         }
     }

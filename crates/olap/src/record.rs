@@ -263,7 +263,8 @@ pub struct Plan {
 /// fraction of the slower time; negative when PostgreSQL is the slower one.
 pub fn postgres_faster_by(postgres_seconds: f64, mongo_seconds: f64) -> Option<f64> {
     let slower = postgres_seconds.max(mongo_seconds);
-    if !(slower > 0.0) {
+    // Also refuses NaN.
+    if slower.is_nan() || slower <= 0.0 {
         return None;
     }
     let gain = (slower - postgres_seconds.min(mongo_seconds)) / slower;

@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{describe_mongo, Engine, ServerInfo, Servers, TableName};
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::error::ErrorKind;
 use mongodb::Database;
 use serde::Deserialize;
 
@@ -160,7 +161,7 @@ impl Backend for MongoBackend {
                 plan.index_used = (!stages.is_empty()).then(|| stages.iter().any(|s| INDEX_STAGES.contains(&s.as_str())));
                 plan.json = Some(json);
             }
-            Err(e) => plan.error = Some(format!("explain unsupported or failed: {e}")),
+            Err(e) => plan.error = Some(format!("explain unsupported or failed: {}", short(&e))),
         }
         plan
     }
@@ -168,9 +169,17 @@ impl Backend for MongoBackend {
     async fn clear_caches(&self) -> Vec<String> {
         let done = match self.db.run_command(doc! {"planCacheClear": self.table.as_str()}).await {
             Ok(_) => "planCacheClear (cached plans dropped)".to_string(),
-            Err(e) => format!("planCacheClear not done: {e}"),
+            Err(e) => format!("planCacheClear not done: {}", short(&e)),
         };
         vec![format!("MongoDB-wire server: {done}; its data cache stays warm: server not restarted")]
+    }
+}
+
+/// The server's own words for a failed command (the driver's Display adds the raw reply).
+fn short(e: &mongodb::error::Error) -> String {
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => format!("{} ({})", c.message, c.code_name),
+        _ => e.to_string(),
     }
 }
 
