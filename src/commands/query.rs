@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{all_verified, markdown, problems, results_table, seconds, Style};
+use ghbench_olap::render::{no_disagreement, markdown, problems, results_table, seconds, Style};
 use ghbench_olap::runner::{connect_all, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -98,7 +98,7 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     println!("wrote {} and {}", json_path.display(), md_path.display());
-    Ok(if problems.is_empty() && all_verified(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// One bar over every run; indicatif draws only on a terminal.

@@ -122,8 +122,12 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
     lines
 }
 
-pub fn all_verified(record: &RunRecord) -> bool {
-    record.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+/// No engine disagreed or failed (a single-engine run has nothing to disagree with).
+pub fn no_disagreement(record: &RunRecord) -> bool {
+    record
+        .queries
+        .iter()
+        .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
 }
 
 /// The whole report as Markdown: results, the paper beside them, environment, plans.
