@@ -17,9 +17,12 @@ build:
 doctor: setup build
     source .ghbench/env && ./target/release/ghbench doctor
 
-# Load the shared real hour into both engines (the quick first run).
+# Load the shared real hour into both engines, build the paper's indexes and
+# run Queries A-D on both (results in results/).
 demo: setup build
     source .ghbench/env && ./target/release/ghbench ingest --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
+    source .ghbench/env && ./target/release/ghbench index
+    source .ghbench/env && ./target/release/ghbench query --all --repeat 3
 
 # The test suite, against the real servers `just setup` starts.
 test: setup

@@ -28,6 +28,12 @@ enum Command {
     Download(commands::download::DownloadArgs),
     /// Check the connections and show each server's product, version and settings.
     Doctor(commands::doctor::DoctorArgs),
+    /// Create the paper's five indexes on every engine (idempotent), timing each.
+    Index(commands::index::IndexArgs),
+    /// Run Queries A-D on every engine: timed, verified across engines, reported.
+    Query(commands::query::QueryArgs),
+    /// Show a saved query result again, or compare two.
+    Report(commands::report::ReportArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
     Serve(commands::serve::ServeArgs),
 }
@@ -41,6 +47,9 @@ fn main() -> std::process::ExitCode {
             Command::Download(args) => commands::download::run(args).await,
             Command::Doctor(args) => commands::doctor::run(args).await,
             Command::Serve(args) => commands::serve::run(args),
+            Command::Index(args) => commands::index::run(args).await,
+            Command::Query(args) => commands::query::run(args).await,
+            Command::Report(args) => commands::report::run(args),
         }
     });
     match result {

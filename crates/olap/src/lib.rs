@@ -1,1 +1,21 @@
+//! The OLAP benchmark: the paper's indexes and queries A–D, run on every
+//! engine, timed, verified across engines, and recorded for reports.
+//!
+//! - [`catalog`]: the query files under `queries/` (no query text in code).
+//! - [`backend`]: one module per engine behind one trait (describe,
+//!   create_indexes, run, explain, sizes).
+//! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
+//! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown, comparison).
 
+pub mod backend;
+pub mod catalog;
+pub mod environment;
+pub mod record;
+pub mod render;
+pub mod rows;
+pub mod runner;
+pub mod verify;
+
+pub use backend::{connect, Backend};
+pub use catalog::Catalog;
+pub use record::RunRecord;

@@ -1,0 +1,219 @@
+//! PostgreSQL, one `jsonb` column. Queries go over the simple query protocol,
+//! as psql sends them: every value arrives as text, which keeps `numeric`
+//! averages exact until they are normalised.
+
+use std::time::Instant;
+
+use anyhow::{bail, Context as _};
+use async_trait::async_trait;
+use ghbench_core::{describe_postgres, Engine, ServerInfo, Servers, TableName};
+use tokio_postgres::{Client, SimpleQueryMessage};
+
+use super::{tally_ledger, Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
+use crate::catalog::QueryFile;
+use crate::record::{DataLoaded, IndexBuild, IndexSize, Plan, Storage};
+use crate::rows::{Cell, Row};
+
+/// Tables larger than this get the planner's row estimate instead of a
+/// `count(*)`, which would scan them (minutes on a year of data).
+const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
+const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS)";
+
+pub struct PostgresBackend {
+    client: Client,
+    url: String,
+    table: TableName,
+}
+
+impl PostgresBackend {
+    pub async fn connect(servers: &Servers, table: &TableName) -> BackendResult<Self> {
+        Ok(PostgresBackend { client: servers.postgres().await?, url: servers.pg_url.clone(), table: table.clone() })
+    }
+
+    /// Every row the statement returns, as text cells (None for NULL).
+    async fn text_rows(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
+        let messages = self.client.simple_query(sql).await?;
+        Ok(messages
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(row) => Some((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect()),
+                _ => None,
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl Backend for PostgresBackend {
+    fn engine(&self) -> Engine {
+        Engine::Postgres
+    }
+
+    async fn describe(&self) -> BackendResult<ServerInfo> {
+        Ok(describe_postgres(&self.client, &self.url).await?)
+    }
+
+    async fn data_loaded(&self) -> BackendResult<DataLoaded> {
+        let sql = format!("SELECT hour, events FROM {LEDGER} WHERE tbl = $1");
+        let rows = self.client.query(&sql, &[&self.table.as_str()]).await.context("reading the ingest ledger")?;
+        Ok(tally_ledger(rows.iter().map(|r| (r.get(0), r.get(1)))))
+    }
+
+    async fn sizes(&self) -> BackendResult<Storage> {
+        let t = self.table.as_str();
+        let row = self
+            .client
+            .query_one(
+                "SELECT pg_table_size(c.oid), pg_indexes_size(c.oid), c.reltuples::bigint
+                 FROM pg_class c WHERE c.oid = to_regclass($1)",
+                &[&t],
+            )
+            .await
+            .with_context(|| format!("table {t} not found"))?;
+        let (table_bytes, index_bytes, estimate): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+        let rows_exact = table_bytes <= EXACT_COUNT_MAX_BYTES;
+        let rows = if rows_exact {
+            self.client.query_one(&format!("SELECT count(*) FROM {t}"), &[]).await?.get::<_, i64>(0)
+        } else {
+            estimate
+        };
+        let indexes = self
+            .client
+            .query(
+                "SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)
+                 FROM pg_index i WHERE i.indrelid = to_regclass($1) ORDER BY 1",
+                &[&t],
+            )
+            .await?
+            .iter()
+            .map(|r| IndexSize { name: r.get(0), bytes: r.get::<_, i64>(1) as u64 })
+            .collect();
+        Ok(Storage { rows: rows as u64, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+    }
+
+    async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+        let mut builds = Vec::new();
+        for statement in statements(&file.for_table(&self.table)) {
+            let name = index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
+            let exists = "SELECT to_regclass($1) IS NOT NULL";
+            let existed: bool = self.client.query_one(exists, &[&name.as_str()]).await?.get(0);
+            let started = Instant::now();
+            self.client.batch_execute(&statement).await.with_context(|| format!("creating {name}"))?;
+            let seconds = started.elapsed().as_secs_f64();
+            let size = "SELECT pg_relation_size(to_regclass($1))";
+            let bytes: Option<i64> = self.client.query_one(size, &[&name.as_str()]).await?.get(0);
+            let build =
+                IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64) };
+            built(&build);
+            builds.push(build);
+        }
+        Ok(builds)
+    }
+
+    async fn run(&self, query: &QueryFile) -> BackendResult<Timed> {
+        let sql = query.for_table(&self.table);
+        let started = Instant::now();
+        let rows = self.text_rows(&sql).await?;
+        let seconds = started.elapsed().as_secs_f64();
+        Ok(Timed { seconds, rows: rows.into_iter().map(normalise).collect() })
+    }
+
+    async fn explain(&self, query: &QueryFile) -> Plan {
+        let mut plan = Plan { command: EXPLAIN.into(), ..Plan::default() };
+        // The query file may start with comments: they are white space after EXPLAIN.
+        match self.text_rows(&format!("{EXPLAIN}\n{}", query.for_table(&self.table))).await {
+            Ok(lines) => {
+                let text: Vec<String> = lines.into_iter().filter_map(|mut l| l.pop().flatten()).collect();
+                plan.indexes = indexes_in_plan(&text);
+                plan.index_used = Some(!plan.indexes.is_empty());
+                plan.text = Some(text.join("\n"));
+            }
+            Err(e) => plan.error = Some(format!("{e:#}")),
+        }
+        plan
+    }
+
+    async fn clear_caches(&self) -> Vec<String> {
+        let done = match self.client.batch_execute("DISCARD ALL").await {
+            Ok(()) => "DISCARD ALL (session plans and temp state dropped)".to_string(),
+            Err(e) => format!("DISCARD ALL failed: {e}"),
+        };
+        vec![format!("PostgreSQL: {done}; shared_buffers stay warm: server not restarted")]
+    }
+}
+
+/// Key (first column) as text, the other columns as numbers where they are numbers.
+fn normalise(row: Vec<Option<String>>) -> Row {
+    let mut cells = row.into_iter();
+    let key = match cells.next().flatten() {
+        Some(text) => Cell::Text(text),
+        None => Cell::Null,
+    };
+    std::iter::once(key).chain(cells.map(|c| Cell::from_sql_value(c.as_deref()))).collect()
+}
+
+/// The statements of an SQL file: `--` comments removed, split at `;`.
+fn statements(sql: &str) -> Vec<String> {
+    let code: String = sql.lines().map(|l| l.split("--").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    code.split(';').map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).filter(|s| !s.is_empty()).collect()
+}
+
+/// `CREATE INDEX IF NOT EXISTS <name> ON ...`: the name, validated as an identifier.
+fn index_name(statement: &str) -> BackendResult<TableName> {
+    let upper = statement.to_ascii_uppercase();
+    let Some(at) = upper.find("IF NOT EXISTS ") else {
+        bail!("index statements must be CREATE INDEX IF NOT EXISTS <name> ON ... (so reruns are no-ops)")
+    };
+    let name = statement[at + "IF NOT EXISTS ".len()..].split_whitespace().next().unwrap_or("");
+    Ok(name.parse()?)
+}
+
+/// Index names in a text plan: `Index Scan using x on t`, `Index Only Scan
+/// using x`, `Bitmap Index Scan on x`.
+fn indexes_in_plan(lines: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for line in lines {
+        for marker in ["Index Scan using ", "Index Only Scan using ", "Bitmap Index Scan on "] {
+            if let Some(rest) = line.split(marker).nth(1) {
+                let name = rest.split_whitespace().next().unwrap_or("").to_string();
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_the_index_file_and_finds_names() {
+        let sql = "-- comment; with a semicolon\nCREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a'));\n\nCREATE INDEX IF NOT EXISTS t_b ON t ((data->'b'));\n";
+        let st = statements(sql);
+        assert_eq!(st, ["CREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a'))", "CREATE INDEX IF NOT EXISTS t_b ON t ((data->'b'))"]);
+        assert_eq!(index_name(&st[1]).unwrap().as_str(), "t_b");
+        assert!(index_name("CREATE INDEX ON t ((data))").is_err());
+        assert!(index_name("CREATE INDEX IF NOT EXISTS \"x y\" ON t ((data))").is_err());
+    }
+
+    #[test]
+    fn reads_index_use_from_text_plans() {
+        let plan = [
+            "Bitmap Heap Scan on t  (cost=4.3..8.4 rows=1 width=32)".to_string(),
+            "  ->  Bitmap Index Scan on t_type  (cost=0.00..4.29 rows=1 width=0)".to_string(),
+            "  ->  Index Scan using t_repo_name on t".to_string(),
+        ];
+        assert_eq!(indexes_in_plan(&plan), ["t_type", "t_repo_name"]);
+        assert!(indexes_in_plan(&["Seq Scan on t".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn keys_stay_text_and_values_become_numbers() {
+        let row = normalise(vec![Some("123".into()), Some("7".into())]);
+        assert_eq!(row, vec![Cell::Text("123".into()), Cell::Int(7)]);
+        assert_eq!(normalise(vec![None, Some("2.5".into())]), vec![Cell::Null, Cell::Float(2.5)]);
+    }
+}

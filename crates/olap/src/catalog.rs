@@ -1,0 +1,245 @@
+//! The query catalog: every query text, index definition and variant lives in a
+//! file under `queries/`, read once at start; the runner never contains query text.
+//!
+//! ```text
+//! queries/variants/<variant>.json          which queries a variant has, how to compare them
+//! queries/<dialect>/indexes.<ext>          the dialect's index definitions
+//! queries/<dialect>/<variant>/<Q>.<ext>    one query in one dialect (sql, json, ...)
+//! queries/paper.json                       the paper's published numbers
+//! ```
+//!
+//! A dialect is the folder an engine reads (its name, e.g. `postgres`). Adding a
+//! variant or a dialect means adding files here, nothing in code.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use ghbench_core::TableName;
+use include_dir::{include_dir, Dir};
+use serde::{Deserialize, Serialize};
+
+/// The repository's `queries/` folder, compiled into the binary (build.rs makes
+/// cargo rebuild when it changes).
+static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../queries");
+
+/// The placeholder for the table (collection) name in every query file.
+pub const TABLE_PLACEHOLDER: &str = "{table}";
+
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("reading {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Json { path: String, source: serde_json::Error },
+    #[error("no query file for {dialect}/{variant}/{query} in the catalog")]
+    MissingQuery { dialect: String, variant: String, query: String },
+    #[error("no index file for {dialect} in the catalog")]
+    MissingIndexes { dialect: String },
+    #[error("unknown variant '{0}' (the catalog has: {1})")]
+    UnknownVariant(String, String),
+    #[error("the catalog has no variants (queries/variants/*.json)")]
+    Empty,
+}
+
+/// How two engines' results of a query must agree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Compare {
+    /// Row by row in order: the variant defines the order completely.
+    Ordered,
+    /// Ordered by the value column (the second) only: the value column must
+    /// agree in order, the rows as a multiset.
+    TiesUnordered,
+    /// As `TiesUnordered`, but a LIMIT may cut through the last tie, so rows
+    /// tied with the last row need only agree in their value.
+    TiesUnorderedCut,
+}
+
+/// One query of a variant, as `queries/variants/<variant>.json` describes it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QuerySpec {
+    pub title: String,
+    pub compare: Compare,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct VariantFile {
+    queries: BTreeMap<String, QuerySpec>,
+}
+
+/// A query's text for one dialect, with its table placeholder still in it.
+#[derive(Debug, Clone)]
+pub struct QueryFile {
+    /// Path inside the catalog, e.g. `postgres/corrected/A.sql`.
+    pub path: String,
+    pub text: String,
+}
+
+impl QueryFile {
+    /// The text with the (validated, hence safe to splice) table name in place.
+    pub fn for_table(&self, table: &TableName) -> String {
+        self.text.replace(TABLE_PLACEHOLDER, table.as_str())
+    }
+}
+
+/// The paper's published results, shown beside ours for context.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PaperResults {
+    pub events: u64,
+    pub machine: String,
+    pub engines: BTreeMap<String, String>,
+    /// query -> engine -> seconds
+    pub seconds: BTreeMap<String, BTreeMap<String, f64>>,
+    pub postgres_faster_by: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    /// Where it came from: `embedded` or a folder.
+    pub origin: String,
+    files: BTreeMap<String, String>,
+    variants: BTreeMap<String, BTreeMap<String, QuerySpec>>,
+}
+
+impl Catalog {
+    /// The catalog compiled into the binary.
+    pub fn embedded() -> Result<Catalog, CatalogError> {
+        let mut files = BTreeMap::new();
+        collect_embedded(&EMBEDDED, &mut files);
+        Catalog::from_files("embedded".into(), files)
+    }
+
+    /// A catalog read from a folder laid out like `queries/` (to try edited
+    /// queries without rebuilding).
+    pub fn from_dir(dir: &Path) -> Result<Catalog, CatalogError> {
+        let mut files = BTreeMap::new();
+        collect_dir(dir, dir, &mut files)?;
+        Catalog::from_files(dir.display().to_string(), files)
+    }
+
+    /// `files`: path relative to the catalog root (with `/`) -> contents.
+    pub fn from_files(origin: String, files: BTreeMap<String, String>) -> Result<Catalog, CatalogError> {
+        let mut variants = BTreeMap::new();
+        for (path, text) in &files {
+            let Some(name) = path.strip_prefix("variants/").and_then(|n| n.strip_suffix(".json")) else { continue };
+            let file: VariantFile = parse_json(path, text)?;
+            variants.insert(name.to_string(), file.queries);
+        }
+        if variants.is_empty() {
+            return Err(CatalogError::Empty);
+        }
+        Ok(Catalog { origin, files, variants })
+    }
+
+    pub fn variant_names(&self) -> Vec<String> {
+        self.variants.keys().cloned().collect()
+    }
+
+    /// The queries of a variant, by name (`A`, `B`, ...), in name order.
+    pub fn variant(&self, name: &str) -> Result<&BTreeMap<String, QuerySpec>, CatalogError> {
+        self.variants
+            .get(name)
+            .ok_or_else(|| CatalogError::UnknownVariant(name.to_string(), self.variant_names().join(", ")))
+    }
+
+    /// `<dialect>/<variant>/<query>.<any extension>`.
+    pub fn query(&self, dialect: &str, variant: &str, query: &str) -> Result<QueryFile, CatalogError> {
+        self.find(&format!("{dialect}/{variant}/{query}.")).ok_or_else(|| CatalogError::MissingQuery {
+            dialect: dialect.into(),
+            variant: variant.into(),
+            query: query.into(),
+        })
+    }
+
+    /// `<dialect>/indexes.<any extension>`.
+    pub fn indexes(&self, dialect: &str) -> Result<QueryFile, CatalogError> {
+        self.find(&format!("{dialect}/indexes."))
+            .ok_or_else(|| CatalogError::MissingIndexes { dialect: dialect.into() })
+    }
+
+    /// The paper's numbers, if the catalog has them.
+    pub fn paper(&self) -> Option<PaperResults> {
+        let text = self.files.get("paper.json")?;
+        parse_json("paper.json", text).ok()
+    }
+
+    fn find(&self, prefix: &str) -> Option<QueryFile> {
+        let (path, text) = self.files.range(prefix.to_string()..).next().filter(|(p, _)| p.starts_with(prefix))?;
+        Some(QueryFile { path: path.clone(), text: text.clone() })
+    }
+}
+
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, CatalogError> {
+    serde_json::from_str(text).map_err(|source| CatalogError::Json { path: path.into(), source })
+}
+
+fn collect_embedded(dir: &Dir<'_>, files: &mut BTreeMap<String, String>) {
+    for file in dir.files() {
+        if let Some(text) = file.contents_utf8() {
+            files.insert(slash_path(file.path()), text.to_string());
+        }
+    }
+    for sub in dir.dirs() {
+        collect_embedded(sub, files);
+    }
+}
+
+fn collect_dir(root: &Path, dir: &Path, files: &mut BTreeMap<String, String>) -> Result<(), CatalogError> {
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| CatalogError::Io { path, source }
+    };
+    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
+        let path: PathBuf = entry.map_err(io(dir))?.path();
+        if path.is_dir() {
+            collect_dir(root, &path, files)?;
+        } else {
+            let text = std::fs::read_to_string(&path).map_err(io(&path))?;
+            files.insert(slash_path(path.strip_prefix(root).unwrap_or(&path)), text);
+        }
+    }
+    Ok(())
+}
+
+fn slash_path(path: &Path) -> String {
+    path.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_catalog_has_every_query_for_every_dialect() {
+        let catalog = Catalog::embedded().unwrap();
+        assert_eq!(catalog.variant_names(), ["corrected", "published"]);
+        for variant in catalog.variant_names() {
+            let queries = catalog.variant(&variant).unwrap();
+            assert_eq!(queries.keys().cloned().collect::<Vec<_>>(), ["A", "B", "C", "D"]);
+            for query in queries.keys() {
+                for dialect in ["postgres", "mongo"] {
+                    let file = catalog.query(dialect, &variant, query).unwrap();
+                    assert!(file.text.contains(if dialect == "postgres" { "{table}" } else { "pipeline" }), "{}", file.path);
+                }
+            }
+        }
+        assert!(catalog.indexes("postgres").is_ok() && catalog.indexes("mongo").is_ok());
+        assert_eq!(catalog.paper().unwrap().seconds["D"]["mongo"], 8624.0);
+        assert!(catalog.query("postgres", "corrected", "E").is_err());
+        assert!(catalog.variant("fast").is_err());
+    }
+
+    #[test]
+    fn the_table_placeholder_takes_the_validated_name() {
+        let file = QueryFile { path: "x.sql".into(), text: "SELECT 1 FROM {table} t".into() };
+        assert_eq!(file.for_table(&"t_1".parse().unwrap()), "SELECT 1 FROM t_1 t");
+    }
+
+    #[test]
+    fn a_folder_catalog_reads_the_same_layout() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../queries");
+        let from_dir = Catalog::from_dir(&dir).unwrap();
+        let embedded = Catalog::embedded().unwrap();
+        assert_eq!(from_dir.files, embedded.files);
+    }
+}

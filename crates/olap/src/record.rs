@@ -1,0 +1,295 @@
+//! The run record: everything one `ghbench query` run measured, serialised as
+//! the results JSON (schema documented in docs/results-schema.md). Reports are
+//! views of this record only, so a saved file can be re-rendered and compared.
+
+use std::collections::BTreeMap;
+
+use ghbench_core::ServerInfo;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Compare, PaperResults};
+use crate::rows::Row;
+
+/// Bumped whenever a field changes meaning or goes away (adding fields does not).
+pub const SCHEMA: &str = "ghbench-olap/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub schema: String,
+    pub context: Context,
+    /// One entry per query × variant, in run order.
+    pub queries: Vec<QueryRecord>,
+    /// The paper's published numbers, shown beside ours for context.
+    pub published: Option<PaperResults>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Context {
+    pub ghbench_version: String,
+    pub git_commit: Option<String>,
+    /// Uncommitted changes in the checkout the run came from.
+    pub git_dirty: Option<bool>,
+    /// RFC 3339, UTC.
+    pub started_at: String,
+    /// The command line, URLs with their passwords hidden.
+    pub arguments: Vec<String>,
+    pub table: String,
+    /// Where the query texts came from: `embedded` or a folder.
+    pub catalog: String,
+    /// Timed runs per engine × query × variant (not counting a cold run).
+    pub repeat: usize,
+    pub cold: ColdRecord,
+    pub machine: Machine,
+    pub engines: Vec<EngineRecord>,
+}
+
+/// What `--cold` did before each query's first run, said honestly.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ColdRecord {
+    pub requested: bool,
+    /// True only if every server was restarted (ghbench never does this to shared servers).
+    pub true_cold: bool,
+    /// e.g. `hot (no cache dropped)`, `page cache dropped, server not restarted`.
+    pub label: String,
+    pub actions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Machine {
+    pub cpu_model: Option<String>,
+    pub logical_cores: Option<usize>,
+    pub memory_bytes: Option<u64>,
+    pub os_release: Option<String>,
+}
+
+/// One engine: what server answered, what data it holds, how big it is.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineRecord {
+    pub engine: String,
+    pub server: ServerRecord,
+    pub data: Option<DataLoaded>,
+    pub data_error: Option<String>,
+    pub storage: Option<Storage>,
+    pub storage_error: Option<String>,
+}
+
+/// A server as `describe_postgres`/`describe_mongo` saw it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerRecord {
+    /// `PostgreSQL`, `MongoDB` or `SecantusDB` (never MongoDB for SecantusDB).
+    pub product: String,
+    pub version: String,
+    /// e.g. `SecantusDB 0.7.0b3 (MongoDB-wire, reports 8.2.11)`.
+    pub label: String,
+    pub build: String,
+    /// Password hidden.
+    pub url: String,
+    pub settings: BTreeMap<String, String>,
+}
+
+impl From<&ServerInfo> for ServerRecord {
+    fn from(info: &ServerInfo) -> Self {
+        ServerRecord {
+            product: info.product.clone(),
+            version: info.version.clone(),
+            label: info.label(),
+            build: info.build.clone(),
+            url: info.url.clone(),
+            settings: info.settings.clone(),
+        }
+    }
+}
+
+/// What the engine's ingest ledger (`ghbench_ledger`) says the table holds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct DataLoaded {
+    pub hours: u64,
+    pub events: u64,
+    pub first_hour: Option<String>,
+    pub last_hour: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Storage {
+    pub rows: u64,
+    /// False when `rows` is the planner's estimate (large PostgreSQL tables).
+    pub rows_exact: bool,
+    /// Table (PostgreSQL `pg_table_size`) or collection data size (`collStats.size`).
+    pub table_bytes: u64,
+    pub index_bytes: u64,
+    pub indexes: Vec<IndexSize>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexSize {
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// What one `ghbench index` run did (written as JSON beside the query results).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexRunRecord {
+    pub schema: String,
+    pub context: Context,
+    pub engines: Vec<IndexEngineRecord>,
+}
+
+pub const INDEX_SCHEMA: &str = "ghbench-olap-index/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexEngineRecord {
+    pub engine: String,
+    pub indexes: Vec<IndexBuild>,
+    pub error: Option<String>,
+}
+
+/// One index built by `ghbench index`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IndexBuild {
+    pub name: String,
+    /// The statement or specification, as in the catalog.
+    pub definition: String,
+    /// False when it already existed (then `seconds` is the no-op's time).
+    pub created: bool,
+    pub seconds: f64,
+    pub bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct QueryRecord {
+    pub query: String,
+    pub variant: String,
+    pub title: String,
+    pub compare: Compare,
+    pub verification: Verification,
+    pub engines: Vec<EngineResult>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VerificationStatus {
+    /// At least two engines answered and all agree.
+    Agree,
+    /// At least one engine's result differs from the reference's.
+    Mismatch,
+    /// An engine failed to answer; the others were compared.
+    Error,
+    /// Fewer than two engines answered: nothing to compare.
+    NotCompared,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verification {
+    pub status: VerificationStatus,
+    /// The engine every other engine is compared with (the first that answered).
+    pub reference: Option<String>,
+    pub mismatches: Vec<Mismatch>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Mismatch {
+    pub engine: String,
+    pub reason: String,
+    pub first_differences: Vec<String>,
+}
+
+/// One engine's runs of one query × variant.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineResult {
+    pub engine: String,
+    /// The catalog file that was run, e.g. `postgres/corrected/A.sql`.
+    pub file: String,
+    /// The run after `--cold` dropped caches, if asked for; not in `stats`.
+    pub cold_run: Option<Iteration>,
+    pub iterations: Vec<Iteration>,
+    pub stats: Option<Stats>,
+    /// Rows of the result (of the first run).
+    pub rows: Option<u64>,
+    /// Some(true): agrees with every other engine; Some(false): it or its
+    /// reference disagreed, or it failed; None: nothing to compare with.
+    pub verified: Option<bool>,
+    pub error: Option<String>,
+    pub plan: Option<Plan>,
+    pub index_used: Option<bool>,
+    /// The first rows of the result, normalised (key, value).
+    pub head: Vec<Row>,
+}
+
+/// One timed run, from sending the query to receiving its last row.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Iteration {
+    pub seconds: f64,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct Stats {
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl Stats {
+    pub fn of(seconds: &[f64]) -> Option<Stats> {
+        if seconds.is_empty() {
+            return None;
+        }
+        let mut s = seconds.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
+        Some(Stats { min: s[0], median, mean: s.iter().sum::<f64>() / n as f64, max: s[n - 1] })
+    }
+}
+
+/// An engine's plan for a query, captured once (after the timed runs).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Plan {
+    /// The command that produced it, e.g. `EXPLAIN (ANALYZE, BUFFERS)`.
+    pub command: String,
+    /// PostgreSQL's text plan.
+    pub text: Option<String>,
+    /// MongoDB's explain document (relaxed extended JSON).
+    pub json: Option<serde_json::Value>,
+    /// Names of the indexes the plan uses.
+    pub indexes: Vec<String>,
+    /// None when the plan could not be read (or explain is unsupported).
+    pub index_used: Option<bool>,
+    pub error: Option<String>,
+}
+
+/// The paper's `(S-F)/S`: how much faster PostgreSQL is than MongoDB, as a
+/// fraction of the slower time; negative when PostgreSQL is the slower one.
+pub fn postgres_faster_by(postgres_seconds: f64, mongo_seconds: f64) -> Option<f64> {
+    let slower = postgres_seconds.max(mongo_seconds);
+    // Also refuses NaN.
+    if slower.is_nan() || slower <= 0.0 {
+        return None;
+    }
+    let gain = (slower - postgres_seconds.min(mongo_seconds)) / slower;
+    Some(if postgres_seconds <= mongo_seconds { gain } else { -gain })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_take_the_middle_of_sorted_runs() {
+        let s = Stats::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.min, s.median, s.mean, s.max), (1.0, 2.0, 2.0, 3.0));
+        assert_eq!(Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
+        assert!(Stats::of(&[]).is_none());
+    }
+
+    #[test]
+    fn speedup_reproduces_the_papers_column() {
+        // Published: A -22.11 %, B 43.80 % (PostgreSQL 1h28m15s vs MongoDB 1h08m44s; 41m03s vs 1h13m03s).
+        let a = postgres_faster_by(5295.0, 4124.0).unwrap();
+        let b = postgres_faster_by(2463.0, 4383.0).unwrap();
+        assert!((a - -0.2211).abs() < 1e-4, "{a}"); // the paper shows two decimals of a percent
+        assert!((b - 0.4380).abs() < 1e-4, "{b}");
+        assert!(postgres_faster_by(0.0, 0.0).is_none());
+    }
+}

@@ -1,0 +1,252 @@
+//! Running the benchmark: every selected query × variant on every engine,
+//! `repeat` timed runs each (after an optional cold run), the plan captured
+//! once, then the engines' results compared.
+
+use anyhow::{bail, Context as _};
+use ghbench_core::{Engine, Servers, TableName};
+
+use crate::backend::{connect, Backend, OnIndexBuilt};
+use crate::catalog::{Catalog, QuerySpec};
+use crate::environment::drop_os_page_cache;
+use crate::record::{
+    ColdRecord, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats, Verification,
+    VerificationStatus,
+};
+use crate::rows::Row;
+use crate::verify::compare;
+
+/// Rows of each result kept in the record for people to look at.
+const HEAD_ROWS: usize = 10;
+
+/// What the runner tells its observer (the CLI draws progress from these).
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// Total runs planned (cold runs included).
+    Planned { runs: u64 },
+    Running { engine: Engine, variant: &'a str, query: &'a str, label: &'a str },
+    Ran { engine: Engine, seconds: f64 },
+}
+
+pub trait Progress: Send + Sync {
+    fn event(&self, event: RunEvent<'_>);
+}
+
+/// For library use and tests.
+pub struct Silent;
+impl Progress for Silent {
+    fn event(&self, _: RunEvent<'_>) {}
+}
+
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    pub variants: Vec<String>,
+    /// Query names (`A`, `C`); empty means every query of each variant.
+    pub queries: Vec<String>,
+    pub repeat: usize,
+    pub cold: bool,
+}
+
+/// One connection per engine, in the order given.
+pub async fn connect_all(engines: &[Engine], servers: &Servers, table: &TableName) -> anyhow::Result<Vec<Box<dyn Backend>>> {
+    let mut backends = Vec::new();
+    for &engine in engines {
+        backends.push(connect(engine, servers, table).await?);
+    }
+    Ok(backends)
+}
+
+/// What the engine is and holds. The server must describe itself; data and
+/// sizes are recorded as errors when the engine cannot tell.
+pub async fn engine_record(backend: &dyn Backend) -> anyhow::Result<EngineRecord> {
+    let info = backend.describe().await.with_context(|| format!("describing {}", backend.engine()))?;
+    let (data, data_error) = split(backend.data_loaded().await);
+    let (storage, storage_error) = split(backend.sizes().await);
+    Ok(EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error })
+}
+
+fn split<T>(result: anyhow::Result<T>) -> (Option<T>, Option<String>) {
+    match result {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(format!("unavailable: {e:#}"))),
+    }
+}
+
+/// Builds the catalog's indexes on one engine.
+pub async fn create_indexes(
+    backend: &dyn Backend,
+    catalog: &Catalog,
+    built: &OnIndexBuilt,
+) -> anyhow::Result<Vec<IndexBuild>> {
+    let file = catalog.indexes(backend.dialect())?;
+    backend.create_indexes(&file, built).await
+}
+
+/// The selected queries of each variant, checked against the catalog.
+pub fn select<'c>(catalog: &'c Catalog, options: &QueryOptions) -> anyhow::Result<Vec<(String, String, &'c QuerySpec)>> {
+    let mut selected = Vec::new();
+    for variant in &options.variants {
+        let queries = catalog.variant(variant)?;
+        for name in &options.queries {
+            if !queries.contains_key(name) {
+                bail!("variant {variant} has no query {name} (it has {})", queries.keys().cloned().collect::<Vec<_>>().join(" "));
+            }
+        }
+        for (name, spec) in queries {
+            if options.queries.is_empty() || options.queries.contains(name) {
+                selected.push((variant.clone(), name.clone(), spec));
+            }
+        }
+    }
+    Ok(selected)
+}
+
+pub async fn run_queries(
+    backends: &[Box<dyn Backend>],
+    catalog: &Catalog,
+    options: &QueryOptions,
+    progress: &dyn Progress,
+) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord)> {
+    let selected = select(catalog, options)?;
+    let per_query = options.repeat as u64 + u64::from(options.cold);
+    progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
+    let mut cold = ColdRecord { requested: options.cold, ..ColdRecord::default() };
+    let mut records = Vec::new();
+    for (variant, query, spec) in selected {
+        let mut results = Vec::new();
+        let mut rows = Vec::new();
+        for backend in backends {
+            if options.cold {
+                for action in make_cold(backend.as_ref()).await {
+                    if !cold.actions.contains(&action) {
+                        cold.actions.push(action);
+                    }
+                }
+            }
+            let (result, result_rows) = run_one(backend.as_ref(), catalog, &variant, &query, options, progress).await;
+            results.push(result);
+            rows.push(result_rows);
+        }
+        let verification = verify(spec, &mut results, &rows);
+        records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
+    }
+    cold.label = cold_label(&cold);
+    Ok((records, cold))
+}
+
+/// Drops what can be dropped before a query's first run on an engine.
+async fn make_cold(backend: &dyn Backend) -> Vec<String> {
+    let mut actions = vec![drop_os_page_cache()];
+    actions.extend(backend.clear_caches().await);
+    actions
+}
+
+fn cold_label(cold: &ColdRecord) -> String {
+    if !cold.requested {
+        return "hot: no cache dropped; every run after the first finds data cached".into();
+    }
+    let dropped = cold.actions.iter().any(|a| a.starts_with("OS page cache dropped"));
+    let os = if dropped { "page cache dropped" } else { "page cache NOT dropped (no permission)" };
+    format!("{os}, server not restarted (server caches stay warm): not a true cold run")
+}
+
+/// One engine's runs of one query; the rows of its first run (None if it failed).
+async fn run_one(
+    backend: &dyn Backend,
+    catalog: &Catalog,
+    variant: &str,
+    query: &str,
+    options: &QueryOptions,
+    progress: &dyn Progress,
+) -> (EngineResult, Option<Vec<Row>>) {
+    let engine = backend.engine();
+    let mut result = EngineResult {
+        engine: engine.to_string(),
+        file: String::new(),
+        cold_run: None,
+        iterations: Vec::new(),
+        stats: None,
+        rows: None,
+        verified: None,
+        error: None,
+        plan: None,
+        index_used: None,
+        head: Vec::new(),
+    };
+    let file = match catalog.query(backend.dialect(), variant, query) {
+        Ok(f) => f,
+        Err(e) => {
+            result.error = Some(e.to_string());
+            return (result, None);
+        }
+    };
+    result.file = file.path.clone();
+    let mut first_rows = None;
+    let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
+    let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
+    for (i, label) in labels.iter().enumerate() {
+        progress.event(RunEvent::Running { engine, variant, query, label });
+        match backend.run(&file).await {
+            Ok(timed) => {
+                progress.event(RunEvent::Ran { engine, seconds: timed.seconds });
+                let iteration = Iteration { seconds: timed.seconds, rows: timed.rows.len() as u64 };
+                if options.cold && i == 0 {
+                    result.cold_run = Some(iteration);
+                } else {
+                    result.iterations.push(iteration);
+                }
+                first_rows.get_or_insert(timed.rows);
+            }
+            Err(e) => {
+                result.error = Some(format!("{e:#}"));
+                break;
+            }
+        }
+    }
+    result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
+    if let Some(rows) = &first_rows {
+        result.rows = Some(rows.len() as u64);
+        result.head = rows.iter().take(HEAD_ROWS).cloned().collect();
+        // After the timed runs, so EXPLAIN ANALYZE's own run warms nothing they measure.
+        let plan = backend.explain(&file).await;
+        result.index_used = plan.index_used;
+        result.plan = Some(plan);
+    }
+    (result, first_rows)
+}
+
+/// Compares every engine's rows with the first engine that answered.
+fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row>>]) -> Verification {
+    let answered: Vec<usize> = (0..results.len()).filter(|&i| rows[i].is_some()).collect();
+    let failed = answered.len() < results.len();
+    let Some((&reference, others)) = answered.split_first() else {
+        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new() };
+    };
+    let ref_name = results[reference].engine.clone();
+    let ref_rows = rows[reference].as_deref().unwrap_or_default();
+    let mut mismatches = Vec::new();
+    for &i in others {
+        let name = results[i].engine.clone();
+        match compare(spec.compare, (&ref_name, ref_rows), (&name, rows[i].as_deref().unwrap_or_default())) {
+            Ok(()) => results[i].verified = Some(true),
+            Err(diff) => {
+                results[i].verified = Some(false);
+                mismatches.push(Mismatch { engine: name, reason: diff.reason, first_differences: diff.first_differences });
+            }
+        }
+    }
+    let status = if !mismatches.is_empty() {
+        VerificationStatus::Mismatch
+    } else if failed {
+        VerificationStatus::Error
+    } else if others.is_empty() {
+        VerificationStatus::NotCompared
+    } else {
+        VerificationStatus::Agree
+    };
+    // The reference is as verified as the comparison: a mismatch does not say which side is wrong.
+    results[reference].verified = (!others.is_empty()).then_some(mismatches.is_empty());
+    for r in results.iter_mut().filter(|r| r.error.is_some()) {
+        r.verified = Some(false);
+    }
+    Verification { status, reference: Some(ref_name), mismatches }
+}

@@ -1,0 +1,79 @@
+//! `ghbench index`: the paper's five indexes on every engine, each build timed
+//! and sized; idempotent (an existing index is reported, not rebuilt).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Args;
+use ghbench_olap::record::{IndexEngineRecord, IndexRunRecord, INDEX_SCHEMA};
+use ghbench_olap::render::seconds;
+use ghbench_olap::runner::{connect_all, create_indexes};
+use indicatif::ProgressBar;
+
+use super::olap::{context, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use crate::options::ConnOptions;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+The index definitions are queries/<engine>/indexes.* (PostgreSQL expression indexes,
+MongoDB field indexes, as in the paper). Creating them again is a no-op.")]
+pub struct IndexArgs {
+    #[command(flatten)]
+    pub conn: ConnOptions,
+
+    #[command(flatten)]
+    pub catalog: CatalogOptions,
+
+    /// Folder for the JSON record of the builds.
+    #[arg(long, default_value = "results")]
+    pub output: PathBuf,
+}
+
+pub async fn run(args: IndexArgs) -> Result<ExitCode> {
+    let catalog = args.catalog.load()?;
+    let table = args.conn.table_or(DEFAULT_YEAR);
+    let backends = connect_all(&args.conn.engines(), &args.conn.servers(), &table).await?;
+    let mut engines = Vec::new();
+    let mut ok = true;
+    for backend in &backends {
+        let engine = backend.engine();
+        let bar = ProgressBar::new_spinner().with_prefix(engine.name());
+        bar.set_message(format!("creating indexes on {table}"));
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        let shown = bar.clone();
+        let on_built = move |b: &ghbench_olap::record::IndexBuild| {
+            shown.println(format!("{engine:<9} {} {} in {} s", b.name, if b.created { "built" } else { "already there" }, seconds(b.seconds)));
+        };
+        let result = create_indexes(backend.as_ref(), &catalog, &on_built).await;
+        bar.finish_and_clear();
+        let (indexes, error) = match result {
+            Ok(indexes) => (indexes, None),
+            Err(e) => {
+                ok = false;
+                eprintln!("error: {engine}: {e:#}");
+                (Vec::new(), Some(format!("{e:#}")))
+            }
+        };
+        engines.push(IndexEngineRecord { engine: engine.to_string(), indexes, error });
+    }
+    // Described after the builds, so the recorded sizes include the new indexes.
+    let context = context(table.to_string(), &catalog, 0, engine_records(&backends).await?);
+    print_table(&engines);
+    let record = IndexRunRecord { schema: INDEX_SCHEMA.into(), context, engines };
+    let path = output_path(&args.output, "index", "json");
+    write(&path, &serde_json::to_string_pretty(&record)?)?;
+    println!("wrote {}", path.display());
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn print_table(engines: &[IndexEngineRecord]) {
+    println!("{:<9} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
+    for e in engines {
+        for b in &e.indexes {
+            let state = if b.created { "built" } else { "already there" };
+            let bytes = b.bytes.map_or("unavailable".into(), |n| n.to_string());
+            println!("{:<9} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, state, seconds(b.seconds), bytes);
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! What `index`, `query` and `report` share: the query catalog option, the
+//! run's context, and writing result files.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use clap::Args;
+use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
+use ghbench_olap::{environment, Backend, Catalog};
+
+/// The default table when --table is not given: the paper's year.
+pub const DEFAULT_YEAR: i32 = 2015;
+
+#[derive(Args, Debug, Clone)]
+pub struct CatalogOptions {
+    /// Read query and index files from this folder (laid out like the repository's
+    /// queries/) instead of the copy compiled into ghbench.
+    #[arg(long, value_name = "DIR")]
+    pub catalog: Option<PathBuf>,
+}
+
+impl CatalogOptions {
+    pub fn load(&self) -> Result<Catalog> {
+        Ok(match &self.catalog {
+            Some(dir) => Catalog::from_dir(dir)?,
+            None => Catalog::embedded()?,
+        })
+    }
+}
+
+/// Describes every engine (server, data per the ledger, sizes).
+pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
+    let mut records = Vec::new();
+    for backend in backends {
+        records.push(ghbench_olap::runner::engine_record(backend.as_ref()).await?);
+    }
+    Ok(records)
+}
+
+/// Everything but the queries' results: who, what, where, when.
+/// `cold` starts as not requested; the query run fills it in.
+pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<EngineRecord>) -> Context {
+    let (git_commit, git_dirty) = environment::git_commit();
+    Context {
+        ghbench_version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit,
+        git_dirty,
+        started_at: now(),
+        arguments: environment::redacted_arguments(std::env::args()),
+        table,
+        catalog: catalog.origin.clone(),
+        repeat,
+        cold: ColdRecord::default(),
+        machine: environment::machine(),
+        engines,
+    }
+}
+
+pub fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// `<dir>/<kind>-<UTC time>.<ext>`, e.g. `results/olap-20150101T000000Z.json`.
+pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
+    dir.join(format!("{kind}-{}.{ext}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")))
+}
+
+pub fn write(path: &Path, contents: &str) -> Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,134 @@
+//! `ghbench query`: Queries A–D on every engine, timed, verified across
+//! engines, written as JSON and Markdown and shown as a table.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use ghbench_olap::record::{RunRecord, SCHEMA};
+use ghbench_olap::render::{no_disagreement, markdown, problems, results_table, seconds, Style};
+use ghbench_olap::runner::{connect_all, run_queries, Progress, QueryOptions, RunEvent};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::olap::{context, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use crate::options::ConnOptions;
+
+/// `--variant` value meaning every variant of the catalog.
+const EVERY_VARIANT: &str = "both";
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  ghbench query --all                       # A-D, both variants, 3 runs each
+  ghbench query A C --variant corrected --repeat 5
+  ghbench query --all --cold                # drop the OS page cache before each query
+
+Exits non-zero when the engines' results disagree (after writing the files).")]
+pub struct QueryArgs {
+    #[command(flatten)]
+    pub conn: ConnOptions,
+
+    #[command(flatten)]
+    pub catalog: CatalogOptions,
+
+    /// Queries to run, e.g. `A C`.
+    #[arg(value_name = "QUERY", required_unless_present = "all", conflicts_with = "all")]
+    pub names: Vec<String>,
+
+    /// Run every query.
+    #[arg(long)]
+    pub all: bool,
+
+    /// Timed runs per engine and query.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeat: u64,
+
+    /// Which texts: `published` (the paper's), `corrected` (deterministic, equivalent
+    /// across engines), or `both` (every variant in the catalog).
+    #[arg(long, default_value = EVERY_VARIANT)]
+    pub variant: String,
+
+    /// Before each query's first run: drop the OS page cache and clear what each
+    /// server can clear without a restart (an extra run, recorded apart).
+    #[arg(long)]
+    pub cold: bool,
+
+    /// Folder for the JSON record and the Markdown report.
+    #[arg(long, default_value = "results")]
+    pub output: PathBuf,
+}
+
+pub async fn run(args: QueryArgs) -> Result<ExitCode> {
+    let catalog = args.catalog.load()?;
+    let table = args.conn.table_or(DEFAULT_YEAR);
+    let variants = if args.variant == EVERY_VARIANT { catalog.variant_names() } else { vec![args.variant.clone()] };
+    let options = QueryOptions {
+        variants,
+        queries: args.names.iter().map(|q| q.to_ascii_uppercase()).collect(),
+        repeat: args.repeat as usize,
+        cold: args.cold,
+    };
+    let backends = connect_all(&args.conn.engines(), &args.conn.servers(), &table).await?;
+    let mut context = context(table.to_string(), &catalog, options.repeat, engine_records(&backends).await?);
+    for engine in &context.engines {
+        let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
+        if events == 0 {
+            bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);
+        }
+    }
+    let progress = QueryProgress::new();
+    let (queries, cold) = run_queries(&backends, &catalog, &options, &progress).await?;
+    progress.bar.finish_and_clear();
+    context.cold = cold;
+    let record = RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper() };
+
+    let json_path = output_path(&args.output, "olap", "json");
+    write(&json_path, &serde_json::to_string_pretty(&record)?)?;
+    let md_path = json_path.with_extension("md");
+    write(&md_path, &markdown(&record))?;
+
+    println!("{}", results_table(&record, Style::Terminal));
+    for engine in &record.context.engines {
+        println!("{:<9} {}", engine.engine, engine.server.label);
+    }
+    println!("{}", record.context.cold.label);
+    let problems = problems(&record);
+    for line in &problems {
+        eprintln!("{line}");
+    }
+    println!("wrote {} and {}", json_path.display(), md_path.display());
+    Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// One bar over every run; indicatif draws only on a terminal.
+struct QueryProgress {
+    bar: ProgressBar,
+}
+
+impl QueryProgress {
+    fn new() -> Self {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("[{bar:30}] {pos}/{len} runs  {elapsed_precise}  {msg}")
+                .expect("template")
+                .progress_chars("=> "),
+        );
+        QueryProgress { bar }
+    }
+}
+
+impl Progress for QueryProgress {
+    fn event(&self, event: RunEvent<'_>) {
+        match event {
+            RunEvent::Planned { runs } => self.bar.set_length(runs),
+            RunEvent::Running { engine, variant, query, label } => {
+                self.bar.set_message(format!("{query} {variant} on {engine}: {label}"))
+            }
+            RunEvent::Ran { engine, seconds: s } => {
+                self.bar.inc(1);
+                self.bar.set_message(format!("{engine}: {} s", seconds(s)));
+            }
+        }
+    }
+}

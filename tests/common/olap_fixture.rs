@@ -1,0 +1,101 @@
+//! A table of its own per test, loaded with the real hour on both real servers,
+//! dropped again at the end (also when the test panics).
+
+#![allow(dead_code)] // each test file uses part of it
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ghbench_core::server::{DEFAULT_MONGO_URL, DEFAULT_PG_URL};
+use ghbench_core::{Engine, Hour, HourRange, Servers, TableName};
+use ghbench_ingest::{ingest, IngestOptions, Quiet, Source};
+use mongodb::bson::doc;
+
+pub const HOUR: &str = "2015-01-01T00";
+pub const HOUR_EVENTS: u64 = 7702;
+
+pub fn servers() -> Servers {
+    Servers {
+        pg_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.into()),
+        mongo_url: std::env::var("MONGODB_URI").unwrap_or_else(|_| DEFAULT_MONGO_URL.into()),
+    }
+}
+
+/// The shared folder of real hours, beside the checkout.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/data/gharchive")
+}
+
+/// The real hour's file, or None (with a message saying why the test is skipped).
+pub fn real_hour() -> Option<PathBuf> {
+    let path = data_dir().join("2015-01-01-0.json.gz");
+    if path.is_file() {
+        Some(path)
+    } else {
+        eprintln!("SKIPPED: the real hour {} is absent (it lives in ../shared beside the checkout)", path.display());
+        None
+    }
+}
+
+/// `t_olap_<test>_<pid>`: never a name anyone else uses.
+pub fn table_name(test: &str) -> TableName {
+    format!("t_olap_{test}_{}", std::process::id()).parse().expect("valid table name")
+}
+
+pub struct LoadedTable {
+    pub table: TableName,
+    pub servers: Servers,
+}
+
+impl LoadedTable {
+    /// Loads the real hour into a fresh table on both engines with the ingest library.
+    pub async fn load(test: &str) -> LoadedTable {
+        let fixture = LoadedTable::empty(test);
+        let hour: Hour = HOUR.parse().unwrap();
+        let quarantine = tempfile::tempdir().unwrap();
+        let options = IngestOptions {
+            hours: HourRange::new(hour, hour).unwrap(),
+            source: Source::Dir(data_dir()),
+            engines: Engine::ALL.to_vec(),
+            table: fixture.table.clone(),
+            servers: fixture.servers.clone(),
+            concurrency: 1,
+            retries: 0,
+            quarantine_dir: quarantine.path().to_path_buf(),
+            drop: true,
+        };
+        let summary = ingest(options, Arc::new(Quiet)).await.expect("ingest");
+        for engine in Engine::ALL {
+            assert_eq!(summary.totals.engines[&engine].table_events, HOUR_EVENTS, "{engine} loaded");
+        }
+        fixture
+    }
+
+    /// A name to load into by other means (the CLI); dropped at the end all the same.
+    pub fn empty(test: &str) -> LoadedTable {
+        LoadedTable { table: table_name(test), servers: servers() }
+    }
+}
+
+impl Drop for LoadedTable {
+    /// Drops the table and its ledger entries on both engines. Runs on its own
+    /// thread and runtime, since a test's runtime may be gone (or panicking).
+    fn drop(&mut self) {
+        let (table, servers) = (self.table.clone(), self.servers.clone());
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().unwrap();
+            rt.block_on(async {
+                if let Ok(pg) = servers.postgres().await {
+                    let t = table.as_str();
+                    let _ = pg.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
+                    let _ = pg.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[&t]).await;
+                }
+                if let Ok(db) = servers.mongo().await {
+                    let _ = db.collection::<mongodb::bson::Document>(table.as_str()).drop().await;
+                    let _ = db.collection::<mongodb::bson::Document>("ghbench_ledger").delete_many(doc! {"table": table.as_str()}).await;
+                }
+            });
+        });
+        let _ = cleanup.join();
+    }
+}
