@@ -63,6 +63,7 @@ impl LoadedTable {
             retries: 0,
             quarantine_dir: quarantine.path().to_path_buf(),
             drop: true,
+            dry_run: false,
         };
         let summary = ingest(options, Arc::new(Quiet)).await.expect("ingest");
         for engine in Engine::ALL {
