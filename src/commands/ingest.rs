@@ -55,6 +55,10 @@ pub struct IngestArgs {
     #[arg(long)]
     pub dry_run: bool,
 
+    /// After loading, create the five indexes on every engine (as `ghbench index`).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub index: bool,
+
     /// Also write the run's summary, hour by hour, as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -101,11 +105,12 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     if concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
+    let table = args.conn.table_or(range.first.date().year());
     let options = IngestOptions {
         hours: range,
         source,
         engines: engines.clone(),
-        table: args.conn.table_or(range.first.date().year()),
+        table: table.clone(),
         servers: args.conn.servers(),
         concurrency,
         retries: args.retries,
@@ -128,6 +133,11 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     if t.hours_loaded + t.hours_partial == 0 && t.hours_skipped == 0 {
         eprintln!("error: no hour could be loaded ({} missing, {} failed); see above", t.hours_missing, t.hours_failed);
         return Ok(ExitCode::FAILURE);
+    }
+    if args.index {
+        let conn = ConnOptions { table: Some(table), ..args.conn };
+        let index = super::index::IndexArgs { conn, catalog: Default::default(), output: "results".into() };
+        return super::index::run(index).await;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -11,7 +11,7 @@ use ghbench_olap::{environment, Backend, Catalog};
 /// The default table when --table is not given: the paper's year.
 pub const DEFAULT_YEAR: i32 = 2015;
 
-#[derive(Args, Debug, Clone)]
+#[derive(Args, Debug, Clone, Default)]
 pub struct CatalogOptions {
     /// Read query and index files from this folder (laid out like the repository's
     /// queries/) instead of the copy compiled into ghbench.
