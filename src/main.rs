@@ -28,6 +28,8 @@ enum Command {
     Doctor(commands::doctor::DoctorArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
     Serve(commands::serve::ServeArgs),
+    /// Write synthetic GH Archive hours calibrated on real ones (or --calibrate a profile).
+    Gen(commands::gen::GenArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +40,7 @@ fn main() -> std::process::ExitCode {
             Command::Ingest(args) => commands::ingest::run(args).await,
             Command::Doctor(args) => commands::doctor::run(args).await,
             Command::Serve(args) => commands::serve::run(args),
+            Command::Gen(args) => commands::gen::run(args),
         }
     });
     match result {

@@ -1,3 +1,4 @@
 pub mod doctor;
+pub mod gen;
 pub mod ingest;
 pub mod serve;
