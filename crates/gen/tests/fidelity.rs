@@ -2,28 +2,13 @@
 //! scanned directly with serde_json: type mix, event sizes, and the shape of the
 //! answers to Queries A-D (corrected variants). Tolerances are stated per check.
 
+mod common;
+
 use std::collections::HashMap;
-use std::io::Read;
-use std::path::PathBuf;
 
 use ghbench_gen::{generate_hour_gzip, Profile};
+use common::{lines_of, real_hour};
 use serde_json::Value;
-
-fn real_hour() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gharchive/2015-01-01-0.json.gz");
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} not found; this test needs ../shared beside the repository", path.display());
-        None
-    }
-}
-
-fn lines_of(gzip: &[u8]) -> Vec<String> {
-    let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(gzip).read_to_string(&mut text).unwrap();
-    text.lines().map(str::to_string).collect()
-}
 
 /// Everything the checks compare, for one hour.
 struct HourStats {

@@ -1,27 +1,18 @@
 //! Generated hours look like GH Archive 2015 files, are the same for a seed on any
 //! thread count, and the shipped profile holds no real text.
 
+mod common;
+
 use std::io::Read;
 use std::path::PathBuf;
 
 use ghbench_core::HourRange;
 use ghbench_gen::{calibrate, generate_hour_gzip, run, DefectOptions, Generator, Profile, RunOptions};
+use common::{lines_of, real_hour};
 use serde_json::Value;
 
-fn real_hour() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gharchive/2015-01-01-0.json.gz");
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: {} not found; this test needs ../shared beside the repository", path.display());
-        None
-    }
-}
-
 fn events(gzip: &[u8]) -> Vec<Value> {
-    let mut text = String::new();
-    flate2::read::MultiGzDecoder::new(gzip).read_to_string(&mut text).unwrap();
-    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    lines_of(gzip).iter().map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
 #[test]
