@@ -19,7 +19,7 @@ pub enum CalibrateError {
     NoFiles,
     #[error("cannot read {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("no usable GH Archive events in {0} (every line lacked id, type, actor, repo or payload)")]
+    #[error("no usable GH Archive events in {0} (every line lacked type, actor.login, repo.name or a payload object)")]
     NoEvents(String),
 }
 
@@ -118,11 +118,18 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
     let per_hour = |f: &dyn Fn(&HourAcc) -> u64| (hours.iter().map(f).sum::<u64>() as f64 / hour_count).round() as u64;
     let actors = mean_skew(&hours, |h| &h.actors);
     let repos = mean_skew(&hours, |h| &h.other_repos);
-    let first = hours.iter().filter(|h| h.min_id.is_some()).min_by_key(|h| h.min_id).expect("events were read");
+    // Id growth comes from the hour with the smallest ids; data without ids or
+    // times still calibrates, from 2015-01-01T00.
+    let first = hours.iter().filter(|h| h.min_id.is_some()).min_by_key(|h| h.min_id);
+    let origin_hour = first
+        .and_then(|h| h.hour.clone())
+        .or_else(|| hours.iter().find_map(|h| h.hour.clone()))
+        .filter(|h| h.parse::<ghbench_core::Hour>().is_ok())
+        .unwrap_or_else(|| "2015-01-01T00".into());
     let ids = IdClock {
-        origin_hour: first.hour.clone().unwrap_or_else(|| "2015-01-01T00".into()),
-        origin_id: first.min_id.unwrap_or(0),
-        per_hour: per_hour(&|h| h.min_id.map_or(0, |min| h.max_id - min + 1)),
+        origin_hour,
+        origin_id: first.and_then(|h| h.min_id).unwrap_or(1),
+        per_hour: per_hour(&|h| h.min_id.map_or(0, |min| h.max_id - min + 1)).max(1),
     };
     let mut types: Vec<TypeProfile> =
         types.into_iter().map(|(name, acc)| acc.finish(name, events, hours.len() as u64, repos.pool)).collect();
@@ -178,7 +185,7 @@ impl<'a> Event<'a> {
             own_repo: repo.split('/').next() == Some(login),
             org: value.get("org").is_some_and(Value::is_object),
             created_at: value.get("created_at").and_then(Value::as_str).unwrap_or(""),
-            payload: value.get("payload")?,
+            payload: value.get("payload").filter(|p| p.is_object())?,
         })
     }
 }
@@ -196,8 +203,8 @@ impl HourAcc {
             self.max_id = self.max_id.max(id);
         }
         let now = (e.kind.to_string(), e.repo.to_string());
-        if self.hour.is_none() && e.created_at.len() >= 13 {
-            self.hour = Some(e.created_at[..13].to_string());
+        if self.hour.is_none() {
+            self.hour = e.created_at.get(..13).map(str::to_string);
         }
         let (kind, repo) = self.last.insert(e.login.to_string(), now)?;
         self.repeats += 1;
@@ -256,5 +263,32 @@ fn median(sorted: &[u64]) -> f64 {
         0 => 0.0,
         n if n % 2 == 1 => sorted[n / 2] as f64,
         n => (sorted[n / 2 - 1] + sorted[n / 2]) as f64 / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn odd_input_calibrates_into_a_usable_profile_or_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.json");
+        let lines = [
+            r#"{"type":"WatchEvent","actor":{"login":"ann"},"repo":{"name":"bob/x"},"payload":{"action":"started"}}"#,
+            "not json",
+            r#"{"type":"PushEvent","actor":{"login":"bob"},"repo":{"name":"bob/x"},"payload":{"size":1}}"#,
+            r#"{"type":"PushEvent","actor":{"login":"bob"},"repo":{"name":"bob/x"},"payload":null}"#,
+        ];
+        std::fs::write(&file, lines.join("\n")).unwrap();
+        let c = calibrate(&[file.clone()]).unwrap();
+        assert_eq!((c.events, c.skipped), (2, 2));
+        let profile = Profile::from_json(&c.profile.to_json(), "test").unwrap();
+        let gen = crate::Generator::new(profile, 1).unwrap();
+        assert_eq!(gen.events("2015-06-01T12".parse().unwrap(), 10).len(), 10);
+
+        std::fs::write(&file, "junk\n[1]\n").unwrap();
+        assert!(calibrate(&[file]).unwrap_err().to_string().contains("no usable GH Archive events"));
+        assert!(matches!(calibrate(&[]), Err(CalibrateError::NoFiles)));
     }
 }
