@@ -56,7 +56,7 @@ impl Zipf {
 }
 
 /// Pools larger than this many times the distinct keys are not considered.
-const MAX_POOL_FACTOR: u64 = 30;
+const MAX_POOL_FACTOR: u64 = 8;
 const BISECTION_STEPS: usize = 24;
 
 /// The exponent and pool size under which `events` draws give about `distinct`
