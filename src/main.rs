@@ -36,6 +36,8 @@ enum Command {
     Report(commands::report::ReportArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
     Serve(commands::serve::ServeArgs),
+    /// Write synthetic GH Archive hours calibrated on real ones (or --calibrate a profile).
+    Gen(commands::gen::GenArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -50,6 +52,7 @@ fn main() -> std::process::ExitCode {
             Command::Index(args) => commands::index::run(args).await,
             Command::Query(args) => commands::query::run(args).await,
             Command::Report(args) => commands::report::run(args),
+            Command::Gen(args) => commands::gen::run(args),
         }
     });
     match result {

@@ -1,8 +1,9 @@
 //! Options every command shares, flattened into each subcommand.
 
+use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_core::server::{DEFAULT_MONGO_URL, DEFAULT_PG_URL};
-use ghbench_core::{Engine, Servers, TableName};
+use ghbench_core::{Engine, Hour, HourRange, Servers, TableName};
 
 #[derive(Args, Debug, Clone)]
 pub struct ConnOptions {
@@ -41,5 +42,39 @@ impl ConnOptions {
 
     pub fn table_or(&self, year: i32) -> TableName {
         self.table.clone().unwrap_or_else(|| TableName::for_year(year))
+    }
+}
+
+/// Which hours a command works on: `--year`, or `--from` with `--to` or `--hours`.
+#[derive(Args, Debug)]
+pub struct HourArgs {
+    /// Every hour of this year (e.g. 2015).
+    #[arg(long, conflicts_with_all = ["from", "to", "hours"])]
+    pub year: Option<i32>,
+
+    /// First hour, e.g. 2015-01-01T00 (also accepts GH Archive's 2015-01-01-0).
+    #[arg(long)]
+    pub from: Option<Hour>,
+
+    /// Last hour, inclusive [default: the --from hour].
+    #[arg(long, requires = "from", conflicts_with = "hours")]
+    pub to: Option<Hour>,
+
+    /// Number of hours starting at --from.
+    #[arg(long, requires = "from")]
+    pub hours: Option<u32>,
+}
+
+impl HourArgs {
+    pub fn range(&self) -> Result<HourRange> {
+        Ok(match (self.year, self.from) {
+            (Some(year), _) => HourRange::year(year)?,
+            (None, Some(from)) => match (self.to, self.hours) {
+                (Some(to), _) => HourRange::new(from, to)?,
+                (None, Some(n)) => HourRange::starting_at(from, n)?,
+                (None, None) => HourRange::new(from, from)?,
+            },
+            (None, None) => bail!("choose the hours: --year 2015, or --from 2015-01-01T00 with --to or --hours"),
+        })
     }
 }

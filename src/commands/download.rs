@@ -9,7 +9,7 @@ use ghbench_ingest::mirror::{mirror, MirrorStatus};
 use ghbench_ingest::{Source, DEFAULT_SOURCE};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::commands::ingest::HourArgs;
+use crate::options::HourArgs;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\

@@ -7,10 +7,9 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use chrono::Datelike;
 use clap::Args;
-use ghbench_core::{Hour, HourRange};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
-use crate::options::ConnOptions;
+use crate::options::{ConnOptions, HourArgs};
 use crate::progress::IngestProgress;
 
 #[derive(Args, Debug)]
@@ -62,39 +61,6 @@ pub struct IngestArgs {
     /// Also write the run's summary, hour by hour, as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct HourArgs {
-    /// Every hour of this year (e.g. 2015).
-    #[arg(long, conflicts_with_all = ["from", "to", "hours"])]
-    pub year: Option<i32>,
-
-    /// First hour, e.g. 2015-01-01T00 (also accepts GH Archive's 2015-01-01-0).
-    #[arg(long)]
-    pub from: Option<Hour>,
-
-    /// Last hour, inclusive [default: the --from hour].
-    #[arg(long, requires = "from", conflicts_with = "hours")]
-    pub to: Option<Hour>,
-
-    /// Number of hours starting at --from.
-    #[arg(long, requires = "from")]
-    pub hours: Option<u32>,
-}
-
-impl HourArgs {
-    pub fn range(&self) -> Result<HourRange> {
-        Ok(match (self.year, self.from) {
-            (Some(year), _) => HourRange::year(year)?,
-            (None, Some(from)) => match (self.to, self.hours) {
-                (Some(to), _) => HourRange::new(from, to)?,
-                (None, Some(n)) => HourRange::starting_at(from, n)?,
-                (None, None) => HourRange::new(from, from)?,
-            },
-            (None, None) => bail!("choose the hours: --year 2015, or --from 2015-01-01T00 with --to or --hours"),
-        })
-    }
 }
 
 pub async fn run(args: IngestArgs) -> Result<ExitCode> {

@@ -1,5 +1,6 @@
 pub mod doctor;
 pub mod download;
+pub mod gen;
 pub mod index;
 pub mod ingest;
 pub mod olap;

@@ -1,0 +1,178 @@
+//! Writing a range of generated hours to a folder, in parallel, and the manifest
+//! that records what each file holds so tests can check a loader exactly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use ghbench_core::{Hour, HourRange};
+use serde::Serialize;
+
+use crate::defects::{damage, DamagedHour, DefectOptions, Expected, Injected};
+use crate::event::Generator;
+
+/// Written beside the hour files.
+pub const MANIFEST: &str = "gen-manifest.json";
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub out: PathBuf,
+    pub range: HourRange,
+    /// Events per hour; `None` means the profile's mean.
+    pub events: Option<u64>,
+    pub defects: DefectOptions,
+    /// Worker threads; the files do not depend on it.
+    pub threads: usize,
+    /// How the profile was chosen, for the manifest (`built-in default` or a path).
+    pub profile_name: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GenError {
+    #[error("--events must be at least 1")]
+    NoEvents,
+    #[error("{name} must be a probability between 0 and 1, got {value}")]
+    NotAProbability { name: &'static str, value: f64 },
+    #[error("cannot write {path}: {source}")]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// One hour's file.
+#[derive(Debug, Clone, Serialize)]
+pub struct HourManifest {
+    pub hour: Hour,
+    pub file: String,
+    /// Events generated before any damage.
+    pub generated: u64,
+    /// Size of the gzip file.
+    pub bytes: u64,
+    pub injected: Injected,
+    pub expected: Expected,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Totals {
+    pub hours: usize,
+    pub generated: u64,
+    pub bytes: u64,
+    pub corrupt_lines: u64,
+    pub nul_escapes: u64,
+    pub invalid_utf8: u64,
+    pub truncated_files: u64,
+    /// What a correct loader reports over all hours.
+    pub expected: Expected,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Manifest {
+    pub generator: String,
+    pub seed: u64,
+    pub profile: String,
+    /// The real files the profile was calibrated on (names only).
+    pub profile_source: Vec<String>,
+    pub events_per_hour: u64,
+    pub defects: DefectOptions,
+    pub totals: Totals,
+    pub hours: Vec<HourManifest>,
+}
+
+/// One hour, damaged as `defects` asks; the same bytes for a seed, hour and count on any thread.
+pub fn generate_hour(gen: &Generator, hour: Hour, events: u64, defects: DefectOptions) -> DamagedHour {
+    let lines = gen.events(hour, events);
+    // Damage draws from its own stream, so the events are the same with and without it.
+    damage(lines, defects, &mut gen.hour_rng(hour, 1))
+}
+
+/// Writes every hour of `options.range` to `options.out`, then the manifest.
+/// `on_hour` is called as each hour is written (from worker threads).
+pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifest) + Sync)) -> Result<Manifest, GenError> {
+    let events = options.events.unwrap_or(gen.profile().events_per_hour);
+    if events == 0 {
+        return Err(GenError::NoEvents);
+    }
+    for (name, value) in [("--defects", options.defects.rate), ("--truncate-prob", options.defects.truncate_prob)] {
+        if !(0.0..=1.0).contains(&value) {
+            return Err(GenError::NotAProbability { name, value });
+        }
+    }
+    let out = &options.out;
+    std::fs::create_dir_all(out).map_err(|source| GenError::Write { path: out.clone(), source })?;
+    let hours: Vec<Hour> = options.range.iter().collect();
+    let results: Mutex<Vec<Option<HourManifest>>> = Mutex::new(vec![None; hours.len()]);
+    let first_error: Mutex<Option<GenError>> = Mutex::new(None);
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+    std::thread::scope(|scope| {
+        for _ in 0..options.threads.clamp(1, hours.len()) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= hours.len() || failed.load(Ordering::Relaxed) {
+                    break;
+                }
+                match write_hour(gen, out, hours[i], events, options.defects) {
+                    Ok(m) => {
+                        on_hour(&m);
+                        results.lock().expect("no panics while locked")[i] = Some(m);
+                    }
+                    Err(e) => {
+                        failed.store(true, Ordering::Relaxed);
+                        first_error.lock().expect("no panics while locked").get_or_insert(e);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = first_error.into_inner().expect("no panics while locked") {
+        return Err(e);
+    }
+    let hours: Vec<HourManifest> = results.into_inner().expect("no panics while locked").into_iter().flatten().collect();
+    let manifest = Manifest {
+        generator: concat!("ghbench-gen ", env!("CARGO_PKG_VERSION")).into(),
+        seed: gen.seed(),
+        profile: options.profile_name.clone(),
+        profile_source: gen.profile().source.clone(),
+        events_per_hour: events,
+        defects: options.defects,
+        totals: totals(&hours),
+        hours,
+    };
+    let path = out.join(MANIFEST);
+    let json = serde_json::to_string_pretty(&manifest).expect("manifests serialise");
+    std::fs::write(&path, json).map_err(|source| GenError::Write { path, source })?;
+    Ok(manifest)
+}
+
+fn write_hour(gen: &Generator, out: &Path, hour: Hour, events: u64, defects: DefectOptions) -> Result<HourManifest, GenError> {
+    let damaged = generate_hour(gen, hour, events, defects);
+    let path = out.join(hour.file_name());
+    std::fs::write(&path, &damaged.gzip).map_err(|source| GenError::Write { path, source })?;
+    Ok(HourManifest {
+        hour,
+        file: hour.file_name(),
+        generated: events,
+        bytes: damaged.gzip.len() as u64,
+        injected: damaged.injected,
+        expected: damaged.expected,
+    })
+}
+
+fn totals(hours: &[HourManifest]) -> Totals {
+    let mut t = Totals { hours: hours.len(), ..Totals::default() };
+    let mut quarantined: BTreeMap<String, u64> = BTreeMap::new();
+    for h in hours {
+        t.generated += h.generated;
+        t.bytes += h.bytes;
+        t.corrupt_lines += h.injected.corrupt_lines;
+        t.nul_escapes += h.injected.nul_escapes;
+        t.invalid_utf8 += h.injected.invalid_utf8;
+        t.truncated_files += u64::from(h.injected.truncated_file);
+        t.expected.lines += h.expected.lines;
+        t.expected.events += h.expected.events;
+        t.expected.sanitized += h.expected.sanitized;
+        for (reason, n) in &h.expected.quarantined {
+            *quarantined.entry(reason.clone()).or_default() += n;
+        }
+    }
+    t.expected.quarantined = quarantined;
+    t
+}

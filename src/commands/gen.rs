@@ -1,0 +1,148 @@
+//! `ghbench gen`: synthetic GH Archive hours, and `--calibrate` to measure real ones.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use ghbench_gen::{calibrate, DefectOptions, Generator, Manifest, Profile, RunOptions};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::options::HourArgs;
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  ghbench gen --from 2015-01-01T00 --to 2015-01-01T23 --seed 42 --out ./synthetic
+  ghbench gen --from 2015-01-01T00 --hours 4 --events 20000 --defects 0.001 --out ./faulty
+  ghbench ingest --source ./synthetic --from 2015-01-01T00 --to 2015-01-01T23
+  ghbench gen --calibrate real/2015-01-01-*.json.gz --profile-out my-profile.json
+
+The same seed, hour, profile and --events give byte-identical files on any machine
+and thread count. DIR/gen-manifest.json records the seed, the profile, and per hour
+the events and the defects injected, with the counts a correct loader reports.")]
+pub struct GenArgs {
+    #[command(flatten)]
+    pub hours: HourArgs,
+
+    /// Folder for the hour files and gen-manifest.json (created if missing).
+    #[arg(long, value_name = "DIR", required_unless_present = "calibrate")]
+    pub out: Option<PathBuf>,
+
+    /// Seed: the same seed gives the same files.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+
+    /// Events per hour [default: the profile's mean; real 2015 hours hold about 8k to 30k].
+    #[arg(long)]
+    pub events: Option<u64>,
+
+    /// Chance that a line is damaged: corrupt JSON, a `\u0000` escape, or invalid UTF-8.
+    #[arg(long, default_value_t = 0.0, value_name = "RATE")]
+    pub defects: f64,
+
+    /// Chance that an hour's gzip file is cut short [default: 10 × --defects, at most 0.5].
+    #[arg(long, value_name = "P")]
+    pub truncate_prob: Option<f64>,
+
+    /// Profile to generate from [default: the built-in one, calibrated on 2015-01-01-0].
+    #[arg(long, value_name = "PATH")]
+    pub profile: Option<PathBuf>,
+
+    /// Worker threads [default: one per CPU core]; the files do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+
+    /// Measure these real hour files (gzip or plain JSON lines) into a profile instead of generating.
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["out", "events", "defects", "truncate_prob", "profile"])]
+    pub calibrate: Vec<PathBuf>,
+
+    /// Where --calibrate writes the profile [default: standard output].
+    #[arg(long, value_name = "PATH", requires = "calibrate")]
+    pub profile_out: Option<PathBuf>,
+}
+
+pub fn run(args: GenArgs) -> Result<ExitCode> {
+    if !args.calibrate.is_empty() {
+        return run_calibrate(&args.calibrate, args.profile_out.as_deref());
+    }
+    let out = args.out.clone().context("--out DIR is required")?;
+    let range = args.hours.range()?;
+    if args.events == Some(0) {
+        bail!("--events must be at least 1");
+    }
+    let (profile, profile_name) = match &args.profile {
+        Some(path) => (Profile::load(path)?, path.display().to_string()),
+        None => (Profile::default_profile(), "built-in default".to_string()),
+    };
+    let defects = DefectOptions {
+        rate: args.defects,
+        truncate_prob: args.truncate_prob.unwrap_or((args.defects * 10.0).min(0.5)),
+    };
+    let threads = args.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    if threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    let started = Instant::now();
+    let gen = Generator::new(profile, args.seed)?;
+    let options = RunOptions { out, range, events: args.events, defects, threads, profile_name };
+    let bar = ProgressBar::new(range.len() as u64);
+    bar.set_style(ProgressStyle::with_template("gen [{bar:30}] {pos}/{len} hours  {elapsed_precise} (eta {eta})").expect("template"));
+    let manifest = ghbench_gen::run(&gen, &options, &|_| bar.inc(1))?;
+    bar.finish_and_clear();
+    print_summary(&manifest, &options.out, started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_calibrate(files: &[PathBuf], profile_out: Option<&Path>) -> Result<ExitCode> {
+    let calibration = calibrate(files)?;
+    let p = &calibration.profile;
+    let json = p.to_json();
+    match profile_out {
+        Some(path) => std::fs::write(path, &json).with_context(|| format!("cannot write {}", path.display()))?,
+        None => println!("{json}"),
+    }
+    eprintln!(
+        "calibrated on {} file(s): {} events ({} lines skipped), {} types, mean size {:.0} B, top actor {} of {} events/hour",
+        files.len(),
+        calibration.events,
+        calibration.skipped,
+        p.types.len(),
+        p.mean_size,
+        p.actors.top,
+        p.actors.events
+    );
+    if let Some(path) = profile_out {
+        eprintln!("profile written to {} ({} bytes); use it with --profile", path.display(), json.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_summary(m: &Manifest, out: &Path, seconds: f64) {
+    let t = &m.totals;
+    println!(
+        "generated {} hours x {} events (seed {}, profile {}) into {} in {seconds:.1} s: {:.1} MB gzip",
+        t.hours,
+        m.events_per_hour,
+        m.seed,
+        m.profile,
+        out.display(),
+        t.bytes as f64 / 1e6
+    );
+    if m.defects.rate > 0.0 || m.defects.truncate_prob > 0.0 {
+        println!(
+            "injected: {} corrupt lines, {} \\u0000 escapes, {} invalid UTF-8 lines, {} truncated files",
+            t.corrupt_lines, t.nul_escapes, t.invalid_utf8, t.truncated_files
+        );
+        let q: Vec<String> = t.expected.quarantined.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        println!(
+            "a correct loader reports: {} lines, {} events ({} sanitized), quarantined: {}",
+            t.expected.lines,
+            t.expected.events,
+            t.expected.sanitized,
+            if q.is_empty() { "none".into() } else { q.join(", ") }
+        );
+    }
+    println!("manifest: {}", out.join(ghbench_gen::MANIFEST).display());
+}

@@ -1,0 +1,99 @@
+//! `ghbench gen` end to end: clear errors on bad input, calibrate then generate,
+//! and generated hours with injected defects loaded by `ghbench ingest` into both
+//! real servers with exactly the counts the manifest records.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::*;
+use serde_json::Value;
+
+fn gen(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("gen").args(args).output().expect("run ghbench");
+    eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    out
+}
+
+fn fails_with(args: &[&str], message: &str) {
+    let out = gen(args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "ghbench gen {args:?} succeeded");
+    assert!(stderr.contains(message), "ghbench gen {args:?}: expected '{message}' in: {stderr}");
+    assert!(!stderr.contains("panicked"), "ghbench gen {args:?} panicked: {stderr}");
+}
+
+fn manifest(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("gen-manifest.json")).expect("gen writes its manifest")).unwrap()
+}
+
+#[test]
+fn gen_refuses_bad_input_with_clear_errors() {
+    let work = tempfile::tempdir().unwrap();
+    let out = work.path().join("out");
+    let out = out.to_str().unwrap();
+    let hour = ["--from", "2015-01-01T00"];
+    fails_with(&["--calibrate", "/nonexistent/2015-01-01-0.json.gz"], "cannot read /nonexistent/2015-01-01-0.json.gz");
+    let bad = work.path().join("bad.json");
+    std::fs::write(&bad, "{ not a profile").unwrap();
+    fails_with(&[&hour[..], &["--out", out, "--profile", bad.to_str().unwrap()]].concat(), "is not a ghbench profile");
+    fails_with(&[&hour[..], &["--out", out, "--events", "0"]].concat(), "--events must be at least 1");
+    fails_with(&[&hour[..], &["--out", out, "--defects", "2"]].concat(), "--defects must be a probability");
+    fails_with(&[&hour[..], &["--out", "/proc/ghbench-gen-test"]].concat(), "cannot write /proc/ghbench-gen-test");
+    fails_with(&["--out", out], "choose the hours");
+}
+
+#[test]
+fn calibrate_writes_a_profile_that_gen_uses() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let profile = work.path().join("profile.json");
+    let out = gen(&["--calibrate", real.to_str().unwrap(), "--profile-out", profile.to_str().unwrap()]);
+    assert!(out.status.success());
+    let dir = work.path().join("hours");
+    let args = ["--from", "2015-01-01T22", "--to", "2015-01-02T01", "--events", "300", "--out", dir.to_str().unwrap()];
+    let out = gen(&[&args[..], &["--profile", profile.to_str().unwrap()]].concat());
+    assert!(out.status.success());
+    for name in ["2015-01-01-22.json.gz", "2015-01-01-23.json.gz", "2015-01-02-0.json.gz", "2015-01-02-1.json.gz"] {
+        assert_eq!(real_lines(&dir.join(name)).len(), 300, "{name}");
+    }
+    let m = manifest(&dir);
+    assert_eq!(m["profile"], profile.to_str().unwrap());
+    assert_eq!(m["totals"]["expected"]["events"], 1200);
+}
+
+#[tokio::test]
+async fn generated_hours_with_defects_load_exactly_as_the_manifest_says() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    let dir_s = dir.to_str().unwrap();
+    let args = ["--from", "2015-01-01T00", "--hours", "4", "--events", "1500", "--seed", "7"];
+    let out = gen(&[&args[..], &["--defects", "0.02", "--truncate-prob", "0.5", "--out", dir_s]].concat());
+    assert!(out.status.success());
+    let m = manifest(&dir);
+    let hours = m["hours"].as_array().unwrap();
+    let truncated = hours.iter().filter(|h| h["injected"]["truncated_file"] == true).count();
+    assert!(truncated > 0 && truncated < 4, "seed 7 should give whole and cut files, got {truncated} cut of 4; pick another seed");
+    let injected = &m["totals"];
+    for kind in ["corrupt_lines", "nul_escapes", "invalid_utf8"] {
+        assert!(injected[kind].as_u64().unwrap() > 0, "no {kind} injected");
+    }
+    let expected = &m["totals"]["expected"];
+
+    let table = table("gen");
+    drop_table(&table).await;
+    let report = ingest_report(&table, work.path(), &["--source", dir_s, "--from", "2015-01-01T00", "--hours", "4"]);
+    assert_exact(&table, expected["events"].as_u64().unwrap()).await;
+    let totals = &report["totals"];
+    assert_eq!(totals["lines"], expected["lines"]);
+    assert_eq!(totals["events"], expected["events"]);
+    assert_eq!(totals["sanitized"], expected["sanitized"]);
+    assert_eq!(totals["quarantined"], expected["quarantined"]);
+    assert_eq!(totals["file_defects"].as_u64().unwrap(), truncated as u64);
+    for (loaded, made) in report["hours"].as_array().unwrap().iter().zip(hours) {
+        assert_eq!(loaded["hour"], made["hour"]);
+        assert_eq!(loaded["decode"]["events"], made["expected"]["events"], "hour {}", made["hour"]);
+    }
+    drop_table(&table).await;
+}
