@@ -1,6 +1,6 @@
 //! Criterion microbenchmarks of the ingest client's stages, on a slice of the
-//! real hour from ../shared (or, when it is absent, synthetic events of the same
-//! shape). Throughput is reported in JSON bytes, comparable across stages.
+//! real hour from ../shared (or, when it is absent, generated events calibrated
+//! on it). Throughput is reported in JSON bytes, comparable across stages.
 
 use std::hint::black_box;
 use std::io::{BufRead, Write};
@@ -19,21 +19,19 @@ use tokio_postgres::types::{ToSql, Type};
 
 const SLICE: usize = 500;
 
-/// A few hundred events: the real hour's first lines, or synthetic ones.
+/// A few hundred events: the real hour's first lines, or generated ones
+/// (`ghbench gen`'s default profile, calibrated on that hour) when it is absent.
 fn slice() -> Vec<String> {
     let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/gharchive/2015-01-01-0.json.gz");
-    if let Ok(file) = std::fs::File::open(&real) {
-        return gz_lines(file).lines().take(SLICE).map(|l| l.expect("real hour decodes")).collect();
-    }
-    eprintln!("{} not found: benchmarking synthetic events", real.display());
-    (0..SLICE)
-        .map(|i| {
-            format!(
-                r#"{{"id":"{i}","type":"PushEvent","actor":{{"id":{i},"login":"user{}","url":"https://api.github.com/users/user{i}"}},"repo":{{"id":{},"name":"o{}/r","url":"https://api.github.com/repos/o/r"}},"payload":{{"push_id":{i},"size":1,"ref":"refs/heads/master","commits":[{{"sha":"{:040x}","message":"fix #{i}\nmore text here","distinct":true}}]}},"public":true,"created_at":"2015-01-01T00:00:00Z"}}"#,
-                i % 37, i % 101, i % 13, i
-            )
-        })
-        .collect()
+    let compressed = match std::fs::read(&real) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            eprintln!("{} not found: benchmarking generated events", real.display());
+            let profile = ghbench_gen::Profile::default_profile();
+            ghbench_gen::generate_hour_gzip(profile, 42, "2015-01-01T00".parse().unwrap(), SLICE as u64).unwrap()
+        }
+    };
+    gz_lines(compressed.as_slice()).lines().take(SLICE).map(|l| l.expect("hour decodes")).collect()
 }
 
 fn gzip(lines: &[String]) -> Vec<u8> {

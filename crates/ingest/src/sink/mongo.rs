@@ -1,7 +1,9 @@
 //! MongoDB-wire server: the documents as they are, unordered bulk inserts.
-//! Each document's `_id` is `<hour>/<line>` (see `clean`), so an hour is made
-//! exactly-once by deleting any partial attempt before loading it; the ledger
-//! record follows the data.
+//! Each document's `_id` is `<hour>/<line>` (see `clean`). Before an hour is
+//! loaded its ledger record is marked `loading`; finding such a mark from an
+//! earlier attempt means that attempt died, and its partial documents are
+//! deleted first. The mark turns `done` after the data. Deleting only then
+//! matters: a range delete can scan the whole collection on some servers.
 
 use std::collections::HashSet;
 
@@ -54,7 +56,7 @@ impl MongoSink {
     }
 
     pub async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
-        let mut cursor = self.ledger().find(doc! {"table": self.table.as_str()}).projection(doc! {"hour": 1}).await?;
+        let mut cursor = self.ledger().find(self.done_filter()).projection(doc! {"hour": 1}).await?;
         let mut hours = HashSet::new();
         while let Some(d) = cursor.try_next().await? {
             if let Ok(h) = d.get_str("hour") {
@@ -65,7 +67,7 @@ impl MongoSink {
     }
 
     pub async fn ledger_events(&self) -> Result<u64, SinkError> {
-        let pipeline = [doc! {"$match": {"table": self.table.as_str()}}, doc! {"$group": {"_id": null, "n": {"$sum": "$events"}}}];
+        let pipeline = [doc! {"$match": self.done_filter()}, doc! {"$group": {"_id": null, "n": {"$sum": "$events"}}}];
         let mut cursor = self.ledger().aggregate(pipeline).await?;
         let total = match cursor.try_next().await? {
             Some(d) => d.get_i64("n").or_else(|_| d.get_i32("n").map(i64::from)).unwrap_or(0),
@@ -74,14 +76,29 @@ impl MongoSink {
         Ok(total as u64)
     }
 
-    /// Removes what an interrupted attempt at this hour left: every `_id` with
-    /// the prefix `<stem>/` (`0` is the character after `/`).
+    fn done_filter(&self) -> Document {
+        doc! {"table": self.table.as_str(), "state": "done"}
+    }
+
+    fn ledger_id(&self, stem: &str) -> String {
+        format!("{}/{stem}", self.table)
+    }
+
+    /// Marks the hour `loading`; when an earlier attempt had marked it, removes
+    /// what that attempt left.
     pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
         self.inserted = 0;
         self.hour = Some(stem.to_string());
-        self.delete_hour(stem).await
+        let mark = doc! {"$set": {"table": self.table.as_str(), "hour": stem, "state": "loading",
+                                  "started_at": mongodb::bson::DateTime::now()}};
+        let earlier = self.ledger().find_one_and_update(doc! {"_id": self.ledger_id(stem)}, mark).upsert(true).await?;
+        if earlier.is_some() {
+            self.delete_hour(stem).await?;
+        }
+        Ok(())
     }
 
+    /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
     async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
         let (from, to) = (format!("{stem}/"), format!("{stem}0"));
         self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await?;
@@ -100,9 +117,7 @@ impl MongoSink {
     pub async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
         super::check_stored(self.inserted, r)?;
         let record = doc! {
-            "_id": format!("{}/{}", self.table, r.hour),
-            "table": self.table.as_str(),
-            "hour": &r.hour,
+            "state": "done",
             "events": r.events as i64,
             "lines": r.lines as i64,
             "quarantined": r.quarantined as i64,
@@ -112,7 +127,12 @@ impl MongoSink {
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
         };
-        self.ledger().insert_one(record).await?;
+        // Only our own `loading` mark may turn `done`: an hour is never recorded twice.
+        let filter = doc! {"_id": self.ledger_id(&r.hour), "state": "loading"};
+        let updated = self.ledger().update_one(filter, doc! {"$set": record}).await?;
+        if updated.modified_count != 1 {
+            return Err(SinkError::Other(format!("hour {} was recorded by another run meanwhile", r.hour)));
+        }
         self.hour = None;
         Ok(self.inserted)
     }
