@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{no_disagreement, markdown, problems, results_table, seconds, Style};
+use ghbench_olap::render::{data_line, markdown, no_disagreement, problems, results_table, seconds, Style};
 use ghbench_olap::runner::{connect_all, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -90,7 +90,12 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
 
     println!("{}", results_table(&record, Style::Terminal));
     for engine in &record.context.engines {
-        println!("{:<9} {}", engine.engine, engine.server.label);
+        let settings: Vec<String> = engine.server.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{:<9} {}; table {}: {}", engine.engine, engine.server.label, record.context.table, data_line(engine));
+        println!("{:<9} settings: {}", "", settings.join(" "));
+        if engine.server.product == "SecantusDB" {
+            println!("{:<9} note: SecantusDB is a MongoDB-wire server, not MongoDB; its timings say nothing about MongoDB's speed", "");
+        }
     }
     println!("{}", record.context.cold.label);
     let problems = problems(&record);

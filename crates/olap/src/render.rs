@@ -160,7 +160,8 @@ pub fn markdown(record: &RunRecord) -> String {
     md
 }
 
-fn data_line(engine: &EngineRecord) -> String {
+/// Which data an engine held: hours and events from its ingest ledger.
+pub fn data_line(engine: &EngineRecord) -> String {
     match (&engine.data, &engine.data_error) {
         (Some(d), _) => format!(
             "{} hours ({} .. {}), {} events per the ingest ledger",
