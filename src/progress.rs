@@ -30,7 +30,7 @@ impl IngestProgress {
             .map(|&engine| {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(
-                    ProgressStyle::with_template("{prefix:>9} {human_pos:>12} events  {per_sec:>14}  {msg}").expect("template"),
+                    ProgressStyle::with_template("{prefix:>9} {human_pos:>12} events  {msg}").expect("template"),
                 );
                 bar.set_prefix(engine.name());
                 (engine, (bar, std::sync::atomic::AtomicU64::new(0)))
@@ -61,7 +61,7 @@ impl Observer for IngestProgress {
                     bar.inc(events);
                     let total = bytes.fetch_add(json_bytes, std::sync::atomic::Ordering::Relaxed) + json_bytes;
                     let secs = self.started.elapsed().as_secs_f64().max(1e-3);
-                    bar.set_message(format!("{:.1} MB/s JSON", total as f64 / 1e6 / secs));
+                    bar.set_message(format!("{:>8.0} events/s  {:>6.1} MB/s JSON", bar.position() as f64 / secs, total as f64 / 1e6 / secs));
                 }
             }
             Event::Retrying { hour, attempt, reason } => {
