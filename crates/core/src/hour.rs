@@ -95,12 +95,21 @@ pub enum RangeError {
     Empty,
     #[error("year {0} is out of range")]
     BadYear(i32),
+    #[error("{0} hours is more than GH Archive could ever hold (at most {MAX_HOURS} hours at once)")]
+    TooLong(u64),
 }
+
+/// About a century of hours: far beyond GH Archive (2011 on), small enough to plan in memory.
+pub const MAX_HOURS: u64 = 24 * 366 * 100;
 
 impl HourRange {
     pub fn new(first: Hour, last: Hour) -> Result<Self, RangeError> {
         if last < first {
             return Err(RangeError::Backwards { first, last });
+        }
+        let hours = (last.0 - first.0).num_hours() as u64 + 1;
+        if hours > MAX_HOURS {
+            return Err(RangeError::TooLong(hours));
         }
         Ok(HourRange { first, last })
     }
@@ -110,8 +119,11 @@ impl HourRange {
         if count == 0 {
             return Err(RangeError::Empty);
         }
-        let last = Hour(first.0 + Duration::hours(i64::from(count) - 1));
-        Ok(HourRange { first, last })
+        if u64::from(count) > MAX_HOURS {
+            return Err(RangeError::TooLong(count.into()));
+        }
+        let last = first.0.checked_add_signed(Duration::hours(i64::from(count) - 1)).ok_or(RangeError::TooLong(count.into()))?;
+        HourRange::new(first, Hour(last))
     }
 
     /// Every hour of a calendar year.
@@ -170,5 +182,7 @@ mod tests {
         assert_eq!(HourRange::year(2016).unwrap().len(), 8784);
         assert!(HourRange::new(r.last, r.first).is_err());
         assert_eq!(HourRange::starting_at(r.first, 3).unwrap().last.stem(), "2015-01-02-0");
+        assert!(HourRange::starting_at(r.first, u32::MAX).is_err());
+        assert!(HourRange::new("0001-01-01T00".parse().unwrap(), "9999-01-01T00".parse().unwrap()).is_err());
     }
 }

@@ -89,12 +89,15 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     let mut control = Vec::new();
     let mut servers = Vec::new();
     let mut done: BTreeMap<Engine, HashSet<String>> = BTreeMap::new();
+    // Reach every server before changing any, so an unreachable one drops nothing.
     for &engine in engines {
-        let mut sink = Sink::connect(engine, &options.servers, &options.table).await?;
+        control.push(Sink::connect(engine, &options.servers, &options.table).await?);
+    }
+    for sink in &mut control {
+        let engine = sink.engine();
         sink.prepare(options.drop).await.map_err(prepare_err(engine))?;
         servers.push(sink.describe(&options.servers).await.map_err(prepare_err(engine))?);
         done.insert(engine, sink.completed_hours().await.map_err(prepare_err(engine))?);
-        control.push(sink);
     }
 
     let mut queue = VecDeque::new();
