@@ -3,8 +3,11 @@
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
+GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
+# Every path below is absolute; `/` is a directory user postgres may stand in.
+cd /
 
-data=$GHBENCH_HOME/pg/data
+data=$(readlink -f "$GHBENCH_HOME/pg" 2>/dev/null || echo "$GHBENCH_HOME/pg")/data
 if [ -f "$data/postmaster.pid" ]; then
     for bin in /usr/lib/postgresql/*/bin; do [ -x "$bin/pg_ctl" ] && break; done
     if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); else run=(); fi
@@ -13,9 +16,14 @@ fi
 pidfile=$GHBENCH_HOME/mongo/server.pid
 if [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
-    if kill "$pid" 2>/dev/null; then
+    # After a reboot the pid may belong to something else: only stop our server.
+    if grep -qaE 'secantusd|mongod' "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
         for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-        echo "[down] MongoDB-wire server stopped"
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "[down] MongoDB-wire server (pid $pid) is still stopping" >&2
+        else
+            echo "[down] MongoDB-wire server stopped"
+        fi
     fi
     rm -f "$pidfile"
 fi

@@ -9,6 +9,9 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
+GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
+# Every path below is absolute; `/` is a directory user postgres may stand in.
+cd /
 PG_PORT=${GHBENCH_PG_PORT:-54320}
 MONGO_PORT=${GHBENCH_MONGO_PORT:-27017}
 SECANTUS_VERSION=0.7.0b3
@@ -24,6 +27,12 @@ as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"
     elif command -v sudo >/dev/null; then sudo "$@"
     else die "need root to run: $* (install it by hand or run setup as root)"; fi
+}
+
+apt_updated=
+apt_install() {
+    if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -51,27 +60,43 @@ setup_postgres() {
     local bin
     if ! bin=$(pg_bindir); then
         log "installing PostgreSQL from apt"
-        as_root apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq postgresql >/dev/null
+        apt_install postgresql
         bin=$(pg_bindir) || die "PostgreSQL installed but initdb not found"
     fi
-    local dir=$GHBENCH_HOME/pg data=$GHBENCH_HOME/pg/data
+    local dir=$GHBENCH_HOME/pg
     # initdb refuses to run as root: the cluster belongs to the `postgres` user then.
     local run=()
     if [ "$(id -u)" = 0 ]; then
         id postgres >/dev/null 2>&1 || die "user 'postgres' missing; reinstall the postgresql package"
         run=(runuser -u postgres --)
+        if [ ! -e "$dir" ] && ! runuser -u postgres -- test -x "$GHBENCH_HOME"; then
+            # `postgres` cannot reach the checkout (e.g. under /root): keep the
+            # cluster where it can, linked from where users look for it.
+            local outside
+            outside=/var/lib/ghbench/$(printf '%s' "$repo" | md5sum | cut -c1-12)
+            mkdir -p "$outside"
+            ln -s "$outside" "$dir"
+            log "cluster kept in $outside (linked from $dir): user postgres cannot enter $GHBENCH_HOME"
+        fi
     fi
-    mkdir -p "$dir"
-    [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+    mkdir -p "$dir/"
+    # The server itself must never go through a link it cannot enter.
+    dir=$(readlink -f "$dir")
+    if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
+    local data=$dir/data
     if [ ! -f "$data/PG_VERSION" ]; then
         log "creating PostgreSQL cluster in $data"
         # Locale C: text sorts bytewise, as MongoDB sorts strings, so tie-breaks by
         # name agree across engines.
         "${run[@]}" "$bin/initdb" -D "$data" -U ghbench --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
             || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
-        cat >>"$data/postgresql.conf" <<EOF
-# ghbench
+        echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
+    fi
+    # Rewritten on every setup, so changed ports or memory settings take effect.
+    local conf=$data/ghbench.conf before
+    before=$(cat "$conf" 2>/dev/null || true)
+    "${run[@]}" tee "$conf" >/dev/null <<EOF
+# written by scripts/setup.sh on every run; change it with GHBENCH_PG_* variables
 listen_addresses = '127.0.0.1'
 port = $PG_PORT
 unix_socket_directories = '$dir'
@@ -80,6 +105,11 @@ work_mem = $PG_WORK_MEM
 max_wal_size = 8GB
 checkpoint_timeout = 30min
 EOF
+    grep -q "include_if_exists = 'ghbench.conf'" "$data/postgresql.conf" \
+        || echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
+    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 && [ "$before" != "$(cat "$conf")" ]; then
+        log "PostgreSQL settings changed: restarting"
+        "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
     fi
     if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
         log "PostgreSQL already running"
@@ -107,18 +137,22 @@ setup_mongo() {
     if command -v mongod >/dev/null; then
         log "starting mongod on 127.0.0.1:$MONGO_PORT"
         mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 \
-            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork >/dev/null
+            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1
     else
         local venv=$GHBENCH_HOME/venv
         if [ ! -x "$venv/bin/secantusd-py" ]; then
             log "no mongod on PATH: installing SecantusDB $SECANTUS_VERSION into $venv"
+            python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
             python3 -m venv "$venv"
             "$venv/bin/pip" install -q --disable-pip-version-check "secantusdb==$SECANTUS_VERSION"
         fi
         log "starting SecantusDB $SECANTUS_VERSION on 127.0.0.1:$MONGO_PORT"
-        (cd "$dir" && nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
-            --storage-path "$dir/data" --standalone >"$dir/server.log" 2>&1 &
-            echo $! >"$pidfile")
+        # `exec` so the recorded pid is the server's own, and every standard stream
+        # redirected so the server holds no pipe of the caller open (a CI job
+        # reading this script's output would otherwise never see it end).
+        (cd "$dir" && exec nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
+            --storage-path "$dir/data" --standalone </dev/null >"$dir/server.log" 2>&1) &
+        echo $! >"$pidfile"
     fi
     wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
 }

@@ -143,7 +143,8 @@ impl HourRange {
 
     pub fn iter(&self) -> impl Iterator<Item = Hour> {
         let last = self.last;
-        std::iter::successors(Some(self.first), move |h| Some(h.next()).filter(|n| *n <= last))
+        // Stops before stepping past `last`, so the last hour chrono can represent is fine.
+        std::iter::successors(Some(self.first), move |h| (*h < last).then(|| h.next()))
     }
 }
 

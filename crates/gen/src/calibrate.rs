@@ -79,7 +79,11 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
         let mut hour = HourAcc::default();
         let read_err = |source| CalibrateError::Read { path: path.clone(), source };
         for line in open_lines(path).map_err(read_err)? {
-            let line = line.map_err(read_err)?;
+            // A line that is not UTF-8 is a damaged event like any other: skipped, counted.
+            let Ok(line) = String::from_utf8(line.map_err(read_err)?) else {
+                skipped += 1;
+                continue;
+            };
             let value = serde_json::from_str::<Value>(&line).ok();
             let Some(event) = value.as_ref().and_then(Event::from_value) else {
                 skipped += u64::from(!line.trim().is_empty());
@@ -153,11 +157,11 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
     Ok(Calibration { profile, events, skipped })
 }
 
-fn open_lines(path: &Path) -> std::io::Result<std::io::Lines<BufReader<Box<dyn Read>>>> {
+fn open_lines(path: &Path) -> std::io::Result<std::io::Split<BufReader<Box<dyn Read>>>> {
     let file = std::fs::File::open(path)?;
     let reader: Box<dyn Read> =
         if path.extension().is_some_and(|e| e == "gz") { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-    Ok(BufReader::with_capacity(256 << 10, reader).lines())
+    Ok(BufReader::with_capacity(256 << 10, reader).split(b'\n'))
 }
 
 /// The parts of an event calibration looks at.

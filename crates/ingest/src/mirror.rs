@@ -85,8 +85,10 @@ async fn mirror_hour(source: &Source, hour: Hour, dir: &Path, retries: u32) -> M
                         Err(e) => report(MirrorStatus::Failed, bytes, lines, Some(e.to_string())),
                     };
                 }
-                // A damaged download is worth another try; the source may really
-                // hold a damaged file, which the last attempt then reports.
+                // A damaged download is worth another try. Should the source
+                // really hold a damaged file, the hour is reported failed and
+                // kept out of the mirror; `ingest` straight from the source
+                // loads such a file's complete lines instead.
                 Err(e) => format!("downloaded file is not a complete gzip: {e}"),
             },
             Err(SourceError::Transient(e)) => e,

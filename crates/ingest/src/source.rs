@@ -62,14 +62,6 @@ impl Source {
         }
     }
 
-    /// Where an hour is read from, for messages.
-    pub fn location(&self, hour: Hour) -> String {
-        match self {
-            Source::Http { base, .. } => format!("{base}{}", hour.file_name()),
-            Source::Dir(dir) => dir.join(hour.file_name()).display().to_string(),
-        }
-    }
-
     pub fn describe(&self) -> String {
         match self {
             Source::Http { base, .. } => ghbench_core::redact_url(base),
@@ -83,6 +75,10 @@ impl Source {
             Source::Dir(dir) => {
                 let path = dir.join(hour.file_name());
                 match std::fs::File::open(&path) {
+                    // A directory opens too on Linux; reading it would then look like a network fault.
+                    Ok(file) if !file.metadata().is_ok_and(|m| m.is_file()) => {
+                        Err(SourceError::Permanent(format!("{}: not a regular file", path.display())))
+                    }
                     Ok(file) => Ok(Some(HourBytes::File(file))),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                     Err(e) => Err(SourceError::Permanent(format!("{}: {e}", path.display()))),
@@ -90,16 +86,22 @@ impl Source {
             }
             Source::Http { base, client } => {
                 let url = format!("{base}{}", hour.file_name());
-                let response = client.get(&url).send().await.map_err(|e| SourceError::Transient(format!("{url}: {e}")))?;
+                // Messages name the URL with any password hidden; reqwest's own errors would repeat it.
+                let shown = ghbench_core::redact_url(&url);
+                let response = client
+                    .get(&url)
+                    .send()
+                    .await
+                    .map_err(|e| SourceError::Transient(format!("{shown}: {}", e.without_url())))?;
                 let status = response.status();
                 if status == reqwest::StatusCode::NOT_FOUND {
                     return Ok(None);
                 }
                 if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-                    return Err(SourceError::Transient(format!("{url}: HTTP {status}")));
+                    return Err(SourceError::Transient(format!("{shown}: HTTP {status}")));
                 }
                 if !status.is_success() {
-                    return Err(SourceError::Permanent(format!("{url}: HTTP {status}")));
+                    return Err(SourceError::Permanent(format!("{shown}: HTTP {status}")));
                 }
                 let body = response.bytes_stream().map_err(std::io::Error::other);
                 Ok(Some(HourBytes::Stream(Box::new(tokio_util::io::StreamReader::new(body)))))

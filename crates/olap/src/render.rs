@@ -148,8 +148,11 @@ pub fn markdown(record: &RunRecord) -> String {
     md.push_str(&caveats(record));
     let _ = writeln!(md, "## Results\n\n{}\n", results_table(record, Style::Markdown));
     let problems = problems(record);
-    if problems.is_empty() {
+    let compared = record.queries.iter().any(|q| matches!(q.verification.status, VerificationStatus::Agree));
+    if problems.is_empty() && compared {
         md.push_str("Every query's results agree across engines.\n\n");
+    } else if problems.is_empty() {
+        md.push_str("Results were not compared across engines (fewer than two engines answered).\n\n");
     } else {
         let _ = writeln!(md, "**Results do not agree:**\n\n```text\n{}\n```\n", problems.join("\n"));
     }

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use futures_util::TryStreamExt;
 use ghbench_core::TableName;
+use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
 
@@ -18,8 +19,9 @@ use crate::decode::Batch;
 pub struct MongoSink {
     db: Database,
     table: TableName,
-    /// The hour being loaded and how many of its documents the server took.
-    hour: Option<String>,
+    /// The hour being loaded, with the token of this attempt's `loading` mark,
+    /// and how many of its documents the server took.
+    hour: Option<(String, ObjectId)>,
     inserted: u64,
 }
 
@@ -84,14 +86,25 @@ impl MongoSink {
         format!("{}/{stem}", self.table)
     }
 
-    /// Marks the hour `loading`; when an earlier attempt had marked it, removes
-    /// what that attempt left.
+    /// Marks the hour `loading` with a token of this attempt; when an earlier
+    /// attempt had marked it (it died, or another run is at it), removes what
+    /// that attempt left. An hour already `done` is never touched.
     pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
         self.inserted = 0;
-        self.hour = Some(stem.to_string());
-        let mark = doc! {"$set": {"table": self.table.as_str(), "hour": stem, "state": "loading",
+        let attempt = ObjectId::new();
+        let id = self.ledger_id(stem);
+        let not_done = doc! {"_id": &id, "state": {"$ne": "done"}};
+        let mark = doc! {"$set": {"table": self.table.as_str(), "hour": stem, "state": "loading", "attempt": attempt,
                                   "started_at": mongodb::bson::DateTime::now()}};
-        let earlier = self.ledger().find_one_and_update(doc! {"_id": self.ledger_id(stem)}, mark).upsert(true).await?;
+        let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
+            Ok(earlier) => earlier,
+            // The upsert collides with the `done` record: another run loaded the hour meanwhile.
+            Err(e) if is_duplicate_key(&e) => {
+                return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.hour = Some((stem.to_string(), attempt));
         if earlier.is_some() {
             self.delete_hour(stem).await?;
         }
@@ -127,23 +140,35 @@ impl MongoSink {
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
         };
-        // Only our own `loading` mark may turn `done`: an hour is never recorded twice.
-        let filter = doc! {"_id": self.ledger_id(&r.hour), "state": "loading"};
+        let Some((_, attempt)) = self.hour.take() else {
+            return Err(SinkError::Other("commit outside an hour".into()));
+        };
+        // Only this attempt's own mark may turn `done`, so an hour is never recorded
+        // twice. From here on nothing deletes the hour's documents: should this
+        // update fail after the server applied it, the hour is `done` and complete.
+        let filter = doc! {"_id": self.ledger_id(&r.hour), "state": "loading", "attempt": attempt};
         let updated = self.ledger().update_one(filter, doc! {"$set": record}).await?;
         if updated.modified_count != 1 {
-            return Err(SinkError::Other(format!("hour {} was recorded by another run meanwhile", r.hour)));
+            return Err(SinkError::Other(format!("hour {} was taken over by another run meanwhile", r.hour)));
         }
-        self.hour = None;
         Ok(self.inserted)
     }
 
-    /// Deletes the hour's partial documents. Should that fail too, the next
-    /// attempt's `begin_hour` deletes them; without a ledger record the hour is
+    /// Deletes the hour's partial documents, unless another run has taken the
+    /// hour over since (its mark replaced ours). Should the delete fail, the next
+    /// attempt's `begin_hour` deletes them; without a `done` record the hour is
     /// never counted as loaded.
     pub async fn abort_hour(&mut self) {
-        if let Some(stem) = self.hour.take() {
+        self.inserted = 0;
+        let Some((stem, attempt)) = self.hour.take() else { return };
+        let ours = doc! {"_id": self.ledger_id(&stem), "state": "loading", "attempt": attempt};
+        if let Ok(Some(_)) = self.ledger().find_one(ours).await {
             let _ = self.delete_hour(&stem).await;
         }
-        self.inserted = 0;
     }
+}
+
+fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 11000)
+        || matches!(&*e.kind, mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000)
 }

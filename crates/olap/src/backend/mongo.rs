@@ -84,7 +84,8 @@ impl Backend for MongoBackend {
 
     async fn data_loaded(&self) -> BackendResult<DataLoaded> {
         let ledger = self.db.collection::<Document>(LEDGER);
-        let cursor = ledger.find(doc! {"table": self.table.as_str()}).projection(doc! {"hour": 1, "events": 1}).await?;
+        // Only finished hours: a `loading` mark is an interrupted or running attempt.
+        let cursor = ledger.find(doc! {"table": self.table.as_str(), "state": "done"}).projection(doc! {"hour": 1, "events": 1}).await?;
         let entries: Vec<Document> = cursor.try_collect().await?;
         Ok(tally_ledger(entries.iter().map(|d| {
             (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64)
