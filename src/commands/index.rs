@@ -11,7 +11,7 @@ use ghbench_olap::render::seconds;
 use ghbench_olap::runner::{connect_all, create_indexes};
 use indicatif::ProgressBar;
 
-use super::olap::{context, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{context, engine_records, output_path, print_servers, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::ConnOptions;
 
 #[derive(Args, Debug)]
@@ -60,6 +60,7 @@ pub async fn run(args: IndexArgs) -> Result<ExitCode> {
     // Described after the builds, so the recorded sizes include the new indexes.
     let context = context(table.to_string(), &catalog, 0, engine_records(&backends).await?);
     print_table(&engines);
+    print_servers(&context);
     let record = IndexRunRecord { schema: INDEX_SCHEMA.into(), context, engines };
     let path = output_path(&args.output, "index", "json");
     write(&path, &serde_json::to_string_pretty(&record)?)?;

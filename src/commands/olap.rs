@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
+use ghbench_olap::render::data_line;
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -70,4 +71,16 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Under every table of numbers: which server build, data and settings produced them.
+pub fn print_servers(context: &Context) {
+    for engine in &context.engines {
+        let settings: Vec<String> = engine.server.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{:<9} {}; table {}: {}", engine.engine, engine.server.label, context.table, data_line(engine));
+        println!("{:<9} settings: {}", "", settings.join(" "));
+        if engine.server.product == "SecantusDB" {
+            println!("{:<9} note: SecantusDB is a MongoDB-wire server, not MongoDB; its timings say nothing about MongoDB's speed", "");
+        }
+    }
 }

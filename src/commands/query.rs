@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{data_line, markdown, no_disagreement, problems, results_table, seconds, Style};
+use ghbench_olap::render::{markdown, no_disagreement, problems, results_table, seconds, Style};
 use ghbench_olap::runner::{connect_all, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{context, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{context, engine_records, output_path, print_servers, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::ConnOptions;
 
 /// `--variant` value meaning every variant of the catalog.
@@ -89,14 +89,7 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
     write(&md_path, &markdown(&record))?;
 
     println!("{}", results_table(&record, Style::Terminal));
-    for engine in &record.context.engines {
-        let settings: Vec<String> = engine.server.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("{:<9} {}; table {}: {}", engine.engine, engine.server.label, record.context.table, data_line(engine));
-        println!("{:<9} settings: {}", "", settings.join(" "));
-        if engine.server.product == "SecantusDB" {
-            println!("{:<9} note: SecantusDB is a MongoDB-wire server, not MongoDB; its timings say nothing about MongoDB's speed", "");
-        }
-    }
+    print_servers(&record.context);
     println!("{}", record.context.cold.label);
     let problems = problems(&record);
     for line in &problems {

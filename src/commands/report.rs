@@ -35,6 +35,8 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         [one] if args.markdown => println!("{}", markdown(one)),
         [one] => {
             println!("{}", results_table(one, style));
+            super::olap::print_servers(&one.context);
+            println!("{}; recorded {}", one.context.cold.label, one.context.started_at);
             for line in problems(one) {
                 println!("{line}");
             }
