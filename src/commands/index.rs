@@ -43,7 +43,7 @@ pub async fn run(args: IndexArgs) -> Result<ExitCode> {
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         let shown = bar.clone();
         let on_built = move |b: &ghbench_olap::record::IndexBuild| {
-            shown.println(format!("{engine:<9} {} {} in {} s", b.name, if b.created { "built" } else { "already there" }, seconds(b.seconds)));
+            shown.println(format!("{engine:<9} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
         };
         let result = create_indexes(backend.as_ref(), &catalog, &on_built).await;
         bar.finish_and_clear();
@@ -72,9 +72,8 @@ fn print_table(engines: &[IndexEngineRecord]) {
     println!("{:<9} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
     for e in engines {
         for b in &e.indexes {
-            let state = if b.created { "built" } else { "already there" };
             let bytes = b.bytes.map_or("unavailable".into(), |n| n.to_string());
-            println!("{:<9} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, state, seconds(b.seconds), bytes);
+            println!("{:<9} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
         }
     }
 }

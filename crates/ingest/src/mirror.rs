@@ -5,10 +5,9 @@
 //! `missing.txt`.
 
 use std::collections::BTreeSet;
-use std::io::{self, Read};
+use std::io::{self, BufRead};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use ghbench_core::{Hour, HourRange};
 use tokio::io::AsyncWriteExt;
@@ -98,7 +97,7 @@ async fn mirror_hour(source: &Source, hour: Hour, dir: &Path, retries: u32) -> M
         if attempt > retries {
             return report(MirrorStatus::Failed, 0, 0, Some(error));
         }
-        tokio::time::sleep(Duration::from_secs(1 << attempt.min(5))).await;
+        tokio::time::sleep(crate::pipeline::backoff(attempt)).await;
     }
 }
 
@@ -119,17 +118,17 @@ async fn download(source: &Source, hour: Hour, path: &Path) -> Result<Option<u64
 
 /// Decodes the whole file; returns its line count.
 pub fn verify_gzip(path: &Path) -> io::Result<u64> {
-    let mut decoder = flate2::read::MultiGzDecoder::new(io::BufReader::new(std::fs::File::open(path)?));
-    let mut buf = vec![0u8; 256 << 10];
-    let mut lines = 0u64;
-    let mut total = 0u64;
+    let mut reader = crate::decode::gz_lines(std::fs::File::open(path)?);
+    let (mut lines, mut total) = (0u64, 0u64);
     loop {
-        let n = decoder.read(&mut buf)?;
-        if n == 0 {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
             break;
         }
+        let n = chunk.len();
+        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
         total += n as u64;
-        lines += buf[..n].iter().filter(|b| **b == b'\n').count() as u64;
+        reader.consume(n);
     }
     if total == 0 {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "empty file"));

@@ -216,8 +216,8 @@ async fn load_hour(ctx: &Ctx, hour: Hour, sinks: &mut [&mut Sink]) -> HourReport
     }
 }
 
-/// 1 s, 2 s, 4 s, ... capped at 30 s.
-fn backoff(attempt: u32) -> Duration {
+/// Wait before attempt `attempt + 1`: 1 s, 2 s, 4 s, ... capped at 30 s.
+pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_secs(1u64 << attempt.saturating_sub(1).min(5)).min(Duration::from_secs(30))
 }
 

@@ -155,6 +155,17 @@ pub struct IndexBuild {
     pub bytes: Option<u64>,
 }
 
+impl IndexBuild {
+    /// What the build did, for people.
+    pub fn state(&self) -> &'static str {
+        if self.created {
+            "built"
+        } else {
+            "already there"
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct QueryRecord {
     pub query: String,
