@@ -154,6 +154,32 @@ impl fmt::Display for HourRange {
     }
 }
 
+/// Hours as runs of consecutive ones, for people: `2015-01-01T00 .. 2015-01-01T05,
+/// 2015-01-02T07`, at most `max_runs` runs and then how many more, so a year of
+/// missing hours fits on a line.
+pub fn summarise_hours(hours: impl IntoIterator<Item = Hour>, max_runs: usize) -> String {
+    let mut sorted: Vec<Hour> = hours.into_iter().collect();
+    sorted.sort();
+    sorted.dedup();
+    let mut runs: Vec<(Hour, Hour)> = Vec::new();
+    for hour in sorted {
+        match runs.last_mut() {
+            Some((_, last)) if last.next() == hour => *last = hour,
+            _ => runs.push((hour, hour)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .take(max_runs)
+        .map(|&(first, last)| if first == last { first.to_string() } else { HourRange { first, last }.to_string() })
+        .collect();
+    let mut text = shown.join(", ");
+    if runs.len() > max_runs {
+        text.push_str(&format!(" and {} more runs of hours", runs.len() - max_runs));
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +191,16 @@ mod tests {
         assert_eq!(h.file_name(), "2015-01-01-5.json.gz");
         assert_eq!(h.to_string(), "2015-01-01T05");
         assert_eq!(Hour::from_file_name("2015-01-01-15.json.gz").unwrap().hour(), 15);
+    }
+
+    #[test]
+    fn summarises_hours_as_runs() {
+        let h = |s: &str| s.parse::<Hour>().unwrap();
+        let hours = [h("2015-01-01T23"), h("2015-01-01T22"), h("2015-01-02T00"), h("2015-01-02T05")];
+        assert_eq!(summarise_hours(hours, 10), "2015-01-01T22 .. 2015-01-02T00 (3 hours), 2015-01-02T05");
+        assert_eq!(summarise_hours(hours, 1), "2015-01-01T22 .. 2015-01-02T00 (3 hours) and 1 more runs of hours");
+        assert_eq!(summarise_hours(HourRange::year(2016).unwrap().iter(), 5), "2016-01-01T00 .. 2016-12-31T23 (8784 hours)");
+        assert_eq!(summarise_hours([], 5), "");
     }
 
     #[test]

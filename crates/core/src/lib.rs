@@ -8,7 +8,7 @@ pub mod server;
 pub mod table;
 
 pub use engine::Engine;
-pub use hour::{Hour, HourRange};
+pub use hour::{summarise_hours, Hour, HourRange};
 pub use redact::redact_url;
-pub use server::{describe_mongo, describe_postgres, ConnectError, ServerInfo, Servers};
+pub use server::{describe_mongo, describe_postgres, error_chain, short_mongo_error, ConnectError, ServerInfo, Servers};
 pub use table::TableName;

@@ -13,6 +13,11 @@ pub const DEFAULT_PG_URL: &str = "postgres://ghbench@127.0.0.1:54320/ghbench";
 pub const DEFAULT_MONGO_URL: &str = "mongodb://127.0.0.1:27017/ghbench?directConnection=true";
 /// Used when the MongoDB URL names no database.
 pub const DEFAULT_MONGO_DB: &str = "ghbench";
+/// How long reaching a server may take, handshake included, unless the URL says
+/// otherwise (`connect_timeout=` for PostgreSQL, `serverSelectionTimeoutMS=` for
+/// MongoDB). A server that accepts the connection and then stays silent must not
+/// hang ghbench.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
 #[error("cannot reach {engine} at {url}: {reason}\n  hint: start the project's servers with `just setup` and `source .ghbench/env`, or point ghbench at yours with {hint}")]
@@ -24,7 +29,7 @@ pub struct ConnectError {
 }
 
 impl ConnectError {
-    fn new(engine: Engine, url: &str, reason: impl std::fmt::Display) -> Self {
+    pub fn new(engine: Engine, url: &str, reason: impl std::fmt::Display) -> Self {
         let hint = match engine {
             Engine::Postgres => "--pg-url or DATABASE_URL",
             Engine::Mongo => "--mongo-url or MONGODB_URI",
@@ -65,13 +70,25 @@ impl ServerInfo {
 }
 
 impl Servers {
+    /// A new connection, with the server's whole handshake bounded by the URL's
+    /// `connect_timeout` (or [`CONNECT_TIMEOUT`]): tokio-postgres bounds only the
+    /// TCP connect, so a listener that never answers would hang it forever.
     pub async fn postgres(&self) -> Result<tokio_postgres::Client, ConnectError> {
-        let err = |e: tokio_postgres::Error| ConnectError::new(Engine::Postgres, &self.pg_url, e);
-        let mut config: tokio_postgres::Config = self.pg_url.parse().map_err(err)?;
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(5));
+        let err = |e: &dyn std::error::Error| ConnectError::new(Engine::Postgres, &self.pg_url, error_chain(e));
+        let mut config: tokio_postgres::Config = self.pg_url.parse().map_err(|e| err(&e))?;
+        let limit = *config.get_connect_timeout().unwrap_or(&CONNECT_TIMEOUT);
+        config.connect_timeout(limit);
+        if config.get_application_name().is_none() {
+            // Names ghbench's sessions in pg_stat_activity (and in lock conflicts).
+            config.application_name("ghbench");
         }
-        let (client, connection) = config.connect(tokio_postgres::NoTls).await.map_err(err)?;
+        // A server that dies without closing the socket is noticed, not waited on.
+        config.keepalives(true).keepalives_idle(Duration::from_secs(30));
+        let connecting = config.connect(tokio_postgres::NoTls);
+        let (client, connection) = match tokio::time::timeout(limit, connecting).await {
+            Ok(result) => result.map_err(|e| err(&e))?,
+            Err(_) => return Err(ConnectError::silent(Engine::Postgres, &self.pg_url, limit, "the PostgreSQL handshake")),
+        };
         tokio::spawn(async move {
             // Errors here surface on the client's next call; nothing to add.
             let _ = connection.await;
@@ -80,20 +97,59 @@ impl Servers {
     }
 
     /// The database named in the URL (or `ghbench`), after a successful ping.
+    /// Server selection and the ping are bounded like [`Servers::postgres`].
     pub async fn mongo(&self) -> Result<mongodb::Database, ConnectError> {
-        let err = |e: mongodb::error::Error| ConnectError::new(Engine::Mongo, &self.mongo_url, e);
+        let err = |e: mongodb::error::Error| ConnectError::new(Engine::Mongo, &self.mongo_url, short_mongo_error(&e));
         let mut options = mongodb::options::ClientOptions::parse(&self.mongo_url).await.map_err(err)?;
-        if options.server_selection_timeout.is_none() {
-            options.server_selection_timeout = Some(Duration::from_secs(5));
-        }
+        let limit = *options.server_selection_timeout.get_or_insert(CONNECT_TIMEOUT);
+        options.connect_timeout.get_or_insert(limit);
         if options.app_name.is_none() {
             options.app_name = Some("ghbench".into());
         }
         let db_name = options.default_database.clone().unwrap_or_else(|| DEFAULT_MONGO_DB.into());
         let client = mongodb::Client::with_options(options).map_err(err)?;
         let db = client.database(&db_name);
-        db.run_command(doc! {"ping": 1}).await.map_err(err)?;
+        // The driver has no socket timeout of its own: bound the first command here.
+        match tokio::time::timeout(limit + Duration::from_secs(1), db.run_command(doc! {"ping": 1})).await {
+            Ok(pinged) => pinged.map_err(err)?,
+            Err(_) => return Err(ConnectError::silent(Engine::Mongo, &self.mongo_url, limit, "the MongoDB handshake (ping)")),
+        };
         Ok(db)
+    }
+}
+
+impl ConnectError {
+    fn silent(engine: Engine, url: &str, limit: Duration, step: &str) -> Self {
+        let reason = format!("no answer within {} s during {step}: something accepts connections there but does not answer", limit.as_secs_f64());
+        ConnectError::new(engine, url, reason)
+    }
+}
+
+/// An error and its causes in one line: tokio-postgres hides the reason (e.g.
+/// "Connection refused", the server's own message) in its source.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        let s_text = s.to_string();
+        if !text.contains(&s_text) {
+            text.push_str(": ");
+            text.push_str(&s_text);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The MongoDB driver's error without its dump of the topology: the kind's
+/// message, the part a person can act on.
+pub fn short_mongo_error(error: &mongodb::error::Error) -> String {
+    match &*error.kind {
+        mongodb::error::ErrorKind::ServerSelection { message, .. } => {
+            // "Server selection timeout: No available servers. Topology: { ... }"
+            message.split(". Topology:").next().unwrap_or(message).to_string()
+        }
+        _ => error.to_string(),
     }
 }
 

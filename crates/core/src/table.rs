@@ -9,8 +9,18 @@ use std::str::FromStr;
 pub struct TableName(String);
 
 #[derive(Debug, thiserror::Error)]
-#[error("invalid table name '{0}': use lower-case letters, digits and '_', starting with a letter or '_', at most 63 characters")]
-pub struct InvalidTableName(String);
+pub enum InvalidTableName {
+    #[error("invalid table name '{0}': use lower-case letters, digits and '_', starting with a letter or '_', at most 63 characters")]
+    Shape(String),
+    #[error("table name '{0}' is reserved: names starting with {1} belong to {2}; choose another --table")]
+    Reserved(String, &'static str, &'static str),
+}
+
+/// Prefixes a data table may not take: the servers' own catalogs, and ghbench's
+/// bookkeeping (the ledger, the locks), which a load would otherwise overwrite.
+/// (MongoDB's `system.` needs a dot, which no table name has.)
+const RESERVED_PREFIXES: [(&str, &str); 2] =
+    [("pg_", "PostgreSQL's system catalogs"), ("ghbench_", "ghbench's own bookkeeping (ghbench_ledger, ghbench_locks)")];
 
 impl TableName {
     /// The default name for a year's data, as in the paper: `github2015`.
@@ -35,10 +45,12 @@ impl FromStr for TableName {
         let mut bytes = s.bytes();
         let first_ok = matches!(bytes.next(), Some(b'a'..=b'z' | b'_'));
         let rest_ok = bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_'));
-        if first_ok && rest_ok && s.len() <= 63 {
-            Ok(TableName(s.to_string()))
-        } else {
-            Err(InvalidTableName(s.to_string()))
+        if !(first_ok && rest_ok && s.len() <= 63) {
+            return Err(InvalidTableName::Shape(s.to_string()));
+        }
+        match RESERVED_PREFIXES.iter().find(|(prefix, _)| s.starts_with(prefix)) {
+            Some((prefix, owner)) => Err(InvalidTableName::Reserved(s.to_string(), prefix, owner)),
+            None => Ok(TableName(s.to_string())),
         }
     }
 }
@@ -58,7 +70,13 @@ mod tests {
         assert!("github2015".parse::<TableName>().is_ok());
         assert!("_t1".parse::<TableName>().is_ok());
         for bad in ["", "1abc", "Github", "a-b", "a b", "x; drop table y", "t\"", &"a".repeat(64)] {
-            assert!(bad.parse::<TableName>().is_err(), "{bad:?} accepted");
+            assert!(matches!(bad.parse::<TableName>(), Err(InvalidTableName::Shape(_))), "{bad:?} accepted");
         }
+        for reserved in ["ghbench_ledger", "ghbench_locks", "pg_class", "pg_x"] {
+            let err = reserved.parse::<TableName>().unwrap_err();
+            assert!(matches!(err, InvalidTableName::Reserved(..)), "{reserved:?}: {err}");
+            assert!(err.to_string().contains("choose another --table"), "{err}");
+        }
+        assert!("github2015_pg_copy".parse::<TableName>().is_ok());
     }
 }
