@@ -75,7 +75,7 @@ impl Observer for IngestProgress {
                         let _ = self.multi.println(format!("{}: missing at the source", report.hour));
                     }
                     HourStatus::Failed | HourStatus::Partial => {
-                        let _ = self.multi.println(format!("{}: {:?}", report.hour, report.status));
+                        let _ = self.multi.println(format!("{}: {:?}: {}", report.hour, report.status, report.reasons().join("; ")));
                     }
                 }
             }

@@ -1,12 +1,14 @@
 //! `ghbench ingest`: argument handling and the run's summary for people.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use chrono::Datelike;
 use clap::Args;
+use ghbench_core::summarise_hours;
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
 use crate::options::{ConnOptions, HourArgs};
@@ -21,7 +23,15 @@ Examples:
 
 Rerunning skips hours each engine's ledger lists as loaded; an interrupted hour
 is loaded again from scratch. Lines no engine can take go to the quarantine
-folder with their line number and reason; `\\u0000` escapes are removed.")]
+folder with their line number and reason; `\\u0000` escapes are removed.
+
+Faults are retried (--retries, with backoff): network errors and HTTP 5xx, a
+download that arrives damaged (not gzip, cut short), and per engine a lost
+connection or a server that stops answering for --timeout seconds. Only one
+ingest at a time may load a table; a second one is refused at start.
+
+Exit status: 0 when every hour is loaded, skipped or missing at the source;
+1 when any hour failed (rerun to retry it) or nothing could be loaded.")]
 pub struct IngestArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -37,9 +47,20 @@ pub struct IngestArgs {
     #[arg(long)]
     pub concurrency: Option<usize>,
 
-    /// Further attempts at an hour after a network failure or HTTP 5xx (with backoff).
+    /// Further attempts at an hour after a fault a retry can mend: a network
+    /// failure or HTTP 5xx, a damaged download, a lost or silent server (backoff 1, 2, 4 ... s).
     #[arg(long, default_value_t = 4)]
     pub retries: u32,
+
+    /// Seconds to wait for a server to answer any one step (a batch, a commit,
+    /// a ledger query) before giving up on that connection and retrying.
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    pub timeout: u64,
+
+    /// Load a download that is still damaged after every retry as far as it
+    /// goes (recorded as a damaged hour) instead of failing the hour.
+    #[arg(long)]
+    pub accept_damaged: bool,
 
     /// Folder for quarantined lines, one JSON-lines file per table and hour.
     #[arg(long, default_value = ".ghbench/quarantine")]
@@ -72,6 +93,10 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
         bail!("--concurrency must be at least 1");
     }
     let table = args.conn.table_or(range.first.date().year());
+    // Found out now, not after hours of loading.
+    if let Some(path) = &args.report {
+        check_writable(path)?;
+    }
     let options = IngestOptions {
         hours: range,
         source,
@@ -80,6 +105,8 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
         servers: args.conn.servers(),
         concurrency,
         retries: args.retries,
+        timeout: Duration::from_secs(args.timeout),
+        accept_damaged: args.accept_damaged,
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.drop,
         dry_run: args.dry_run,
@@ -90,14 +117,21 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
 
+    print_summary(&summary);
     if let Some(path) = &args.report {
         let json = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, json).with_context(|| format!("writing the report {}", path.display()))?;
     }
-    print_summary(&summary);
     let t = &summary.totals;
     if t.hours_loaded + t.hours_partial == 0 && t.hours_skipped == 0 {
         eprintln!("error: no hour could be loaded ({} missing, {} failed); see above", t.hours_missing, t.hours_failed);
+        return Ok(ExitCode::FAILURE);
+    }
+    if t.hours_failed + t.hours_partial > 0 {
+        eprintln!(
+            "error: {} hour(s) failed and {} partly failed (see above); rerun the same command to load them",
+            t.hours_failed, t.hours_partial
+        );
         return Ok(ExitCode::FAILURE);
     }
     if args.index {
@@ -106,6 +140,19 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
         return super::index::run(index).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Creates the report's folder and file, so a bad path fails before loading.
+fn check_writable(path: &Path) -> Result<()> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).with_context(|| format!("creating the folder of --report {}", path.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("--report {} cannot be written", path.display()))?;
+    Ok(())
 }
 
 fn default_concurrency() -> usize {
@@ -133,6 +180,9 @@ fn print_summary(s: &IngestSummary) {
     for (defect, n) in &t.quarantined {
         println!("        quarantined {}: {n}", defect.name());
     }
+    if t.retries > 0 {
+        println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);
+    }
     println!("{:<10} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
     for (engine, e) in &t.engines {
         println!(
@@ -141,7 +191,7 @@ fn print_summary(s: &IngestSummary) {
             e.stored,
             e.events_per_second,
             e.hours_failed,
-            e.table_events
+            e.table_events.map_or_else(|| "unknown".to_string(), |n| n.to_string())
         );
     }
     let per_second = |v: f64| v / s.elapsed_seconds.max(1e-9);
@@ -154,9 +204,8 @@ fn print_summary(s: &IngestSummary) {
         per_second(t.events as f64),
         per_second(t.json_bytes as f64 / 1e6),
     );
-    let missing: Vec<String> = s.missing().map(|h| h.to_string()).collect();
-    if !missing.is_empty() {
-        println!("missing hours ({}): {}", missing.len(), missing.join(" "));
+    if t.hours_missing > 0 {
+        println!("missing hours ({}): {}", t.hours_missing, summarise_hours(s.missing(), 10));
     }
     for h in s.hours.iter().filter(|h| h.decode.as_ref().is_some_and(|d| d.file_defect.is_some())) {
         let d = h.decode.as_ref().expect("filtered");
@@ -164,9 +213,10 @@ fn print_summary(s: &IngestSummary) {
     }
     for h in s.failed() {
         let label = if h.status == HourStatus::Partial { "PARTIAL" } else { "FAILED" };
-        let mut reasons: Vec<String> = h.error.iter().cloned().collect();
-        reasons.extend(h.engines.iter().filter_map(|(e, o)| o.error.as_ref().map(|err| format!("{e}: {err}"))));
-        println!("{label} {}: {} (rerun to retry)", h.hour, reasons.join("; "));
+        println!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; "));
+    }
+    for warning in &s.warnings {
+        println!("warning: {warning}");
     }
     if t.quarantined_total > 0 {
         println!("quarantined lines are in {}/{}/", s.quarantine_dir, s.table);

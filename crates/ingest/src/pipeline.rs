@@ -3,6 +3,11 @@
 //!
 //! Memory stays flat however many hours are asked for: each worker holds one
 //! hour, and at most `CHANNEL_BATCHES` batches per engine are in flight.
+//!
+//! Faults are retried where a retry can help, per engine: a connection lost or
+//! a server that stopped answering (the engine's part of the hour is loaded
+//! again on a new connection), a network failure, and a download that arrived
+//! damaged. Once loading has begun, the run always ends with a summary.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::path::PathBuf;
@@ -13,11 +18,12 @@ use std::time::{Duration, Instant};
 use futures_util::future::join_all;
 use ghbench_core::{ConnectError, Engine, Hour, HourRange, Servers, TableName};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 use crate::decode::{decode_hour, Batch, DecodeError, DecodeReport};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
-use crate::sink::{HourRecord, Sink, SinkError};
+use crate::sink::{HourRecord, LockWatch, Sink, SinkError, TableLock};
 use crate::source::{Source, SourceError};
 
 const CHANNEL_BATCHES: usize = 4;
@@ -31,8 +37,14 @@ pub struct IngestOptions {
     pub servers: Servers,
     /// Hours loaded at once.
     pub concurrency: usize,
-    /// Further attempts at an hour after a network failure.
+    /// Further attempts at an hour (or at one engine's part of it) after a
+    /// network failure, a lost connection or a damaged download.
     pub retries: u32,
+    /// Longest wait for a server to answer any one step (connect aside).
+    pub timeout: Duration,
+    /// Record a download still damaged after every retry as a damaged hour
+    /// (its readable lines loaded) instead of failing it.
+    pub accept_damaged: bool,
     pub quarantine_dir: PathBuf,
     /// Start from an empty table (and ledger) on every engine.
     pub drop: bool,
@@ -66,6 +78,9 @@ pub enum IngestError {
     Connect(#[from] ConnectError),
     #[error("preparing {engine} failed: {detail}")]
     Prepare { engine: Engine, detail: String },
+    /// Another run is loading the table.
+    #[error("{0}")]
+    Locked(String),
     #[error("no engines selected")]
     NoEngines,
 }
@@ -73,32 +88,72 @@ pub enum IngestError {
 struct Ctx {
     options: IngestOptions,
     observer: Arc<dyn Observer>,
+    locks: Vec<LockWatch>,
+}
+
+impl Ctx {
+    /// Why this run must stop loading: a lock lost to another run.
+    fn lock_lost(&self) -> Option<String> {
+        self.locks.iter().find_map(LockWatch::lost)
+    }
+
+    async fn connect(&self, engine: Engine) -> Result<Sink, ConnectError> {
+        let o = &self.options;
+        Sink::connect(engine, &o.servers, &o.table, o.timeout).await
+    }
 }
 
 /// Loads every hour of `options.hours` that an engine's ledger does not list yet.
+/// Fails only before loading begins (a server unreachable, the table locked by
+/// another run, preparing it failed); after that, every fault is in the summary.
 pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Result<IngestSummary, IngestError> {
     if options.engines.is_empty() && !options.dry_run {
         return Err(IngestError::NoEngines);
     }
-    let engines: &[Engine] = if options.dry_run { &[] } else { &options.engines };
+    let engines: Vec<Engine> = if options.dry_run { Vec::new() } else { options.engines.clone() };
+    // Reach every server, then lock every engine's table, before changing any.
+    let mut control = Vec::new();
+    for &engine in &engines {
+        control.push(Sink::connect(engine, &options.servers, &options.table, options.timeout).await?);
+    }
+    let mut locks = Vec::new();
+    for &engine in &engines {
+        match TableLock::take(engine, &options.servers, &options.table, options.timeout).await {
+            Ok(lock) => locks.push(lock),
+            Err(e) => {
+                for lock in locks {
+                    lock.release().await;
+                }
+                return Err(match e {
+                    SinkError::Locked(why) => IngestError::Locked(why),
+                    other => IngestError::Prepare { engine, detail: other.detail() },
+                });
+            }
+        }
+    }
+    let ctx = Arc::new(Ctx { options, observer, locks: locks.iter().map(TableLock::watch).collect() });
+    let result = load(&ctx, control).await;
+    for lock in locks {
+        lock.release().await;
+    }
+    result
+}
+
+async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, IngestError> {
+    let options = &ctx.options;
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let prepare_err = |engine: Engine| move |e: SinkError| IngestError::Prepare { engine, detail: e.detail() };
 
-    // One control sink per engine: prepares tables, reads ledgers, describes the server.
-    let mut control = Vec::new();
     let mut servers = Vec::new();
     let mut done: BTreeMap<Engine, HashSet<String>> = BTreeMap::new();
-    // Reach every server before changing any, so an unreachable one drops nothing.
-    for &engine in engines {
-        control.push(Sink::connect(engine, &options.servers, &options.table).await?);
-    }
     for sink in &mut control {
         let engine = sink.engine();
         sink.prepare(options.drop).await.map_err(prepare_err(engine))?;
         servers.push(sink.describe(&options.servers).await.map_err(prepare_err(engine))?);
         done.insert(engine, sink.completed_hours().await.map_err(prepare_err(engine))?);
     }
+    let engines: Vec<Engine> = control.iter().map(Sink::engine).collect();
 
     let mut queue = VecDeque::new();
     let mut skipped = Vec::new();
@@ -111,23 +166,23 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
             queue.push_back((hour, needed));
         }
     }
-    observer.event(Event::Planned { to_load: queue.len(), skipped: skipped.len() });
+    ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: skipped.len() });
 
     let workers = options.concurrency.clamp(1, queue.len().max(1));
     let queue = Arc::new(Mutex::new(queue));
-    let ctx = Arc::new(Ctx { options: options.clone(), observer });
-    let mut tasks = Vec::new();
+    // Each worker connects on its own: a server that is away when a worker
+    // starts is an attempt to retry, not the end of the run.
+    let mut tasks = JoinSet::new();
     for _ in 0..workers {
-        let mut sinks = Vec::new();
-        for sink in &control {
-            sinks.push(sink.fork(&options.servers).await?);
-        }
-        let (ctx, queue) = (ctx.clone(), queue.clone());
-        tasks.push(tokio::spawn(async move { worker(&ctx, sinks, &queue).await }));
+        tasks.spawn(worker(ctx.clone(), engines.clone(), queue.clone()));
     }
     let mut hours = Vec::new();
-    for task in tasks {
-        hours.extend(task.await.expect("ingest worker panicked"));
+    let mut warnings = Vec::new();
+    while let Some(joined) = tasks.join_next().await {
+        match joined {
+            Ok(reports) => hours.extend(reports),
+            Err(e) => warnings.push(format!("a loading worker crashed ({e}); the hours it held are not in this summary: rerun to load them")),
+        }
     }
     hours.sort_by_key(|h| h.hour);
 
@@ -145,75 +200,143 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
         skipped,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
+        warnings,
     };
     summary.tally(options.hours.len());
-    for sink in &control {
-        let table_events = sink.ledger_events().await.map_err(prepare_err(sink.engine()))?;
-        summary.totals.engines.entry(sink.engine()).or_default().table_events = table_events;
+    for sink in &mut control {
+        let engine = sink.engine();
+        match count_ledger(ctx, sink).await {
+            Ok(events) => summary.totals.engines.entry(engine).or_default().table_events = Some(events),
+            Err(e) => summary.warnings.push(format!("{engine}: could not count the table's events at the end: {}", e.detail())),
+        }
     }
     Ok(summary)
 }
 
-async fn worker(ctx: &Ctx, mut sinks: Vec<Sink>, queue: &Mutex<VecDeque<(Hour, Vec<Engine>)>>) -> Vec<HourReport> {
+/// The ledger's total, on a new connection when the first one died meanwhile
+/// (a server restarted during the run).
+async fn count_ledger(ctx: &Ctx, sink: &mut Sink) -> Result<u64, SinkError> {
+    if sink.is_broken() {
+        *sink = ctx.connect(sink.engine()).await?;
+    }
+    sink.ledger_events().await
+}
+
+/// One engine's connection in a worker: made when first needed, and made
+/// again after it broke.
+struct Slot {
+    engine: Engine,
+    sink: Option<Sink>,
+}
+
+impl Slot {
+    async fn ready(&mut self, ctx: &Ctx) -> Result<&mut Sink, SinkError> {
+        if !matches!(&self.sink, Some(sink) if !sink.is_broken()) {
+            self.sink = None;
+            self.sink = Some(ctx.connect(self.engine).await?);
+        }
+        self.sink.as_mut().ok_or_else(|| SinkError::Other("no connection".into()))
+    }
+}
+
+type Queue = Mutex<VecDeque<(Hour, Vec<Engine>)>>;
+
+async fn worker(ctx: Arc<Ctx>, engines: Vec<Engine>, queue: Arc<Queue>) -> Vec<HourReport> {
+    let mut slots: Vec<Slot> = engines.into_iter().map(|engine| Slot { engine, sink: None }).collect();
     let mut reports = Vec::new();
     loop {
-        let Some((hour, needed)) = queue.lock().expect("queue lock").pop_front() else { break };
-        // A connection lost on an earlier hour is replaced, not reused.
-        for sink in sinks.iter_mut().filter(|s| s.is_broken()) {
-            if let Ok(fresh) = sink.fork(&ctx.options.servers).await {
-                *sink = fresh;
+        let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or_else(|poisoned| poisoned.into_inner().pop_front());
+        let Some((hour, needed)) = next else { break };
+        let report = match ctx.lock_lost() {
+            Some(reason) => HourReport::failed(hour, format!("not loaded: {reason}")),
+            None => {
+                let mut selected: Vec<&mut Slot> = slots.iter_mut().filter(|s| needed.contains(&s.engine)).collect();
+                load_hour(&ctx, hour, &mut selected).await
             }
-        }
-        let mut selected: Vec<&mut Sink> = sinks.iter_mut().filter(|s| needed.contains(&s.engine())).collect();
-        let report = load_hour(ctx, hour, &mut selected).await;
+        };
         ctx.observer.event(Event::HourDone(&report));
         reports.push(report);
     }
     reports
 }
 
-/// How one attempt at an hour ended, short of success.
+/// How one attempt at an hour ended, short of reading it.
 enum Attempt {
     Missing,
-    /// Network trouble: worth another attempt.
-    Transient(String),
+    /// Worth another attempt: network trouble, a damaged download.
+    Retry(String),
     Failed(String),
 }
 
-async fn load_hour(ctx: &Ctx, hour: Hour, sinks: &mut [&mut Sink]) -> HourReport {
+/// Each engine's result for one attempt.
+type EngineResults = Vec<(Engine, Result<u64, SinkError>)>;
+
+/// Loads one hour into every selected engine, retrying (with backoff) what a
+/// retry can mend, for only the engines that still need it.
+async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport {
     let started = Instant::now();
-    let report = |status, attempts, decode, engines, error| HourReport {
-        hour,
-        status,
-        attempts,
-        seconds: started.elapsed().as_secs_f64(),
-        decode,
-        engines,
-        error,
-    };
+    let mut outcomes: BTreeMap<Engine, EngineOutcome> = BTreeMap::new();
+    let mut pending: Vec<Engine> = slots.iter().map(|s| s.engine).collect();
+    let (mut decode, mut error, mut missing) = (None, None, false);
     let mut attempt = 0;
     loop {
         attempt += 1;
-        match try_hour(ctx, hour, sinks).await {
-            Ok((decode, engines)) => {
-                let failures = engines.values().filter(|o| o.error.is_some()).count();
-                let status = match failures {
-                    0 => HourStatus::Loaded,
-                    n if n == engines.len() => HourStatus::Failed,
-                    _ => HourStatus::Partial,
-                };
-                return report(status, attempt, Some(decode), engines, None);
+        let last = attempt > ctx.options.retries;
+        let mut todo: Vec<&mut Slot> = slots.iter_mut().filter(|s| pending.contains(&s.engine)).map(|s| &mut **s).collect();
+        let retry_because = match try_hour(ctx, hour, &mut todo, last).await {
+            Ok((report, results)) => {
+                decode = report.or(decode);
+                pending.clear();
+                let mut reasons = Vec::new();
+                for (engine, result) in results {
+                    match result {
+                        Ok(stored) => {
+                            outcomes.insert(engine, EngineOutcome { stored, error: None });
+                        }
+                        Err(e) if e.is_transient() && !last => {
+                            reasons.push(format!("{engine}: {}", e.detail()));
+                            pending.push(engine);
+                        }
+                        Err(e) => {
+                            outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(e.detail()) });
+                        }
+                    }
+                }
+                if pending.is_empty() {
+                    break;
+                }
+                reasons.join("; ")
             }
-            Err(Attempt::Missing) => return report(HourStatus::Missing, attempt, None, BTreeMap::new(), None),
-            Err(Attempt::Transient(reason)) if attempt <= ctx.options.retries => {
-                ctx.observer.event(Event::Retrying { hour, attempt, reason: &reason });
-                tokio::time::sleep(backoff(attempt)).await;
+            Err(Attempt::Missing) if outcomes.is_empty() => {
+                missing = true;
+                break;
             }
-            Err(Attempt::Transient(reason) | Attempt::Failed(reason)) => {
-                return report(HourStatus::Failed, attempt, None, BTreeMap::new(), Some(reason));
+            Err(Attempt::Retry(reason)) if !last => reason,
+            Err(Attempt::Retry(reason) | Attempt::Failed(reason)) => {
+                error = Some(reason);
+                break;
             }
+            Err(Attempt::Missing) => {
+                error = Some("the source no longer has the hour".into());
+                break;
+            }
+        };
+        ctx.observer.event(Event::Retrying { hour, attempt, reason: &retry_because });
+        tokio::time::sleep(backoff(attempt)).await;
+    }
+    if let Some(reason) = &error {
+        for engine in pending {
+            outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(reason.clone()) });
         }
     }
+    let stored = outcomes.values().filter(|o| o.error.is_none()).count();
+    let status = match stored {
+        _ if missing => HourStatus::Missing,
+        n if n == slots.len() && (n > 0 || error.is_none()) => HourStatus::Loaded,
+        0 => HourStatus::Failed,
+        _ => HourStatus::Partial,
+    };
+    HourReport { hour, status, attempts: attempt, seconds: started.elapsed().as_secs_f64(), decode, engines: outcomes, error }
 }
 
 /// Wait before attempt `attempt + 1`: 1 s, 2 s, 4 s, ... capped at 30 s.
@@ -223,16 +346,25 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 
 /// One attempt: read the hour once, feed every engine, then commit each engine
 /// that took all of it, or abort all of them when the read itself failed.
-async fn try_hour(
-    ctx: &Ctx,
-    hour: Hour,
-    sinks: &mut [&mut Sink],
-) -> Result<(DecodeReport, BTreeMap<Engine, EngineOutcome>), Attempt> {
+/// An engine that cannot be reached fails this attempt alone.
+async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], last: bool) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
     let options = &ctx.options;
+    let mut results: EngineResults = Vec::new();
+    let mut sinks: Vec<&mut Sink> = Vec::new();
+    for slot in slots.iter_mut() {
+        let engine = slot.engine;
+        match slot.ready(ctx).await {
+            Ok(sink) => sinks.push(sink),
+            Err(e) => results.push((engine, Err(e))),
+        }
+    }
+    if sinks.is_empty() && !results.is_empty() {
+        return Ok((None, results));
+    }
     let bytes = match options.source.open(hour).await {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Err(Attempt::Missing),
-        Err(SourceError::Transient(e)) => return Err(Attempt::Transient(e)),
+        Err(SourceError::Transient(e)) => return Err(Attempt::Retry(e)),
         Err(SourceError::Permanent(e)) => return Err(Attempt::Failed(e)),
     };
     let mut quarantine = Quarantine::for_hour(&options.quarantine_dir, &options.table, hour)
@@ -251,11 +383,19 @@ async fn try_hour(
     let decoded = match decoder.await {
         Ok((Ok(mut report), Ok(file))) => {
             report.quarantine_file = file.map(|f| f.display().to_string());
-            Ok(report)
+            damaged_download(options, &report, last).map_or(Ok(report), Err)
         }
         Ok((Ok(_), Err(e))) => Err(Attempt::Failed(format!("quarantine file: {e}"))),
-        Ok((Err(DecodeError::Source(e)), _)) => Err(Attempt::Transient(e)),
-        Ok((Err(DecodeError::EnginesGone), _)) => Err(Attempt::Failed(engine_errors(sinks, &fed))),
+        Ok((Err(DecodeError::Source(e)), _)) => Err(Attempt::Retry(e)),
+        Ok((Err(DecodeError::EnginesGone), _)) => {
+            // Every engine failed while being fed: each says why.
+            for sink in sinks.iter_mut() {
+                sink.abort_hour().await;
+            }
+            let engines = sinks.iter().map(|s| s.engine());
+            results.extend(engines.zip(fed).map(|(engine, r)| (engine, r.map(|()| 0))));
+            return Ok((None, results));
+        }
         Ok((Err(e), _)) => Err(Attempt::Failed(e.to_string())),
         Err(e) => Err(Attempt::Failed(format!("decoder crashed: {e}"))),
     };
@@ -278,22 +418,34 @@ async fn try_hour(
         compressed_bytes: decoded.compressed_bytes,
         file_defect: decoded.file_defect.clone(),
     };
-    let mut outcomes = BTreeMap::new();
     for (sink, fed) in sinks.iter_mut().zip(fed) {
         let result = match fed {
             Ok(()) => sink.commit_hour(&record).await,
             Err(e) => Err(e),
         };
-        let outcome = match result {
-            Ok(stored) => EngineOutcome { stored, error: None },
-            Err(e) => {
-                sink.abort_hour().await;
-                EngineOutcome { stored: 0, error: Some(e.detail()) }
-            }
-        };
-        outcomes.insert(sink.engine(), outcome);
+        if result.is_err() {
+            sink.abort_hour().await;
+        }
+        results.push((sink.engine(), result));
     }
-    Ok((decoded, outcomes))
+    Ok((Some(decoded), results))
+}
+
+/// A file that arrived damaged over the network is retried: the next download
+/// may be whole. Damage that outlasts every retry fails the hour, unless the
+/// user accepts it. A local file's damage is the file's: it loads as far as it goes.
+fn damaged_download(options: &IngestOptions, report: &DecodeReport, last: bool) -> Option<Attempt> {
+    let defect = report.file_defect.as_ref().filter(|_| options.source.is_remote())?;
+    if !last {
+        return Some(Attempt::Retry(format!("damaged download: {defect}")));
+    }
+    if options.accept_damaged {
+        return None;
+    }
+    Some(Attempt::Failed(format!(
+        "damaged download after {} attempts: {defect}; rerun to try again, or pass --accept-damaged to load what it holds",
+        options.retries + 1
+    )))
 }
 
 /// Streams the hour's batches into one engine. Returning early drops `rx`, which
@@ -309,13 +461,4 @@ async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<Arc
         });
     }
     Ok(())
-}
-
-fn engine_errors(sinks: &[&mut Sink], fed: &[Result<(), SinkError>]) -> String {
-    let errors: Vec<String> = sinks
-        .iter()
-        .zip(fed)
-        .filter_map(|(s, r)| r.as_ref().err().map(|e| format!("{}: {}", s.engine(), e.detail())))
-        .collect();
-    errors.join("; ")
 }

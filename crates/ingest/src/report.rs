@@ -48,8 +48,9 @@ pub struct EngineTotals {
     pub hours_failed: u64,
     /// `stored` over the run's wall time.
     pub events_per_second: f64,
-    /// Events the engine's ledger lists for the table after the run (all runs).
-    pub table_events: u64,
+    /// Events the engine's ledger lists for the table after the run (all runs);
+    /// None when the server could not be asked at the end (see `warnings`).
+    pub table_events: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]
@@ -67,6 +68,9 @@ pub struct Totals {
     pub quarantined_total: u64,
     /// Files that were empty, truncated or corrupt (their readable lines still load).
     pub file_defects: u64,
+    /// Attempts made again after a fault (network, server, damaged download).
+    pub retries: u64,
+    pub hours_retried: usize,
     pub compressed_bytes: u64,
     pub json_bytes: u64,
     pub engines: BTreeMap<Engine, EngineTotals>,
@@ -87,6 +91,35 @@ pub struct IngestSummary {
     pub skipped: Vec<Hour>,
     pub hours: Vec<HourReport>,
     pub quarantine_dir: String,
+    /// What went wrong beside the hours (e.g. the final count could not be made).
+    pub warnings: Vec<String>,
+}
+
+impl HourReport {
+    /// An hour no attempt was made at.
+    pub fn failed(hour: Hour, reason: String) -> HourReport {
+        HourReport {
+            hour,
+            status: HourStatus::Failed,
+            attempts: 0,
+            seconds: 0.0,
+            decode: None,
+            engines: BTreeMap::new(),
+            error: Some(reason),
+        }
+    }
+
+    /// Every distinct reason this hour was not (fully) loaded, engine by engine.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut reasons: Vec<String> = self.error.iter().cloned().collect();
+        for (engine, outcome) in &self.engines {
+            match &outcome.error {
+                Some(e) if self.error.as_ref() != Some(e) => reasons.push(format!("{engine}: {e}")),
+                _ => {}
+            }
+        }
+        reasons
+    }
 }
 
 impl IngestSummary {
@@ -105,6 +138,9 @@ impl IngestSummary {
             t.engines.entry(server.engine).or_default();
         }
         for h in &self.hours {
+            let again = u64::from(h.attempts.saturating_sub(1));
+            t.retries += again;
+            t.hours_retried += usize::from(again > 0);
             match h.status {
                 HourStatus::Loaded => t.hours_loaded += 1,
                 HourStatus::Partial => t.hours_partial += 1,

@@ -62,6 +62,11 @@ impl Source {
         }
     }
 
+    /// Bytes that cross a network may arrive damaged where the file is whole.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Source::Http { .. })
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Source::Http { base, .. } => ghbench_core::redact_url(base),

@@ -3,15 +3,23 @@
 //! the data cannot disagree after a crash: begin the hour, write batches,
 //! commit the hour with its ledger record (or abort it).
 //!
-//! Adding an engine: a module here and a variant of [`Sink`].
+//! Every call to a server is bounded by the sink's timeout: a server that stops
+//! answering fails the step with a message naming the server and the step, and
+//! the sink is then broken, to be replaced by a new connection.
+//!
+//! Adding an engine: a module here and a variant of [`Kind`].
 
+mod lock;
 mod mongo;
 mod postgres;
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::time::Duration;
 
-use ghbench_core::{Engine, ServerInfo, Servers, TableName};
+use ghbench_core::{ConnectError, Engine, ServerInfo, Servers, TableName};
 
+pub use lock::{LockWatch, TableLock, LOCKS};
 pub use mongo::MongoSink;
 pub use postgres::{JsonbText, PostgresSink};
 
@@ -36,8 +44,16 @@ pub struct HourRecord {
 pub enum SinkError {
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] tokio_postgres::Error),
-    #[error("MongoDB-wire server: {0}")]
+    #[error("MongoDB-wire server: {}", ghbench_core::short_mongo_error(.0))]
     Mongo(#[from] mongodb::error::Error),
+    #[error("{0}")]
+    Connect(#[from] ConnectError),
+    /// The server did not answer one step in time.
+    #[error("{engine} did not answer within {} s while {step}", .limit.as_secs_f64())]
+    Timeout { engine: Engine, step: &'static str, limit: Duration },
+    /// Another run holds the table.
+    #[error("{0}")]
+    Locked(String),
     #[error("{0}")]
     Other(String),
 }
@@ -46,120 +62,168 @@ impl SinkError {
     /// The full error chain in one line: tokio-postgres hides the server's
     /// message (e.g. the reason for a refused document) in its source.
     pub fn detail(&self) -> String {
-        let mut text = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(s) = source {
-            let s_text = s.to_string();
-            if !text.contains(&s_text) {
-                text.push_str(": ");
-                text.push_str(&s_text);
-            }
-            source = s.source();
+        match self {
+            // The driver's own text repeats the topology; the short form is kept.
+            SinkError::Mongo(_) => self.to_string(),
+            _ => ghbench_core::error_chain(self),
         }
-        text
+    }
+
+    /// The connection or the server failed rather than the data: the same work
+    /// may succeed on a new connection a moment later (a restart, a network
+    /// blip, a server that stalled).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            SinkError::Postgres(e) => e.is_closed() || e.as_db_error().is_some_and(|db| is_server_going_away(db.code())) || is_io(e),
+            SinkError::Mongo(e) => matches!(
+                &*e.kind,
+                mongodb::error::ErrorKind::Io(_)
+                    | mongodb::error::ErrorKind::ConnectionPoolCleared { .. }
+                    | mongodb::error::ErrorKind::ServerSelection { .. }
+            ),
+            SinkError::Connect(_) | SinkError::Timeout { .. } => true,
+            SinkError::Locked(_) | SinkError::Other(_) => false,
+        }
     }
 }
 
-pub enum Sink {
+/// Shutdown, crash and "cannot connect now" classes: the server is going away
+/// or not yet back (SQLSTATE classes 57P and 08).
+fn is_server_going_away(code: &tokio_postgres::error::SqlState) -> bool {
+    let code = code.code();
+    code.starts_with("57P") || code.starts_with("08")
+}
+
+fn is_io(e: &tokio_postgres::Error) -> bool {
+    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
+}
+
+/// Runs `$call` on whichever engine's sink `$self` holds, bounded by its
+/// timeout (a timeout names `$step` and leaves the sink broken).
+macro_rules! on_server {
+    ($self:ident, $step:expr, |$s:ident| $call:expr) => {{
+        let (engine, limit) = ($self.engine(), $self.timeout);
+        let work = async {
+            match &mut $self.kind {
+                Kind::Postgres($s) => $call,
+                Kind::Mongo($s) => $call,
+            }
+        };
+        let result = bounded(engine, $step, limit, work).await;
+        $self.note(result)
+    }};
+}
+
+enum Kind {
     Postgres(PostgresSink),
     Mongo(MongoSink),
 }
 
+/// One engine's connection for loading one table.
+pub struct Sink {
+    kind: Kind,
+    timeout: Duration,
+    /// Set when a step timed out: the connection's state is unknown.
+    broken: bool,
+}
+
 impl Sink {
-    pub async fn connect(engine: Engine, servers: &Servers, table: &TableName) -> Result<Sink, ghbench_core::ConnectError> {
-        Ok(match engine {
-            Engine::Postgres => Sink::Postgres(PostgresSink::new(servers.postgres().await?, table.clone())),
-            Engine::Mongo => Sink::Mongo(MongoSink::new(servers.mongo().await?, table.clone())),
-        })
+    /// Connects to `engine`; every later step waits at most `timeout` for the server.
+    pub async fn connect(engine: Engine, servers: &Servers, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
+        let kind = match engine {
+            Engine::Postgres => Kind::Postgres(PostgresSink::new(servers.postgres().await?, table.clone())),
+            Engine::Mongo => Kind::Mongo(MongoSink::new(servers.mongo().await?, table.clone())),
+        };
+        Ok(Sink { kind, timeout, broken: false })
     }
 
-    /// Another sink on the same table for a concurrent worker: PostgreSQL needs
-    /// a connection per open transaction; the MongoDB client pools by itself.
-    pub async fn fork(&self, servers: &Servers) -> Result<Sink, ghbench_core::ConnectError> {
-        Ok(match self {
-            Sink::Postgres(s) => Sink::Postgres(PostgresSink::new(servers.postgres().await?, s.table().clone())),
-            Sink::Mongo(s) => Sink::Mongo(s.clone_handle()),
-        })
-    }
-
-    /// True when the connection is gone and the sink must be replaced.
+    /// True when the connection is gone or in an unknown state and the sink
+    /// must be replaced.
     pub fn is_broken(&self) -> bool {
-        match self {
-            Sink::Postgres(s) => s.is_broken(),
-            Sink::Mongo(_) => false,
+        self.broken
+            || match &self.kind {
+                Kind::Postgres(s) => s.is_broken(),
+                Kind::Mongo(_) => false,
+            }
+    }
+
+    pub fn engine(&self) -> Engine {
+        match self.kind {
+            Kind::Postgres(_) => Engine::Postgres,
+            Kind::Mongo(_) => Engine::Mongo,
         }
     }
 
     /// Server product, version and settings, for every report.
-    pub async fn describe(&self, servers: &Servers) -> Result<ServerInfo, SinkError> {
-        match self {
-            Sink::Postgres(s) => Ok(ghbench_core::describe_postgres(s.client(), &servers.pg_url).await?),
-            Sink::Mongo(s) => Ok(ghbench_core::describe_mongo(s.db(), &servers.mongo_url).await?),
-        }
-    }
-
-    pub fn engine(&self) -> Engine {
-        match self {
-            Sink::Postgres(_) => Engine::Postgres,
-            Sink::Mongo(_) => Engine::Mongo,
-        }
+    pub async fn describe(&mut self, servers: &Servers) -> Result<ServerInfo, SinkError> {
+        let (engine, limit) = (self.engine(), self.timeout);
+        let work = async {
+            match &self.kind {
+                Kind::Postgres(s) => Ok(ghbench_core::describe_postgres(s.client(), &servers.pg_url).await?),
+                Kind::Mongo(s) => Ok(ghbench_core::describe_mongo(s.db(), &servers.mongo_url).await?),
+            }
+        };
+        let result = bounded(engine, "describing the server", limit, work).await;
+        self.note(result)
     }
 
     /// Creates the table and ledger if needed; with `drop`, starts from empty.
     /// Forgets ledger entries whose table is gone, so a dropped table is reloaded.
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
-        match self {
-            Sink::Postgres(s) => s.prepare(drop).await,
-            Sink::Mongo(s) => s.prepare(drop).await,
-        }
+        on_server!(self, "preparing the table and ledger", |s| s.prepare(drop).await)
     }
 
     /// Hour stems this engine's ledger lists as loaded for the table.
-    pub async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
-        match self {
-            Sink::Postgres(s) => s.completed_hours().await,
-            Sink::Mongo(s) => s.completed_hours().await,
-        }
+    pub async fn completed_hours(&mut self) -> Result<HashSet<String>, SinkError> {
+        on_server!(self, "reading the ledger", |s| s.completed_hours().await)
     }
 
     /// Events the ledger says the table holds.
-    pub async fn ledger_events(&self) -> Result<u64, SinkError> {
-        match self {
-            Sink::Postgres(s) => s.ledger_events().await,
-            Sink::Mongo(s) => s.ledger_events().await,
-        }
+    pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
+        on_server!(self, "counting the ledger's events", |s| s.ledger_events().await)
     }
 
     pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
-        match self {
-            Sink::Postgres(s) => s.begin_hour().await,
-            Sink::Mongo(s) => s.begin_hour(stem).await,
-        }
+        on_server!(self, "starting the hour", |s| s.begin_hour(stem).await)
     }
 
     pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
-        match self {
-            Sink::Postgres(s) => s.write(batch).await,
-            Sink::Mongo(s) => s.write(batch).await,
-        }
+        on_server!(self, "writing a batch of documents", |s| s.write(batch).await)
     }
 
     /// Makes the hour durable together with its ledger record; returns the
     /// number of documents the engine stored for it.
     pub async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
-        match self {
-            Sink::Postgres(s) => s.commit_hour(record).await,
-            Sink::Mongo(s) => s.commit_hour(record).await,
-        }
+        on_server!(self, "committing the hour", |s| s.commit_hour(record).await)
     }
 
     /// Leaves nothing of the hour behind that a later attempt would not replace.
+    /// A server that does not answer leaves the sink broken: the next attempt
+    /// cleans up on a new connection.
     pub async fn abort_hour(&mut self) {
-        match self {
-            Sink::Postgres(s) => s.abort_hour().await,
-            Sink::Mongo(s) => s.abort_hour().await,
-        }
+        let _ = on_server!(self, "aborting the hour", |s| {
+            s.abort_hour().await;
+            Ok(())
+        });
     }
+
+    /// A step that timed out leaves the connection in an unknown state.
+    fn note<T>(&mut self, result: Result<T, SinkError>) -> Result<T, SinkError> {
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
+    }
+}
+
+/// `work` within `limit`, or a timeout error naming `engine` and `step`.
+async fn bounded<T>(
+    engine: Engine,
+    step: &'static str,
+    limit: Duration,
+    work: impl Future<Output = Result<T, SinkError>>,
+) -> Result<T, SinkError> {
+    tokio::time::timeout(limit, work).await.unwrap_or(Err(SinkError::Timeout { engine, step, limit }))
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.

@@ -52,7 +52,15 @@ impl MongoSink {
             self.data().drop().await?;
         }
         if drop || !exists {
+            // The ledger describes a collection that is gone: forget it.
             self.ledger().delete_many(doc! {"table": self.table.as_str()}).await?;
+            // Created now, not by the first insert: an hour of 0 events must leave
+            // a collection behind, or the next run would take its ledger entry
+            // for a dropped collection's and forget it (PostgreSQL would not).
+            match self.db.create_collection(self.table.as_str()).await {
+                Err(e) if !is_namespace_exists(&e) => return Err(e.into()),
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -168,7 +176,12 @@ impl MongoSink {
     }
 }
 
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+/// Another run created the collection between our look and our create.
+fn is_namespace_exists(e: &mongodb::error::Error) -> bool {
+    matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 48)
+}
+
+pub(super) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 11000)
         || matches!(&*e.kind, mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000)
 }

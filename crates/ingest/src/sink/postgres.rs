@@ -58,6 +58,11 @@ impl PostgresSink {
 
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let t = &self.table;
+        // The server knows its reserved words (`user`, `table`, ...): it quotes them.
+        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await?.get(0);
+        if !plain {
+            return Err(SinkError::Other(format!("'{t}' is a reserved word in PostgreSQL and cannot name a table unquoted: choose another --table")));
+        }
         // Concurrent `CREATE ... IF NOT EXISTS` can still collide; serialize them.
         let ddl = format!(
             "BEGIN;
@@ -88,7 +93,7 @@ impl PostgresSink {
         Ok(n as u64)
     }
 
-    pub async fn begin_hour(&mut self) -> Result<(), SinkError> {
+    pub async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
         self.client.batch_execute("BEGIN").await?;
         let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await?;
         self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
