@@ -2,6 +2,9 @@
 //! starts, files with injected defects, and the ghbench binary itself.
 #![allow(dead_code)]
 
+pub mod faulty_http;
+pub mod throwaway_pg;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,12 +53,7 @@ pub fn table(test: &str) -> String {
 /// Gzips `lines` (each gets a `\n`) into `dir/<hour file>`.
 pub fn write_hour(dir: &Path, file_name: &str, lines: &[Vec<u8>]) -> PathBuf {
     let path = dir.join(file_name);
-    let mut gz = GzEncoder::new(std::fs::File::create(&path).unwrap(), Compression::fast());
-    for line in lines {
-        gz.write_all(line).unwrap();
-        gz.write_all(b"\n").unwrap();
-    }
-    gz.finish().unwrap();
+    std::fs::write(&path, gzip_lines(lines)).unwrap();
     path
 }
 
@@ -75,12 +73,47 @@ pub fn ingest(table: &str, work: &Path, args: &[&str]) -> std::process::Output {
 
 /// Runs ingest and returns its JSON report.
 pub fn ingest_report(table: &str, work: &Path, args: &[&str]) -> serde_json::Value {
+    let (out, report) = ingest_any(table, work, args);
+    assert!(out.status.success(), "ghbench ingest failed: {}", String::from_utf8_lossy(&out.stderr));
+    report.expect("a report")
+}
+
+/// Runs ingest, successful or not; its output and JSON report (if written).
+pub fn ingest_any(table: &str, work: &Path, args: &[&str]) -> (std::process::Output, Option<serde_json::Value>) {
     let report = work.join(format!("report-{}.json", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--report", report.to_str().unwrap()]);
     let out = ingest(table, work, &all);
-    assert!(out.status.success(), "ghbench ingest failed: {}", String::from_utf8_lossy(&out.stderr));
-    serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap()
+    let json = std::fs::read(&report).ok().filter(|b| !b.is_empty()).map(|b| serde_json::from_slice(&b).unwrap());
+    (out, json)
+}
+
+/// Hour stems each engine's ledger lists as done for `table`: (postgres, mongo).
+pub async fn ledger_hours(table: &str) -> (Vec<String>, Vec<String>) {
+    let rows = pg().await.query("SELECT hour FROM ghbench_ledger WHERE tbl = $1 ORDER BY hour", &[&table]).await.unwrap();
+    let pg_hours: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let ledger = mongo().await.collection::<mongodb::bson::Document>("ghbench_ledger");
+    let mut mongo_hours = Vec::new();
+    let mut cursor = ledger.find(doc! {"table": table, "state": "done"}).await.unwrap();
+    while cursor.advance().await.unwrap() {
+        mongo_hours.push(cursor.deserialize_current().unwrap().get_str("hour").unwrap().to_string());
+    }
+    mongo_hours.sort();
+    (pg_hours, mongo_hours)
+}
+
+/// Gzipped bytes of `lines` (each gets a `\n`).
+pub fn gzip_lines(lines: &[Vec<u8>]) -> Vec<u8> {
+    let mut gz = GzEncoder::new(Vec::new(), Compression::fast());
+    for line in lines {
+        gz.write_all(line).unwrap();
+        gz.write_all(b"\n").unwrap();
+    }
+    gz.finish().unwrap()
+}
+
+pub fn text(out: &std::process::Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 
 pub async fn pg() -> tokio_postgres::Client {

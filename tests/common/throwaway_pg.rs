@@ -1,0 +1,120 @@
+//! A PostgreSQL cluster of the test's own, on its own port, so a test can
+//! restart or freeze it without disturbing the server other tests use.
+//! Uses the same Debian binaries `just setup` installs.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+pub struct ThrowawayPg {
+    bin: PathBuf,
+    dir: PathBuf,
+    pub port: u16,
+    as_postgres: bool,
+}
+
+impl ThrowawayPg {
+    /// initdb and start; `None` (with a message) when no PostgreSQL binaries are installed.
+    pub fn start(name: &str) -> Option<ThrowawayPg> {
+        let Some(bin) = bindir() else {
+            eprintln!("SKIPPED: no PostgreSQL binaries (initdb) found; run `just setup`");
+            return None;
+        };
+        let as_postgres = is_root();
+        // Under /tmp: user postgres must be able to enter it when we are root.
+        let dir = std::env::temp_dir().join(format!("ghbench-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pg = ThrowawayPg { bin, dir, port: free_port(), as_postgres };
+        if as_postgres {
+            pg.must(Command::new("chown").args(["postgres:postgres"]).arg(&pg.dir));
+        }
+        pg.must(pg.tool("initdb").args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C"]).arg("-D").arg(pg.data()));
+        pg.pg_ctl(&["start", "-w", "-t", "60"]);
+        Some(pg)
+    }
+
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=3", self.port)
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    /// Restarts the server the way an operator does: active sessions are ended.
+    pub fn restart(&self) {
+        self.pg_ctl(&["restart", "-m", "fast", "-w", "-t", "60"]);
+    }
+
+    /// Freezes (`STOP`) or thaws (`CONT`) every process of the cluster: the
+    /// server then accepts connections (the kernel does) but answers nothing.
+    pub fn signal_all(&self, signal: &str) {
+        let pid_file = std::fs::read_to_string(self.data().join("postmaster.pid")).unwrap();
+        let postmaster = pid_file.lines().next().unwrap().trim().to_string();
+        self.must(Command::new("pkill").args([&format!("-{signal}"), "-P", &postmaster]));
+        self.must(Command::new("kill").args([&format!("-{signal}"), &postmaster]));
+    }
+
+    fn pg_ctl(&self, args: &[&str]) {
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.display());
+        let log = self.dir.join("log");
+        self.must(self.tool("pg_ctl").arg("-D").arg(self.data()).arg("-l").arg(log).args(["-o", &options]).args(args));
+    }
+
+    fn tool(&self, name: &str) -> Command {
+        let path = self.bin.join(name);
+        if self.as_postgres {
+            let mut command = Command::new("runuser");
+            command.args(["-u", "postgres", "--"]).arg(path);
+            command
+        } else {
+            Command::new(path)
+        }
+    }
+
+    fn must(&self, command: &mut Command) {
+        let out = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+        let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+        assert!(out.status.success(), "{command:?} failed: {}{}\n{log}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for ThrowawayPg {
+    fn drop(&mut self) {
+        // Thaw first, in case the test froze it and failed before thawing.
+        let _ = std::panic::catch_unwind(|| self.signal_all("CONT"));
+        let _ = self.tool("pg_ctl").arg("-D").arg(self.data()).args(["stop", "-m", "immediate"]).output();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn bindir() -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| Some(e.ok()?.path().join("bin")))
+        .filter(|bin| bin.join("initdb").is_file())
+        .collect();
+    found.sort();
+    found.pop()
+}
+
+/// initdb refuses to run as root; then the cluster belongs to user postgres.
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Rows in `table` of the cluster at `url` (0 when the table does not exist yet).
+pub async fn rows(url: &str, table: &str) -> u64 {
+    let servers = ghbench_core::Servers { pg_url: url.to_string(), mongo_url: String::new() };
+    let Ok(client) = servers.postgres().await else { return 0 };
+    let exists: bool = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table]).await.map(|r| r.get(0)).unwrap_or(false);
+    if !exists {
+        return 0;
+    }
+    client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.map(|r| r.get::<_, i64>(0) as u64).unwrap_or(0)
+}

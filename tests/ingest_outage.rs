@@ -1,0 +1,143 @@
+//! Server outages, reproduced for real on a PostgreSQL cluster of the test's
+//! own: a restart in the middle of a run, a server frozen mid-run, and a
+//! listener that accepts connections but never answers.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::faulty_http::SilentListener;
+use common::throwaway_pg::{rows, ThrowawayPg};
+use common::*;
+
+const HOURS: u64 = 8;
+
+/// A folder of `HOURS` copies of the real hour.
+fn hours_dir(work: &std::path::Path, real: &std::path::Path) -> std::path::PathBuf {
+    let dir = work.join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    for h in 0..HOURS {
+        std::fs::copy(real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    dir
+}
+
+fn ingest_into(pg: &ThrowawayPg, dir: &std::path::Path, work: &std::path::Path, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command
+        .args(["ingest", "--engines", "postgres", "--table", "outage", "--pg-url", &pg.url()])
+        .arg("--source")
+        .arg(dir)
+        .args(["--from", "2015-01-01T00", "--hours", &HOURS.to_string(), "--concurrency", "2"])
+        .arg("--quarantine-dir")
+        .arg(work.join("quarantine"))
+        .arg("--report")
+        .arg(work.join("report.json"))
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Waits until the table holds more than one hour's rows but not all of them.
+async fn wait_mid_run(pg: &ThrowawayPg, per_hour: u64, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while rows(&pg.url(), "outage").await <= per_hour {
+        assert!(Instant::now() < deadline, "ingest never got going");
+        assert!(child.try_wait().unwrap().is_none(), "ingest ended before the fault");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_restart_mid_run_is_survived_with_exact_counts_and_a_summary() {
+    let Some(real) = real_hour() else { return };
+    let Some(pg) = ThrowawayPg::start("restart") else { return };
+    let per_hour = real_lines(&real).len() as u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = hours_dir(work.path(), &real);
+
+    let mut child = ingest_into(&pg, &dir, work.path(), &["--retries", "6"]).spawn().unwrap();
+    wait_mid_run(&pg, per_hour, &mut child).await;
+    pg.restart();
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+
+    assert!(out.status.success(), "every hour must end loaded: {said}");
+    assert!(said.contains("hours:") && said.contains("retries:"), "the summary is printed, retries included");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(work.path().join("report.json")).unwrap()).unwrap();
+    let t = &report["totals"];
+    assert_eq!(t["hours_loaded"], HOURS, "{t}");
+    assert!(t["retries"].as_u64().unwrap() >= 1, "the restart broke hours in flight, which were retried: {t}");
+    // Counted at the end on a new connection: the first one died in the restart.
+    assert_eq!(t["engines"]["postgres"]["table_events"], HOURS * per_hour);
+    assert_eq!(rows(&pg.url(), "outage").await, HOURS * per_hour, "no hour lost or doubled");
+}
+
+#[tokio::test]
+async fn a_frozen_server_times_out_fails_its_hours_and_a_rerun_completes() {
+    let Some(real) = real_hour() else { return };
+    let Some(pg) = ThrowawayPg::start("frozen") else { return };
+    let per_hour = real_lines(&real).len() as u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = hours_dir(work.path(), &real);
+
+    let mut child = ingest_into(&pg, &dir, work.path(), &["--retries", "1", "--timeout", "3"]).spawn().unwrap();
+    wait_mid_run(&pg, per_hour, &mut child).await;
+    // Accepts connections (the kernel does) but answers nothing, mid-COPY.
+    pg.signal_all("STOP");
+    let frozen_at = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if frozen_at.elapsed() > Duration::from_secs(90) {
+            child.kill().unwrap();
+            pg.signal_all("CONT");
+            panic!("ingest hung on a silent server");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    pg.signal_all("CONT");
+    let out = child.wait_with_output().unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+    assert!(!status.success(), "hours failed: the exit status says so");
+    assert!(said.contains("did not answer within 3 s") || said.contains("no answer within 3 s"), "names the silence: {said}");
+    assert!(said.contains("FAILED"), "{said}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(work.path().join("report.json")).unwrap()).unwrap();
+    assert!(report["totals"]["hours_failed"].as_u64().unwrap() >= 1);
+
+    // Once the server answers again, a plain rerun loads exactly what is missing.
+    let rerun = ingest_into(&pg, &dir, work.path(), &[]).output().unwrap();
+    assert!(rerun.status.success(), "{}", text(&rerun));
+    assert_eq!(rows(&pg.url(), "outage").await, HOURS * per_hour);
+}
+
+#[test]
+fn a_server_that_never_answers_is_given_up_on_with_a_message() {
+    let silent = SilentListener::start();
+    let work = tempfile::tempdir().unwrap();
+    let cases = [
+        ("postgres", "--pg-url", format!("postgres://u@127.0.0.1:{}/x?connect_timeout=2", silent.port)),
+        ("mongo", "--mongo-url", format!("mongodb://127.0.0.1:{}/?directConnection=true&serverSelectionTimeoutMS=2000", silent.port)),
+    ];
+    for (engine, flag, url) in cases {
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+            .args(["ingest", "--engines", engine, flag, &url, "--from", "2015-01-01T00"])
+            .arg("--source")
+            .arg(work.path())
+            .output()
+            .unwrap();
+        let said = text(&out);
+        assert!(!out.status.success(), "{engine}: {said}");
+        assert!(started.elapsed() < Duration::from_secs(30), "{engine} took {:?}", started.elapsed());
+        assert!(said.contains(&format!("cannot reach {engine}")), "{engine}: {said}");
+        let why = if engine == "postgres" { "no answer within 2 s during the PostgreSQL handshake" } else { "Server selection timeout" };
+        assert!(said.contains(why), "{engine}: {said}");
+        assert!(!said.contains("panicked"), "{said}");
+    }
+}

@@ -1,0 +1,122 @@
+//! Faults from the source side, reproduced for real: a download that arrives
+//! damaged (an HTML page with 200, a body cut off without Content-Length), and
+//! an hour of 0 events. After each, a plain rerun leaves both engines holding
+//! exactly the valid events of every hour, with ledgers that agree.
+
+mod common;
+
+use common::faulty_http::{Reply, ScriptedHttp};
+use common::*;
+
+const LINES: usize = 300;
+
+fn hour_bytes(lines: &[Vec<u8>]) -> Vec<u8> {
+    gzip_lines(&lines[..LINES])
+}
+
+#[tokio::test]
+async fn damaged_downloads_are_retried_until_whole() {
+    let Some(real) = real_hour() else { return };
+    let body = hour_bytes(&real_lines(&real));
+    let keep = body.len() / 2;
+    // Hour 00: an HTML page first; hour 01: cut off first; both whole on the next try.
+    let server = ScriptedHttp::start(move |path, n| match (path, n) {
+        ("2015-01-01-0.json.gz", 1) => Reply::Html,
+        ("2015-01-01-1.json.gz", 1) => Reply::CutWithoutLength { body: body.clone(), keep },
+        (_, _) => Reply::Whole(body.clone()),
+    });
+    let work = tempfile::tempdir().unwrap();
+    let table = table("damaged_retry");
+    drop_table(&table).await;
+
+    let args = ["--source", &server.url(), "--from", "2015-01-01T00", "--hours", "2", "--retries", "2"];
+    let report = ingest_report(&table, work.path(), &args);
+    assert_exact(&table, 2 * LINES as u64).await;
+    let t = &report["totals"];
+    assert_eq!(t["hours_loaded"], 2, "{t}");
+    assert_eq!(t["file_defects"], 0, "no damage recorded: the retries got whole files");
+    assert_eq!(t["retries"], 2);
+    for hour in report["hours"].as_array().unwrap() {
+        assert_eq!(hour["attempts"], 2, "{hour}");
+    }
+    assert_eq!((server.hits("2015-01-01-0.json.gz"), server.hits("2015-01-01-1.json.gz")), (2, 2));
+    assert_eq!(ledger_hours(&table).await, (vec!["2015-01-01-0".into(), "2015-01-01-1".into()], vec!["2015-01-01-0".into(), "2015-01-01-1".into()]));
+    drop_table(&table).await;
+}
+
+#[tokio::test]
+async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
+    let Some(real) = real_hour() else { return };
+    let body = hour_bytes(&real_lines(&real));
+    let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let flag = broken.clone();
+    // Hour 00 is fine; hour 01 is an HTML page for as long as `broken` holds.
+    let server = ScriptedHttp::start(move |path, _| {
+        if path == "2015-01-01-1.json.gz" && flag.load(std::sync::atomic::Ordering::SeqCst) {
+            Reply::Html
+        } else {
+            Reply::Whole(body.clone())
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let table = table("damaged_fail");
+    drop_table(&table).await;
+    let url = server.url();
+    let args = ["--source", url.as_str(), "--from", "2015-01-01T00", "--hours", "2", "--retries", "1"];
+
+    let (out, report) = ingest_any(&table, work.path(), &args);
+    assert!(!out.status.success(), "an hour failed: the exit status must say so");
+    let report = report.expect("the report is written even when hours fail");
+    assert_eq!(report["totals"]["hours_loaded"], 1);
+    assert_eq!(report["totals"]["hours_failed"], 1);
+    let failed = &report["hours"][1];
+    assert_eq!((failed["status"].as_str(), failed["attempts"].as_u64()), (Some("failed"), Some(2)));
+    assert!(failed["error"].as_str().unwrap().contains("damaged download"), "{failed}");
+    assert!(text(&out).contains("--accept-damaged"), "the message says what to do");
+    assert_eq!(server.hits("2015-01-01-1.json.gz"), 2);
+    // Nothing of the damaged hour is recorded: the engines agree on hour 00 alone.
+    assert_exact(&table, LINES as u64).await;
+    assert_eq!(ledger_hours(&table).await, (vec!["2015-01-01-0".into()], vec!["2015-01-01-0".into()]));
+
+    // A plain rerun once the source is healthy loads the hour whole.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    let rerun = ingest_report(&table, work.path(), &args);
+    assert_eq!((rerun["totals"]["hours_loaded"].as_u64(), rerun["totals"]["hours_skipped"].as_u64()), (Some(1), Some(1)));
+    assert_exact(&table, 2 * LINES as u64).await;
+    drop_table(&table).await;
+
+    // --accept-damaged records what a still damaged file held (nothing here) as a damaged hour.
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    let accept: Vec<&str> = args.iter().copied().chain(["--accept-damaged"]).collect();
+    let accepted = ingest_report(&table, work.path(), &accept);
+    assert_eq!((accepted["totals"]["hours_loaded"].as_u64(), accepted["totals"]["file_defects"].as_u64()), (Some(2), Some(1)));
+    assert_exact(&table, LINES as u64).await;
+    drop_table(&table).await;
+}
+
+#[tokio::test]
+async fn an_hour_of_no_events_keeps_both_ledgers_in_step() {
+    let Some(real) = real_hour() else { return };
+    let lines = real_lines(&real);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    // A local empty file: recorded in both engines as a damaged hour of 0 events.
+    std::fs::write(dir.join("2015-01-01-0.json.gz"), b"").unwrap();
+    let table = table("zero_events");
+    drop_table(&table).await;
+    let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"]);
+    assert_eq!(report["totals"]["file_defects"], 1);
+
+    // The file is replaced and the next hour added; the rerun must treat hour 00
+    // alike in both engines (it is loaded, with 0 events, in both).
+    write_hour(&dir, "2015-01-01-0.json.gz", &lines[..50]);
+    write_hour(&dir, "2015-01-01-1.json.gz", &lines[..50]);
+    let rerun = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "2"]);
+    assert_eq!(rerun["totals"]["hours_skipped"], 1);
+    assert_eq!(rerun["totals"]["hours_loaded"], 1);
+    assert_exact(&table, 50).await;
+    let both = vec!["2015-01-01-0".to_string(), "2015-01-01-1".to_string()];
+    assert_eq!(ledger_hours(&table).await, (both.clone(), both));
+    drop_table(&table).await;
+}
