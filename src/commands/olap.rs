@@ -7,6 +7,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
 use ghbench_olap::render::data_line;
+use ghbench_olap::runner::{describe_engine, DescribedEngine};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -30,12 +31,17 @@ impl CatalogOptions {
 }
 
 /// Describes every engine (server, data per the ledger, sizes).
-pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
-    let mut records = Vec::new();
+pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Result<Vec<DescribedEngine>> {
+    let mut engines = Vec::new();
     for backend in backends {
-        records.push(ghbench_olap::runner::engine_record(backend.as_ref()).await?);
+        engines.push(describe_engine(backend.as_ref()).await?);
     }
-    Ok(records)
+    Ok(engines)
+}
+
+/// The engines' records alone, for commands that do not check their data.
+pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
+    Ok(describe_engines(backends).await?.into_iter().map(|e| e.record).collect())
 }
 
 /// Everything but the queries' results: who, what, where, when.

@@ -8,9 +8,10 @@ use ghbench_core::{Engine, Servers, TableName};
 use crate::backend::{connect, Backend, OnIndexBuilt};
 use crate::catalog::{Catalog, QuerySpec};
 use crate::environment::drop_os_page_cache;
+use crate::ledger::Ledger;
 use crate::record::{
-    ColdRecord, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats, Verification,
-    VerificationStatus,
+    ColdRecord, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats,
+    Verification, VerificationStatus,
 };
 use crate::rows::Row;
 use crate::verify::compare;
@@ -55,13 +56,24 @@ pub async fn connect_all(engines: &[Engine], servers: &Servers, table: &TableNam
     Ok(backends)
 }
 
+/// An engine as described before the runs. The record keeps only a summary
+/// of the ledger; the ledger itself is kept to be compared hour by hour.
+pub struct DescribedEngine {
+    pub record: EngineRecord,
+    /// None when the ledger could not be read (the record says why).
+    pub ledger: Option<Ledger>,
+}
+
 /// What the engine is and holds. The server must describe itself; data and
 /// sizes are recorded as errors when the engine cannot tell.
-pub async fn engine_record(backend: &dyn Backend) -> anyhow::Result<EngineRecord> {
+pub async fn describe_engine(backend: &dyn Backend) -> anyhow::Result<DescribedEngine> {
     let info = backend.describe().await.with_context(|| format!("describing {}", backend.engine()))?;
-    let (data, data_error) = split(backend.data_loaded().await);
+    let (ledger, data_error) = split(backend.ledger().await);
     let (storage, storage_error) = split(backend.sizes().await);
-    Ok(EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error })
+    let data = ledger.as_ref().map(Ledger::summary);
+    let record =
+        EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error };
+    Ok(DescribedEngine { record, ledger })
 }
 
 fn split<T>(result: anyhow::Result<T>) -> (Option<T>, Option<String>) {

@@ -1,0 +1,70 @@
+//! An engine's ingest ledger (`ghbench_ledger`) for one table, hour by hour:
+//! what `ghbench ingest` says it stored there. The run record keeps only its
+//! summary ([`DataLoaded`]).
+
+use std::collections::BTreeMap;
+
+use ghbench_core::Hour;
+
+use crate::record::DataLoaded;
+
+/// Events per hour, as the ledger lists them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ledger {
+    pub hours: BTreeMap<Hour, u64>,
+    /// Entries whose hour is no hour stem (ingest never writes those: someone
+    /// edited the ledger). Counted in the summary all the same.
+    pub unreadable: BTreeMap<String, u64>,
+}
+
+impl Ledger {
+    /// From the ledger's (hour stem, events) entries, e.g. `("2015-01-01-0", 7702)`.
+    pub fn from_entries(entries: impl IntoIterator<Item = (String, i64)>) -> Ledger {
+        let mut ledger = Ledger::default();
+        for (stem, events) in entries {
+            let events = events.max(0) as u64;
+            match stem.parse::<Hour>() {
+                Ok(hour) => *ledger.hours.entry(hour).or_default() += events,
+                Err(_) => *ledger.unreadable.entry(stem).or_default() += events,
+            }
+        }
+        ledger
+    }
+
+    /// Events of every entry, readable or not.
+    pub fn events(&self) -> u64 {
+        self.hours.values().chain(self.unreadable.values()).sum()
+    }
+
+    /// Hours and events, and the first and last hour, for the run record.
+    pub fn summary(&self) -> DataLoaded {
+        DataLoaded {
+            hours: (self.hours.len() + self.unreadable.len()) as u64,
+            events: self.events(),
+            first_hour: self.hours.keys().next().map(Hour::to_string),
+            last_hour: self.hours.keys().next_back().map(Hour::to_string),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summarises_the_ledger_and_keeps_unreadable_entries() {
+        let ledger = Ledger::from_entries([
+            ("2015-01-01-1".to_string(), 20),
+            ("2015-01-01-0".to_string(), 10),
+            ("by hand".to_string(), 5),
+            ("2015-01-01-2".to_string(), -3),
+        ]);
+        assert_eq!(ledger.hours.len(), 3);
+        assert_eq!(ledger.unreadable, BTreeMap::from([("by hand".to_string(), 5)]));
+        let summary = ledger.summary();
+        assert_eq!((summary.hours, summary.events), (4, 35));
+        assert_eq!(summary.first_hour.as_deref(), Some("2015-01-01T00"));
+        assert_eq!(summary.last_hour.as_deref(), Some("2015-01-01T02"));
+        assert_eq!(Ledger::default().summary().first_hour, None);
+    }
+}
