@@ -45,7 +45,7 @@ pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineR
 }
 
 /// Everything but the queries' results: who, what, where, when.
-/// `cold` starts as not requested; the query run fills it in.
+/// `cold` starts as not requested and the data check as not done; the query run fills them in.
 pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<EngineRecord>) -> Context {
     let (git_commit, git_dirty) = environment::git_commit();
     Context {
@@ -60,6 +60,7 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         cold: ColdRecord::default(),
         machine: environment::machine(),
         engines,
+        data_consistency: None,
     }
 }
 
