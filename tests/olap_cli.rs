@@ -1,25 +1,41 @@
 //! `ghbench ingest → index → query → report` as a person runs them, against the
 //! real servers and the real hour, in a table of the test's own.
 
+mod common;
 #[path = "common/olap_fixture.rs"]
 mod fixture;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, ExitStatus, Output};
 
 use fixture::{data_dir, real_hour, LoadedTable, HOUR, HOUR_EVENTS};
 use serde_json::Value;
 
-fn ghbench(fixture: &LoadedTable, args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+/// `ghbench <args> --table <the fixture's>` against the fixture's servers.
+fn command(fixture: &LoadedTable, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command
         .args(args)
         .args(["--table", fixture.table.as_str()])
         .env("DATABASE_URL", &fixture.servers.pg_url)
-        .env("MONGODB_URI", &fixture.servers.mongo_url)
-        .output()
-        .expect("run ghbench");
+        .env("MONGODB_URI", &fixture.servers.mongo_url);
+    command
+}
+
+fn ghbench(fixture: &LoadedTable, args: &[&str]) -> Output {
+    let output = command(fixture, args).output().expect("run ghbench");
     eprintln!("ghbench {args:?}\n{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     output
+}
+
+/// Runs ghbench with stdout and stderr into one file, as a terminal shows
+/// them, so the test can tell what was said before what.
+fn ghbench_interleaved(fixture: &LoadedTable, args: &[&str], log: &Path) -> (ExitStatus, String) {
+    let file = std::fs::File::create(log).unwrap();
+    let status = command(fixture, args).stdout(file.try_clone().unwrap()).stderr(file).status().expect("run ghbench");
+    let text = std::fs::read_to_string(log).unwrap();
+    eprintln!("ghbench {args:?}\n{text}");
+    (status, text)
 }
 
 fn report(files: &[&Path]) -> Output {
@@ -85,6 +101,7 @@ fn ingest_index_query_report_in_one_go() {
             assert!(e["stats"]["median"].as_f64().unwrap() > 0.0);
         }
     }
+    assert_eq!(record["context"]["data_consistency"], serde_json::json!({"agree": true, "differences": []}));
     for engine in record["context"]["engines"].as_array().unwrap() {
         assert_eq!(engine["data"]["events"], HOUR_EVENTS, "{engine}");
         assert_eq!(engine["data"]["hours"], 1);
@@ -101,4 +118,73 @@ fn ingest_index_query_report_in_one_go() {
     assert_eq!(String::from_utf8_lossy(&shown.stdout).matches('✓').count(), 8);
     let compared = String::from_utf8_lossy(&report(&[&results, &results]).stdout).to_string();
     assert_eq!(compared.matches("same within 10%").count(), 8, "{compared}");
+}
+
+/// Events of the made-up second hour: few, since SecantusDB is slow.
+const OTHER_HOUR_EVENTS: usize = 300;
+
+#[test]
+fn engines_holding_different_hours_are_named_as_the_cause() {
+    let Some(real) = real_hour() else { return };
+    let fixture = LoadedTable::empty("differ");
+    let tmp = tempfile::tempdir().unwrap();
+    let (quarantine, out) = (tmp.path().join("quarantine"), tmp.path().join("results"));
+    let quarantine = quarantine.to_str().unwrap();
+    // PostgreSQL gets the real hour 00; MongoDB a different hour 01, made of
+    // the real hour's first lines, in the same table.
+    let other = tmp.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let lines = common::real_lines(&real);
+    common::write_hour(&other, "2015-01-01-1.json.gz", &lines[..OTHER_HOUR_EVENTS]);
+    let real_dir = data_dir().display().to_string();
+    for (engine, source, hour) in [("postgres", real_dir.as_str(), HOUR), ("mongo", other.to_str().unwrap(), "2015-01-01T01")] {
+        let ingest = ["ingest", "--engines", engine, "--source", source, "--from", hour, "--quarantine-dir", quarantine];
+        assert!(ghbench(&fixture, &ingest).status.success(), "{engine} loaded");
+    }
+
+    let query = ["query", "A", "--variant", "corrected", "--repeat", "1", "--output", out.to_str().unwrap()];
+    let (status, said) = ghbench_interleaved(&fixture, &query, &tmp.path().join("query.log"));
+    assert!(!status.success(), "a mismatch (and different data) exits non-zero");
+    let lacks_00 = "mongo lacks 1 hour postgres holds: 2015-01-01T00 (7702 events)";
+    let lacks_01 = format!("postgres lacks 1 hour mongo holds: 2015-01-01T01 ({OTHER_HOUR_EVENTS} events)");
+    let warning = said.find("DATA DIFFERS").expect("the different data is named");
+    let table = said.find("postgres median s").expect("the results table");
+    assert!(warning < table, "named before the timings");
+    assert!(said[warning..table].contains(lacks_00) && said[warning..table].contains(&lacks_01), "both hours named first");
+    assert_eq!(said.matches("DATA DIFFERS").count(), 2, "and again beside the table");
+    assert!(said.contains("cause: the engines hold different data: "), "the mismatch says why");
+    // Every engine's data, not one's.
+    assert!(said.contains("1 hours (2015-01-01T00 .. 2015-01-01T00), 7702 events"));
+    assert!(said.contains(&format!("1 hours (2015-01-01T01 .. 2015-01-01T01), {OTHER_HOUR_EVENTS} events")));
+
+    let results = written(&out, "olap", "json");
+    let record = json(&results);
+    let data = &record["context"]["data_consistency"];
+    assert_eq!(data["agree"], false);
+    assert_eq!(data["differences"], serde_json::json!([lacks_00, lacks_01]));
+    let a = &record["queries"][0];
+    assert_eq!(a["verification"]["status"], "mismatch");
+    let cause = a["verification"]["cause"].as_str().expect("a cause");
+    assert_eq!(cause, format!("the engines hold different data: {lacks_00}; {lacks_01}"));
+    assert!(a["engines"].as_array().unwrap().iter().all(|e| e["iterations"].as_array().unwrap().len() == 1), "still timed");
+
+    let markdown = std::fs::read_to_string(written(&out, "olap", "md")).unwrap();
+    let warning = markdown.find("DATA DIFFERS").expect("the report names the different data");
+    assert!(warning < markdown.find("## Results").unwrap(), "at the top");
+    assert!(markdown[warning..].contains(lacks_00) && markdown.contains(&lacks_01));
+    assert!(markdown.contains("- **postgres**") && markdown.contains("- **mongo**"));
+
+    let shown = String::from_utf8_lossy(&report(&[&results]).stdout).to_string();
+    assert!(shown.contains("DATA DIFFERS") && shown.contains(lacks_00) && shown.contains("cause: the engines hold different data"));
+
+    // A file from before the check: no data_consistency, no cause. Still shown, without the warning.
+    let mut old = record.clone();
+    old["context"].as_object_mut().unwrap().remove("data_consistency");
+    for q in old["queries"].as_array_mut().unwrap() {
+        q["verification"].as_object_mut().unwrap().remove("cause");
+    }
+    let old_path = tmp.path().join("old.json");
+    std::fs::write(&old_path, serde_json::to_string(&old).unwrap()).unwrap();
+    let shown = String::from_utf8_lossy(&report(&[&old_path]).stdout).to_string();
+    assert!(shown.contains("MISMATCH A corrected") && !shown.contains("DATA DIFFERS") && !shown.contains("cause:"));
 }

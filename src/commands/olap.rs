@@ -7,6 +7,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
 use ghbench_olap::render::data_line;
+use ghbench_olap::runner::{describe_engine, DescribedEngine};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -30,16 +31,21 @@ impl CatalogOptions {
 }
 
 /// Describes every engine (server, data per the ledger, sizes).
-pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
-    let mut records = Vec::new();
+pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Result<Vec<DescribedEngine>> {
+    let mut engines = Vec::new();
     for backend in backends {
-        records.push(ghbench_olap::runner::engine_record(backend.as_ref()).await?);
+        engines.push(describe_engine(backend.as_ref()).await?);
     }
-    Ok(records)
+    Ok(engines)
+}
+
+/// The engines' records alone, for commands that do not check their data.
+pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
+    Ok(describe_engines(backends).await?.into_iter().map(|e| e.record).collect())
 }
 
 /// Everything but the queries' results: who, what, where, when.
-/// `cold` starts as not requested; the query run fills it in.
+/// `cold` starts as not requested and the data check as not done; the query run fills them in.
 pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<EngineRecord>) -> Context {
     let (git_commit, git_dirty) = environment::git_commit();
     Context {
@@ -54,6 +60,7 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         cold: ColdRecord::default(),
         machine: environment::machine(),
         engines,
+        data_consistency: None,
     }
 }
 

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{markdown, no_disagreement, problems, results_table, seconds, Style};
-use ghbench_olap::runner::{connect_all, run_queries, Progress, QueryOptions, RunEvent};
+use ghbench_olap::render::{data_warning, markdown, no_disagreement, problems, results_table, seconds, Style};
+use ghbench_olap::runner::{check_data, connect_all, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{context, engine_records, output_path, print_servers, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{context, describe_engines, output_path, print_servers, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::ConnOptions;
 
 /// `--variant` value meaning every variant of the catalog.
@@ -24,7 +25,10 @@ Examples:
   ghbench query A C --variant corrected --repeat 5
   ghbench query --all --cold                # drop the OS page cache before each query
 
-Exits non-zero when the engines' results disagree (after writing the files).")]
+Before timing, compares what the engines hold (their ingest ledgers, hour by hour,
+and each table's row count) and says first when they differ.
+Exits non-zero when the engines' results disagree or they hold different data
+(after writing the files).")]
 pub struct QueryArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -70,16 +74,26 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
         cold: args.cold,
     };
     let backends = connect_all(&args.conn.engines(), &args.conn.servers(), &table).await?;
-    let mut context = context(table.to_string(), &catalog, options.repeat, engine_records(&backends).await?);
+    let described = describe_engines(&backends).await?;
+    let data_consistency = check_data(&described);
+    let engines = described.into_iter().map(|e| e.record).collect();
+    let mut context = context(table.to_string(), &catalog, options.repeat, engines);
     for engine in &context.engines {
         let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
         if events == 0 {
             bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);
         }
     }
+    context.data_consistency = Some(data_consistency.clone());
+    // Said before any timing: it explains every mismatch that follows.
+    let warning = data_warning(&context);
+    for line in &warning {
+        eprintln!("{line}");
+    }
     let progress = QueryProgress::new();
-    let (queries, cold) = run_queries(&backends, &catalog, &options, &progress).await?;
+    let (mut queries, cold) = run_queries(&backends, &catalog, &options, &progress).await?;
     progress.bar.finish_and_clear();
+    explain_mismatches(&mut queries, &data_consistency);
     context.cold = cold;
     let record = RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper() };
 
@@ -89,6 +103,10 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
     write(&md_path, &markdown(&record))?;
 
     println!("{}", results_table(&record, Style::Terminal));
+    // Again beside the numbers it invalidates.
+    for line in &warning {
+        eprintln!("{line}");
+    }
     print_servers(&record.context);
     println!("{}", record.context.cold.label);
     let problems = problems(&record);

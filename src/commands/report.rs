@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{comparison, markdown, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::{comparison, data_warning, markdown, problems, results_table, Style, DEFAULT_NOISE};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -34,6 +34,9 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     match records.as_slice() {
         [one] if args.markdown => println!("{}", markdown(one)),
         [one] => {
+            for line in data_warning(&one.context) {
+                println!("{line}");
+            }
             println!("{}", results_table(one, style));
             super::olap::print_servers(&one.context);
             println!("{}; recorded {}", one.context.cold.label, one.context.started_at);

@@ -5,11 +5,15 @@
 //! - [`backend`]: one module per engine behind one trait (describe,
 //!   create_indexes, run, explain, sizes).
 //! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
+//! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
+//!   whether the engines hold the same data, checked before timing.
 //! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown, comparison).
 
 pub mod backend;
 pub mod catalog;
+pub mod consistency;
 pub mod environment;
+pub mod ledger;
 pub mod record;
 pub mod render;
 pub mod rows;

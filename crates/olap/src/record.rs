@@ -41,6 +41,20 @@ pub struct Context {
     pub cold: ColdRecord,
     pub machine: Machine,
     pub engines: Vec<EngineRecord>,
+    /// Whether the engines hold the same data, checked before timing; None in
+    /// files written before the check existed, and for `ghbench index`.
+    #[serde(default)]
+    pub data_consistency: Option<DataConsistency>,
+}
+
+/// Do the engines hold the same data? Their ingest ledgers compared hour by
+/// hour, and each table's exact row count compared with its own ledger.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataConsistency {
+    pub agree: bool,
+    /// One sentence per difference, e.g. `mongo lacks 1 hour postgres holds:
+    /// 2015-01-01T00 (7702 events)`: hours summarised as ranges, counts exact.
+    pub differences: Vec<String>,
 }
 
 /// What `--cold` did before each query's first run, said honestly.
@@ -195,6 +209,10 @@ pub struct Verification {
     /// The engine every other engine is compared with (the first that answered).
     pub reference: Option<String>,
     pub mismatches: Vec<Mismatch>,
+    /// Why the engines disagree when it is known before comparing a row, e.g.
+    /// `the engines hold different data: …`.
+    #[serde(default)]
+    pub cause: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

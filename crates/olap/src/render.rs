@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
 use comfy_table::{CellAlignment, Table};
 
-use crate::record::{postgres_faster_by, EngineRecord, EngineResult, QueryRecord, RunRecord, VerificationStatus};
+use crate::record::{postgres_faster_by, Context, EngineRecord, EngineResult, QueryRecord, RunRecord, VerificationStatus};
 
 /// Two runs differ when their medians differ by more than this fraction.
 pub const DEFAULT_NOISE: f64 = 0.10;
@@ -113,6 +113,7 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
         for m in &q.verification.mismatches {
             let reference = q.verification.reference.as_deref().unwrap_or("?");
             lines.push(format!("MISMATCH {} {}: {} disagrees with {reference}: {}", q.query, q.variant, m.engine, m.reason));
+            lines.extend(q.verification.cause.iter().map(|cause| format!("    cause: {cause}")));
             lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
         }
         for e in q.engines.iter().filter(|e| e.error.is_some()) {
@@ -122,12 +123,28 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
     lines
 }
 
-/// No engine disagreed or failed (a single-engine run has nothing to disagree with).
+/// Loud lines when the engines hold different data (empty when they hold the
+/// same, or the record predates the check). Shown before any result.
+pub fn data_warning(context: &Context) -> Vec<String> {
+    let Some(data) = context.data_consistency.as_ref().filter(|d| !d.agree) else { return Vec::new() };
+    let mut lines = vec![
+        "DATA DIFFERS: the engines do not hold the same data (per their ingest ledgers and row counts), so their \
+         results cannot agree and their timings measure different work:"
+            .to_string(),
+    ];
+    lines.extend(data.differences.iter().map(|d| format!("  - {d}")));
+    lines
+}
+
+/// No engine disagreed or failed, and all held the same data (a single-engine
+/// run has nothing to disagree with).
 pub fn no_disagreement(record: &RunRecord) -> bool {
-    record
-        .queries
-        .iter()
-        .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
+    let same_data = !matches!(&record.context.data_consistency, Some(data) if !data.agree);
+    same_data
+        && record
+            .queries
+            .iter()
+            .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
 }
 
 /// The whole report as Markdown: results, the paper beside them, environment, plans.
@@ -135,6 +152,14 @@ pub fn markdown(record: &RunRecord) -> String {
     let c = &record.context;
     let mut md = String::new();
     let _ = writeln!(md, "# ghbench OLAP results, {}\n", c.started_at);
+    let warning = data_warning(c);
+    if let Some((headline, differences)) = warning.split_first() {
+        let _ = writeln!(md, "> **{headline}**\n>");
+        for line in differences {
+            let _ = writeln!(md, "> {}", line.trim_start());
+        }
+        md.push('\n');
+    }
     let _ = writeln!(
         md,
         "Table `{}`; median of {} timed run(s) per engine and query, each from sending the query to receiving \

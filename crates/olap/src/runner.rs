@@ -7,10 +7,12 @@ use ghbench_core::{Engine, Servers, TableName};
 
 use crate::backend::{connect, Backend, OnIndexBuilt};
 use crate::catalog::{Catalog, QuerySpec};
+use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
+use crate::ledger::Ledger;
 use crate::record::{
-    ColdRecord, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats, Verification,
-    VerificationStatus,
+    ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats,
+    Verification, VerificationStatus,
 };
 use crate::rows::Row;
 use crate::verify::compare;
@@ -55,13 +57,37 @@ pub async fn connect_all(engines: &[Engine], servers: &Servers, table: &TableNam
     Ok(backends)
 }
 
+/// An engine as described before the runs. The record keeps only a summary
+/// of the ledger; the data check compares the ledgers hour by hour.
+pub struct DescribedEngine {
+    pub record: EngineRecord,
+    /// None when the ledger could not be read (the record says why).
+    pub ledger: Option<Ledger>,
+}
+
+impl DescribedEngine {
+    /// What the data check needs of the engine.
+    pub fn holding(&self) -> Holding<'_> {
+        let exact_rows = self.record.storage.as_ref().filter(|s| s.rows_exact).map(|s| s.rows);
+        Holding { engine: &self.record.engine, ledger: self.ledger.as_ref(), exact_rows }
+    }
+}
+
 /// What the engine is and holds. The server must describe itself; data and
 /// sizes are recorded as errors when the engine cannot tell.
-pub async fn engine_record(backend: &dyn Backend) -> anyhow::Result<EngineRecord> {
+pub async fn describe_engine(backend: &dyn Backend) -> anyhow::Result<DescribedEngine> {
     let info = backend.describe().await.with_context(|| format!("describing {}", backend.engine()))?;
-    let (data, data_error) = split(backend.data_loaded().await);
+    let (ledger, data_error) = split(backend.ledger().await);
     let (storage, storage_error) = split(backend.sizes().await);
-    Ok(EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error })
+    let data = ledger.as_ref().map(Ledger::summary);
+    let record =
+        EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error };
+    Ok(DescribedEngine { record, ledger })
+}
+
+/// Whether the described engines hold the same data.
+pub fn check_data(engines: &[DescribedEngine]) -> DataConsistency {
+    check(&engines.iter().map(DescribedEngine::holding).collect::<Vec<_>>())
 }
 
 fn split<T>(result: anyhow::Result<T>) -> (Option<T>, Option<String>) {
@@ -219,7 +245,7 @@ fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row
     let answered: Vec<usize> = (0..results.len()).filter(|&i| rows[i].is_some()).collect();
     let failed = answered.len() < results.len();
     let Some((&reference, others)) = answered.split_first() else {
-        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new() };
+        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new(), cause: None };
     };
     let ref_name = results[reference].engine.clone();
     let ref_rows = rows[reference].as_deref().unwrap_or_default();
@@ -248,5 +274,5 @@ fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row
     for r in results.iter_mut().filter(|r| r.error.is_some()) {
         r.verified = Some(false);
     }
-    Verification { status, reference: Some(ref_name), mismatches }
+    Verification { status, reference: Some(ref_name), mismatches, cause: None }
 }

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use ghbench_core::{Engine, ServerInfo, Servers, TableName};
 
 use crate::catalog::QueryFile;
-use crate::record::{DataLoaded, IndexBuild, Plan, Storage};
+use crate::ledger::Ledger;
+use crate::record::{IndexBuild, Plan, Storage};
 use crate::rows::Row;
 
 pub use mongo::MongoBackend;
@@ -44,8 +45,8 @@ pub trait Backend: Send + Sync {
     /// Product, version and settings of the server.
     async fn describe(&self) -> BackendResult<ServerInfo>;
 
-    /// Hours and events the ingest ledger lists for the table.
-    async fn data_loaded(&self) -> BackendResult<DataLoaded>;
+    /// Events per hour the ingest ledger lists for the table (finished hours only).
+    async fn ledger(&self) -> BackendResult<Ledger>;
 
     /// Data and index sizes, row count.
     async fn sizes(&self) -> BackendResult<Storage>;
@@ -72,19 +73,4 @@ pub async fn connect(engine: Engine, servers: &Servers, table: &TableName) -> Ba
         Engine::Postgres => Box::new(PostgresBackend::connect(servers, table).await?),
         Engine::Mongo => Box::new(MongoBackend::connect(servers, table).await?),
     })
-}
-
-/// Hours and events from a ledger's (hour stem, events) pairs.
-fn tally_ledger(entries: impl IntoIterator<Item = (String, i64)>) -> DataLoaded {
-    let mut data = DataLoaded::default();
-    let mut hours: Vec<ghbench_core::Hour> = Vec::new();
-    for (stem, events) in entries {
-        data.hours += 1;
-        data.events += events.max(0) as u64;
-        hours.extend(stem.parse::<ghbench_core::Hour>().ok());
-    }
-    hours.sort();
-    data.first_hour = hours.first().map(|h| h.to_string());
-    data.last_hour = hours.last().map(|h| h.to_string());
-    data
 }

@@ -14,9 +14,10 @@ use mongodb::error::ErrorKind;
 use mongodb::Database;
 use serde::Deserialize;
 
-use super::{tally_ledger, Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
+use super::{Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
 use crate::catalog::{parse_json, QueryFile};
-use crate::record::{DataLoaded, IndexBuild, IndexSize, Plan, Storage};
+use crate::ledger::Ledger;
+use crate::record::{IndexBuild, IndexSize, Plan, Storage};
 use crate::rows::{Cell, Row};
 
 /// The paper used "a very large cursor batch size"; servers cap a batch at 16 MB anyway.
@@ -82,12 +83,12 @@ impl Backend for MongoBackend {
         Ok(describe_mongo(&self.db, &self.url).await?)
     }
 
-    async fn data_loaded(&self) -> BackendResult<DataLoaded> {
+    async fn ledger(&self) -> BackendResult<Ledger> {
         let ledger = self.db.collection::<Document>(LEDGER);
         // Only finished hours: a `loading` mark is an interrupted or running attempt.
         let cursor = ledger.find(doc! {"table": self.table.as_str(), "state": "done"}).projection(doc! {"hour": 1, "events": 1}).await?;
         let entries: Vec<Document> = cursor.try_collect().await?;
-        Ok(tally_ledger(entries.iter().map(|d| {
+        Ok(Ledger::from_entries(entries.iter().map(|d| {
             (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64)
         })))
     }

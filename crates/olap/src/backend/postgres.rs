@@ -9,9 +9,10 @@ use async_trait::async_trait;
 use ghbench_core::{describe_postgres, Engine, ServerInfo, Servers, TableName};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use super::{tally_ledger, Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
+use super::{Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
 use crate::catalog::QueryFile;
-use crate::record::{DataLoaded, IndexBuild, IndexSize, Plan, Storage};
+use crate::ledger::Ledger;
+use crate::record::{IndexBuild, IndexSize, Plan, Storage};
 use crate::rows::{Cell, Row};
 
 /// Tables larger than this get the planner's row estimate instead of a
@@ -53,10 +54,10 @@ impl Backend for PostgresBackend {
         Ok(describe_postgres(&self.client, &self.url).await?)
     }
 
-    async fn data_loaded(&self) -> BackendResult<DataLoaded> {
+    async fn ledger(&self) -> BackendResult<Ledger> {
         let sql = format!("SELECT hour, events FROM {LEDGER} WHERE tbl = $1");
         let rows = self.client.query(&sql, &[&self.table.as_str()]).await.context("reading the ingest ledger")?;
-        Ok(tally_ledger(rows.iter().map(|r| (r.get(0), r.get(1)))))
+        Ok(Ledger::from_entries(rows.iter().map(|r| (r.get(0), r.get(1)))))
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {
