@@ -100,3 +100,71 @@ async fn truncated_and_empty_files_load_what_they_hold() {
     assert_exact(&table, complete + 50).await;
     drop_table(&table).await;
 }
+
+#[tokio::test]
+async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_engines() {
+    let Some(real) = real_hour() else { return };
+    let mut hour: Vec<Vec<u8>> = real_lines(&real)[..50].to_vec();
+    let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
+    hour.extend([
+        br#"{"id":"beyond_u64","n":18446744073709551617}"#.to_vec(),
+        br#"{"id":"beyond_i64","n":10000000000000000000}"#.to_vec(),
+        br#"{"id":"fits","n":9223372036854775807,"m":-9223372036854775808}"#.to_vec(),
+        deep.into_bytes(),
+        br#"{"id":"literal","note":"keep \\u0000 as text"}"#.to_vec(),
+    ]);
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    write_hour(&dir, "2015-01-01-0.json.gz", &hour);
+    let table = table("numbers");
+    drop_table(&table).await;
+
+    let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"]);
+    let totals = &report["totals"];
+    assert_eq!(totals["quarantined"]["integer_out_of_range"], 2, "{totals}");
+    assert_eq!(totals["quarantined"]["too_deep"], 1, "{totals}");
+    assert_eq!(totals["sanitized"], 0, "an escaped backslash before u0000 removes nothing");
+    assert_exact(&table, 52).await;
+    // What both engines hold is the same number, exactly.
+    let pg_n: String = pg().await.query_one(&format!("SELECT data->>'n' FROM {table} WHERE data->>'id' = 'fits'"), &[]).await.unwrap().get(0);
+    let doc = mongo().await.collection::<mongodb::bson::Document>(&table).find_one(doc! {"id": "fits"}).await.unwrap().unwrap();
+    assert_eq!(pg_n, doc.get_i64("n").unwrap().to_string());
+    assert_eq!(doc.get_i64("m").unwrap(), i64::MIN);
+    let records = std::fs::read_to_string(work.path().join("quarantine").join(&table).join("2015-01-01-0.jsonl")).unwrap();
+    assert!(records.contains("18446744073709551617 is beyond 64 bits"), "{records}");
+    drop_table(&table).await;
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anything_is_loaded() {
+    let work = tempfile::tempdir().unwrap();
+    let empty = work.path().to_str().unwrap();
+    // ghbench's own bookkeeping and the server's catalogs are not data tables.
+    for (name, why) in [("ghbench_ledger", "is reserved"), ("pg_class", "is reserved"), ("user", "reserved word in PostgreSQL")] {
+        let out = ingest(name, work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
+        assert!(!out.status.success() && text(&out).contains(why), "{name}: {}", text(&out));
+    }
+    // A year of missing hours is summarised, not listed hour by hour.
+    let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);
+    let said = text(&out);
+    let line = said.lines().find(|l| l.starts_with("missing hours")).unwrap_or_else(|| panic!("{said}"));
+    assert_eq!(line, "missing hours (8784): 0000-01-01T00 .. 0000-12-31T23 (8784 hours)");
+}
+
+#[tokio::test]
+async fn the_report_goes_into_a_folder_made_for_it() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    write_hour(&dir, "2015-01-01-0.json.gz", &real_lines(&real)[..20]);
+    let table = table("report_dir");
+    drop_table(&table).await;
+    let report = work.path().join("not/yet/there/report.json");
+    let out = ingest(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--report", report.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!(json["totals"]["events"], 20);
+    drop_table(&table).await;
+}

@@ -6,11 +6,14 @@
 //! hour; and each table's exact row count with its own ledger, since a table
 //! changed by hand makes its ledger lie.
 
-use ghbench_core::Hour;
+use ghbench_core::{summarise_hours, Hour};
 
-use crate::ledger::{count_of, hour_ranges, Ledger};
+use crate::ledger::{count_of, Ledger};
 use crate::record::{DataConsistency, QueryRecord, VerificationStatus};
 
+/// Runs of consecutive hours shown before the rest is only counted: a year has
+/// 8,760 hours, and a line of them helps nobody.
+const RANGES_SHOWN: usize = 4;
 /// Hours (or unreadable ledger entries) listed one by one before the rest is only counted.
 const LISTED: usize = 4;
 
@@ -76,7 +79,7 @@ fn lacking(lacker: &str, (holder, held): (&str, &Ledger), lacker_ledger: &Ledger
         return None;
     }
     let events: u64 = hours.iter().map(|h| held.hours[h]).sum();
-    Some(format!("{lacker} lacks {} {holder} holds: {} ({events} events)", count_of(hours.len(), "hour"), hour_ranges(&hours)))
+    Some(format!("{lacker} lacks {} {holder} holds: {} ({events} events)", count_of(hours.len(), "hour"), summarise_hours(hours, RANGES_SHOWN)))
 }
 
 /// An engine whose ledger cannot be read, names no hour, or disagrees with its table.
@@ -137,7 +140,7 @@ mod tests {
         assert_eq!(
             data.differences,
             [
-                "mongo lacks 3 hours postgres holds: 2015-01-01T00..2015-01-01T02 (7732 events)",
+                "mongo lacks 3 hours postgres holds: 2015-01-01T00 .. 2015-01-01T02 (3 hours) (7732 events)",
                 "postgres lacks 1 hour mongo holds: 2015-01-02T00 (300 events)",
             ]
         );

@@ -48,31 +48,6 @@ impl Ledger {
     }
 }
 
-/// Ranges of consecutive hours shown before the rest is only counted: a year
-/// has 8,760 hours, and a line of them helps nobody.
-const RANGES_SHOWN: usize = 4;
-
-/// Sorted hours as ranges of consecutive hours, e.g. `2015-01-01T00..2015-01-01T05,
-/// 2015-01-02T00`, the first few only, then how many ranges more.
-pub fn hour_ranges(hours: &[Hour]) -> String {
-    let mut ranges: Vec<(Hour, Hour)> = Vec::new();
-    for &hour in hours {
-        match ranges.last_mut() {
-            Some((_, last)) if last.next() == hour => *last = hour,
-            _ => ranges.push((hour, hour)),
-        }
-    }
-    let mut shown: Vec<String> = ranges
-        .iter()
-        .take(RANGES_SHOWN)
-        .map(|(first, last)| if first == last { first.to_string() } else { format!("{first}..{last}") })
-        .collect();
-    if ranges.len() > RANGES_SHOWN {
-        shown.push(format!("and {} more ranges", ranges.len() - RANGES_SHOWN));
-    }
-    shown.join(", ")
-}
-
 /// `1 hour`, `2 hours`.
 pub fn count_of(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
@@ -81,10 +56,6 @@ pub fn count_of(n: usize, noun: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hour(s: &str) -> Hour {
-        s.parse().unwrap()
-    }
 
     #[test]
     fn summarises_the_ledger_and_keeps_unreadable_entries() {
@@ -101,22 +72,5 @@ mod tests {
         assert_eq!(summary.first_hour.as_deref(), Some("2015-01-01T00"));
         assert_eq!(summary.last_hour.as_deref(), Some("2015-01-01T02"));
         assert_eq!(Ledger::default().summary().first_hour, None);
-    }
-
-    #[test]
-    fn consecutive_hours_become_ranges_and_long_lists_are_cut() {
-        let hours = ["2015-01-01T22", "2015-01-01T23", "2015-01-02T00", "2015-01-02T05"].map(hour);
-        assert_eq!(hour_ranges(&hours), "2015-01-01T22..2015-01-02T00, 2015-01-02T05");
-        assert_eq!(hour_ranges(&[hour("2015-01-01T00")]), "2015-01-01T00");
-        // Every other hour of a year: 4,380 ranges, four shown.
-        let mut every_other = Vec::new();
-        let mut h = hour("2015-01-01T00");
-        for _ in 0..4380 {
-            every_other.push(h);
-            h = h.next().next();
-        }
-        let text = hour_ranges(&every_other);
-        assert_eq!(text, "2015-01-01T00, 2015-01-01T02, 2015-01-01T04, 2015-01-01T06, and 4376 more ranges");
-        assert_eq!(hour_ranges(&[]), "");
     }
 }

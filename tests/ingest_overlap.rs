@@ -1,0 +1,84 @@
+//! Two real ingest processes on one table: the second is refused at start on
+//! each engine, the first finishes exact; a holder killed with -9 leaves no
+//! lock behind that blocks the next run.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use mongodb::bson::doc;
+
+fn ingest_command(table: &str, work: &std::path::Path, dir: &std::path::Path, hours: u32, extra: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command
+        .arg("ingest")
+        .args(["--table", table, "--pg-url", &pg_url(), "--mongo-url", &mongo_url()])
+        .arg("--quarantine-dir")
+        .arg(work.join("quarantine"))
+        .arg("--source")
+        .arg(dir)
+        .args(["--from", "2015-01-01T00", "--hours", &hours.to_string(), "--concurrency", "2"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    command
+}
+
+/// Waits until MongoDB holds more than `rows` documents of `table`: the run is
+/// past taking its locks and loading.
+async fn wait_loading(table: &str, rows: u64, child: &mut Child) {
+    let collection = mongo().await.collection::<mongodb::bson::Document>(table);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while collection.estimated_document_count().await.unwrap_or(0) <= rows {
+        assert!(Instant::now() < deadline, "ingest never started loading");
+        assert!(child.try_wait().unwrap().is_none(), "ingest ended before the test could overlap it");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn refused(out: &Output, engine: &str) {
+    let said = text(out);
+    assert!(!out.status.success(), "the second run must be refused: {said}");
+    assert!(said.contains("another ghbench run is loading table") && said.contains(&format!("into {engine}")), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}
+
+#[tokio::test]
+async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_nothing() {
+    let Some(real) = real_hour() else { return };
+    let per_hour = real_lines(&real).len() as u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    for h in 0..8 {
+        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    let table = table("overlap");
+    drop_table(&table).await;
+
+    let mut first = ingest_command(&table, work.path(), &dir, 4, &[]).spawn().unwrap();
+    wait_loading(&table, 0, &mut first).await;
+    // The same table on both engines, then on MongoDB alone: refused by each engine's lock.
+    refused(&ingest_command(&table, work.path(), &dir, 4, &[]).output().unwrap(), "postgres");
+    refused(&ingest_command(&table, work.path(), &dir, 4, &["--engines", "mongo"]).output().unwrap(), "mongo");
+    let out = first.wait_with_output().unwrap();
+    assert!(out.status.success(), "the first run is undisturbed: {}", text(&out));
+    assert_exact(&table, 4 * per_hour).await;
+    let ledger = mongo().await.collection::<mongodb::bson::Document>("ghbench_ledger");
+    assert_eq!(ledger.count_documents(doc! {"table": &table, "state": {"$ne": "done"}}).await.unwrap(), 0, "no hour left marked loading");
+
+    // A holder killed with -9 mid-run: its session lock dies with it, and its
+    // lease (held by a process gone from this host) is taken over at once.
+    let mut killed = ingest_command(&table, work.path(), &dir, 8, &[]).spawn().unwrap();
+    wait_loading(&table, 4 * per_hour, &mut killed).await;
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let started = Instant::now();
+    let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "8"]);
+    assert!(started.elapsed() < Duration::from_secs(60), "the rerun waited for a dead holder's lease");
+    assert_exact(&table, 8 * per_hour).await;
+    assert_eq!(report["totals"]["engines"]["mongo"]["table_events"], 8 * per_hour);
+    drop_table(&table).await;
+}
