@@ -61,8 +61,9 @@ async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_no
     let mut first = ingest_command(&table, work.path(), &dir, 4, &[]).spawn().unwrap();
     wait_loading(&table, 0, &mut first).await;
     // The same table on both engines, then on MongoDB alone: refused by each engine's lock.
-    refused(&ingest_command(&table, work.path(), &dir, 4, &[]).output().unwrap(), "postgres");
-    refused(&ingest_command(&table, work.path(), &dir, 4, &["--engines", "mongo"]).output().unwrap(), "mongo");
+    let limit = Duration::from_secs(60);
+    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 4, &[]), limit), "postgres");
+    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 4, &["--engines", "mongo"]), limit), "mongo");
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "the first run is undisturbed: {}", text(&out));
     assert_exact(&table, 4 * per_hour).await;

@@ -145,3 +145,24 @@ pub async fn drop_table(table: &str) {
 pub async fn assert_exact(table: &str, expected: u64) {
     assert_eq!(counts(table).await, (expected, expected), "row counts (postgres, mongo) of {table}");
 }
+
+/// Runs `command` to its end, or kills it after `limit` and fails the test:
+/// a test of a hang must not hang itself.
+pub fn output_within(command: &mut Command, limit: std::time::Duration) -> std::process::Output {
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().expect("run ghbench");
+    wait_within(child, limit)
+}
+
+/// Waits for `child` to end, or kills it after `limit` and fails the test.
+pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -> std::process::Output {
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > limit {
+            child.kill().expect("kill");
+            let out = child.wait_with_output().expect("output");
+            panic!("ghbench still ran after {limit:?}: {}", text(&out));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
