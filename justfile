@@ -1,6 +1,9 @@
 # ghbench tasks. `just --list` shows them.
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
+# Where cargo puts the release binary (CI keeps CARGO_TARGET_DIR outside the clone).
+ghbench := env_var_or_default("CARGO_TARGET_DIR", justfile_directory() + "/target") + "/release/ghbench"
+
 # Start (installing when missing) PostgreSQL and a MongoDB-wire server for this checkout.
 setup:
     bash scripts/setup.sh
@@ -15,14 +18,14 @@ build:
 
 # Check the servers answer and show what they are.
 doctor: setup build
-    source .ghbench/env && ./target/release/ghbench doctor
+    source .ghbench/env && {{ghbench}} doctor
 
 # Load the shared real hour into both engines, build the paper's indexes and
 # run Queries A-D on both (results in results/).
 demo: setup build
-    source .ghbench/env && ./target/release/ghbench ingest --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
-    source .ghbench/env && ./target/release/ghbench index
-    source .ghbench/env && ./target/release/ghbench query --all --repeat 3
+    source .ghbench/env && {{ghbench}} ingest --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
+    source .ghbench/env && {{ghbench}} index
+    source .ghbench/env && {{ghbench}} query --all --repeat 3
 
 # The test suite, against the real servers `just setup` starts.
 test: setup

@@ -14,7 +14,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 source .ghbench/env
 export PGOPTIONS="-c client_min_messages=warning"
-bin=$repo/target/release/ghbench
+# Where `cargo build --release` puts it (CI keeps CARGO_TARGET_DIR outside the clone).
+bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
 [ -x "$bin" ] || cargo build --release
 if ! [ -x /usr/bin/time ]; then
     sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)

@@ -136,8 +136,8 @@ async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_en
     drop_table(&table).await;
 }
 
-#[test]
-fn bad_arguments_are_refused_before_anything_is_loaded() {
+#[tokio::test]
+async fn bad_arguments_are_refused_before_anything_is_loaded() {
     let work = tempfile::tempdir().unwrap();
     let empty = work.path().to_str().unwrap();
     // ghbench's own bookkeeping and the server's catalogs are not data tables.
@@ -145,6 +145,16 @@ fn bad_arguments_are_refused_before_anything_is_loaded() {
         let out = ingest(name, work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
         assert!(!out.status.success() && text(&out).contains(why), "{name}: {}", text(&out));
     }
+    // Checked on every engine before any engine changes anything: MongoDB's
+    // collection survives a --drop that PostgreSQL's reserved word refuses.
+    let user = mongo().await.collection::<mongodb::bson::Document>("user");
+    user.insert_one(doc! {"kept": true}).await.unwrap();
+    let out = ingest("user", work.path(), &["--engines", "mongo,postgres", "--drop", "--source", empty, "--from", "2015-01-01T00"]);
+    let kept = user.count_documents(doc! {"kept": true}).await.unwrap();
+    user.drop().await.unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(kept, 1, "the refused run dropped MongoDB's collection");
+
     // A year of missing hours is summarised, not listed hour by hour.
     let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);
     let said = text(&out);

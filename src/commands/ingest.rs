@@ -30,8 +30,9 @@ download that arrives damaged (not gzip, cut short), and per engine a lost
 connection or a server that stops answering for --timeout seconds. Only one
 ingest at a time may load a table; a second one is refused at start.
 
-Exit status: 0 when every hour is loaded, skipped or missing at the source;
-1 when any hour failed (rerun to retry it) or nothing could be loaded.")]
+Exit status: 0 when every hour is loaded, skipped or missing at the source and
+at least one is loaded or skipped; 1 when any hour failed (rerun to retry it),
+or when no hour could be loaded at all.")]
 pub struct IngestArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -142,16 +143,21 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Creates the report's folder and file, so a bad path fails before loading.
+/// Creates the report's folder and tries the file, so a bad path fails before
+/// loading; a file that was not there before is not left behind.
 fn check_writable(path: &Path) -> Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).with_context(|| format!("creating the folder of --report {}", path.display()))?;
     }
+    let existed = path.exists();
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(path)
         .with_context(|| format!("--report {} cannot be written", path.display()))?;
+    if !existed {
+        std::fs::remove_file(path).with_context(|| format!("--report {}", path.display()))?;
+    }
     Ok(())
 }
 

@@ -114,7 +114,9 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     // Reach every server, then lock every engine's table, before changing any.
     let mut control = Vec::new();
     for &engine in &engines {
-        control.push(Sink::connect(engine, &options.servers, &options.table, options.timeout).await?);
+        let mut sink = Sink::connect(engine, &options.servers, &options.table, options.timeout).await?;
+        sink.check_name().await.map_err(|e| IngestError::Prepare { engine, detail: e.detail() })?;
+        control.push(sink);
     }
     let mut locks = Vec::new();
     for &engine in &engines {
@@ -167,6 +169,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
         }
     }
     ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: skipped.len() });
+    let planned: Vec<Hour> = queue.iter().map(|(hour, _)| *hour).collect();
 
     let workers = options.concurrency.clamp(1, queue.len().max(1));
     let queue = Arc::new(Mutex::new(queue));
@@ -176,13 +179,19 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
     for _ in 0..workers {
         tasks.spawn(worker(ctx.clone(), engines.clone(), queue.clone()));
     }
-    let mut hours = Vec::new();
-    let mut warnings = Vec::new();
+    let mut hours: Vec<HourReport> = Vec::new();
+    let mut crashed = None;
     while let Some(joined) = tasks.join_next().await {
         match joined {
             Ok(reports) => hours.extend(reports),
-            Err(e) => warnings.push(format!("a loading worker crashed ({e}); the hours it held are not in this summary: rerun to load them")),
+            Err(e) => crashed = Some(e.to_string()),
         }
+    }
+    // Hours a crashed worker held are failed, not forgotten: the exit status must say so.
+    if let Some(why) = crashed {
+        let reported: HashSet<Hour> = hours.iter().map(|h| h.hour).collect();
+        let lost = planned.into_iter().filter(|h| !reported.contains(h));
+        hours.extend(lost.map(|hour| HourReport::failed(hour, format!("not loaded: a loading worker crashed ({why})"))));
     }
     hours.sort_by_key(|h| h.hour);
 
@@ -200,26 +209,22 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
         skipped,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
-        warnings,
+        warnings: Vec::new(),
     };
     summary.tally(options.hours.len());
-    for sink in &mut control {
-        let engine = sink.engine();
-        match count_ledger(ctx, sink).await {
-            Ok(events) => summary.totals.engines.entry(engine).or_default().table_events = Some(events),
-            Err(e) => summary.warnings.push(format!("{engine}: could not count the table's events at the end: {}", e.detail())),
+    for sink in control {
+        // On a new connection when the first one died meanwhile (a server restarted).
+        let mut slot = Slot { engine: sink.engine(), sink: Some(sink) };
+        let counted = match slot.ready(ctx).await {
+            Ok(sink) => sink.ledger_events().await,
+            Err(e) => Err(e),
+        };
+        match counted {
+            Ok(events) => summary.totals.engines.entry(slot.engine).or_default().table_events = Some(events),
+            Err(e) => summary.warnings.push(format!("{}: could not count the table's events at the end: {}", slot.engine, e.detail())),
         }
     }
     Ok(summary)
-}
-
-/// The ledger's total, on a new connection when the first one died meanwhile
-/// (a server restarted during the run).
-async fn count_ledger(ctx: &Ctx, sink: &mut Sink) -> Result<u64, SinkError> {
-    if sink.is_broken() {
-        *sink = ctx.connect(sink.engine()).await?;
-    }
-    sink.ledger_events().await
 }
 
 /// One engine's connection in a worker: made when first needed, and made
@@ -271,6 +276,17 @@ enum Attempt {
 /// Each engine's result for one attempt.
 type EngineResults = Vec<(Engine, Result<u64, SinkError>)>;
 
+/// What an attempt needs to know of the ones before it.
+struct AttemptState {
+    /// No retry follows this one.
+    last: bool,
+    /// An earlier attempt was made: an engine may have committed the hour
+    /// although its answer was lost.
+    retrying: bool,
+    /// What the hour held when other engines committed it.
+    loaded: Option<DecodeReport>,
+}
+
 /// Loads one hour into every selected engine, retrying (with backoff) what a
 /// retry can mend, for only the engines that still need it.
 async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport {
@@ -283,7 +299,10 @@ async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport
         attempt += 1;
         let last = attempt > ctx.options.retries;
         let mut todo: Vec<&mut Slot> = slots.iter_mut().filter(|s| pending.contains(&s.engine)).map(|s| &mut **s).collect();
-        let retry_because = match try_hour(ctx, hour, &mut todo, last).await {
+        // Once an engine committed the hour, the others must store the very same.
+        let loaded = outcomes.values().any(|o| o.error.is_none());
+        let state = AttemptState { last, retrying: attempt > 1, loaded: decode.clone().filter(|_| loaded) };
+        let retry_because = match try_hour(ctx, hour, &mut todo, state).await {
             Ok((report, results)) => {
                 decode = report.or(decode);
                 pending.clear();
@@ -347,14 +366,25 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 /// One attempt: read the hour once, feed every engine, then commit each engine
 /// that took all of it, or abort all of them when the read itself failed.
 /// An engine that cannot be reached fails this attempt alone.
-async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], last: bool) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
+async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: AttemptState) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
     let options = &ctx.options;
+    let stem = hour.stem();
     let mut results: EngineResults = Vec::new();
     let mut sinks: Vec<&mut Sink> = Vec::new();
     for slot in slots.iter_mut() {
         let engine = slot.engine;
-        match slot.ready(ctx).await {
-            Ok(sink) => sinks.push(sink),
+        let sink = match slot.ready(ctx).await {
+            Ok(sink) => sink,
+            Err(e) => {
+                results.push((engine, Err(e)));
+                continue;
+            }
+        };
+        // The server may have committed before the connection broke: then the
+        // hour is done there (we hold the table's lock, nobody else did it).
+        match if state.retrying { sink.hour_done(&stem).await } else { Ok(None) } {
+            Ok(Some(events)) => results.push((engine, Ok(events))),
+            Ok(None) => sinks.push(sink),
             Err(e) => results.push((engine, Err(e))),
         }
     }
@@ -377,13 +407,15 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], last: bool) ->
         let file = quarantine.finish();
         (result, file)
     });
-    let stem = hour.stem();
     let fed = join_all(sinks.iter_mut().zip(receivers).map(|(sink, rx)| feed(ctx, sink, &stem, rx))).await;
 
     let decoded = match decoder.await {
         Ok((Ok(mut report), Ok(file))) => {
             report.quarantine_file = file.map(|f| f.display().to_string());
-            damaged_download(options, &report, last).map_or(Ok(report), Err)
+            match damaged_download(options, &report, state.last).or_else(|| read_differently(state.loaded.as_ref(), &report)) {
+                Some(attempt) => Err(attempt),
+                None => Ok(report),
+            }
         }
         Ok((Ok(_), Err(e))) => Err(Attempt::Failed(format!("quarantine file: {e}"))),
         Ok((Err(DecodeError::Source(e)), _)) => Err(Attempt::Retry(e)),
@@ -448,6 +480,19 @@ fn damaged_download(options: &IngestOptions, report: &DecodeReport, last: bool) 
     )))
 }
 
+/// An engine must not store other content than the engines that committed the
+/// hour before it (a download damaged this time, a file changed meanwhile).
+fn read_differently(loaded: Option<&DecodeReport>, now: &DecodeReport) -> Option<Attempt> {
+    let before = loaded?;
+    let content = |d: &DecodeReport| (d.lines, d.events, d.sanitized, d.quarantined.clone(), d.compressed_bytes, d.file_defect.clone());
+    (content(before) != content(now)).then(|| {
+        Attempt::Retry(format!(
+            "the hour read differently than when other engines loaded it ({} events of {} lines then, {} of {} now)",
+            before.events, before.lines, now.events, now.lines
+        ))
+    })
+}
+
 /// Streams the hour's batches into one engine. Returning early drops `rx`, which
 /// tells the decoder to stop feeding this engine while the others go on.
 async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<Arc<Batch>>) -> Result<(), SinkError> {
@@ -461,4 +506,21 @@ async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<Arc
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_hour_that_reads_differently_is_not_stored_beside_the_first_version() {
+        let whole = DecodeReport { lines: 10, events: 10, compressed_bytes: 900, ..DecodeReport::default() };
+        let cut = DecodeReport { lines: 4, events: 3, compressed_bytes: 400, file_defect: Some("truncated".into()), ..DecodeReport::default() };
+        assert!(read_differently(None, &cut).is_none(), "nothing committed yet: nothing to differ from");
+        assert!(read_differently(Some(&whole), &whole.clone()).is_none());
+        match read_differently(Some(&whole), &cut) {
+            Some(Attempt::Retry(why)) => assert!(why.contains("10 events of 10 lines then, 3 of 4 now"), "{why}"),
+            _ => panic!("a different read must be retried"),
+        }
+    }
 }

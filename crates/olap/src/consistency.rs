@@ -102,7 +102,8 @@ fn ledger_problems(engine: &Holding<'_>) -> Vec<String> {
     }
     if let Some(rows) = engine.exact_rows.filter(|&rows| rows != ledger.events()) {
         problems.push(format!(
-            "{name}'s table holds {rows} rows but its ingest ledger lists {} events: the table was changed outside `ghbench ingest`",
+            "{name}'s table holds {rows} rows but its ingest ledger lists {} events: an ingest is running or was interrupted \
+             (rerun `ghbench ingest`), or the table was changed outside it",
             ledger.events()
         ));
     }

@@ -16,6 +16,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+
 use ghbench_core::{Engine, Servers, TableName};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, DateTime, Document};
@@ -31,8 +32,11 @@ pub const LOCKS: &str = "ghbench_locks";
 const PG_LOCK_SPACE: i32 = 4714;
 /// A MongoDB lease lasts this long unless renewed.
 const LEASE: Duration = Duration::from_secs(60);
-/// How often the keeper checks (and renews) a lock.
+/// How often the keeper checks (and renews) a lock, and how long one check may take.
 const KEEP_EVERY: Duration = Duration::from_secs(10);
+/// How long a run waits for a lock still held by a session that is ending
+/// (a run killed a moment ago) before it calls the table taken.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// This run's hold on one engine's table, until [`TableLock::release`] (or drop).
 pub struct TableLock {
@@ -47,6 +51,10 @@ impl TableLock {
     /// naming the holder. Each server call waits at most `limit`.
     pub async fn take(engine: Engine, servers: &Servers, table: &TableName, limit: Duration) -> Result<TableLock, SinkError> {
         let lost = Arc::new(Mutex::new(None));
+        let url = match engine {
+            Engine::Postgres => &servers.pg_url,
+            Engine::Mongo => &servers.mongo_url,
+        };
         let step = async {
             Ok::<_, SinkError>(match engine {
                 Engine::Postgres => {
@@ -63,10 +71,7 @@ impl TableLock {
                 }
             })
         };
-        match tokio::time::timeout(limit, step).await {
-            Ok(result) => result,
-            Err(_) => Err(SinkError::Timeout { engine, step: "taking the table's lock", limit }),
-        }
+        super::bounded(engine, &ghbench_core::redact_url(url), "taking the table's lock", limit + LOCK_WAIT, step).await
     }
 
     /// Tells, from any task, whether the lock was lost to another run.
@@ -105,9 +110,11 @@ impl LockWatch {
 /// A new session holding the table's advisory lock.
 async fn pg_lock(servers: &Servers, table: &TableName) -> Result<Client, SinkError> {
     let client = servers.postgres().await?;
-    let got: bool = client.query_one("SELECT pg_try_advisory_lock($1, hashtext($2))", &[&PG_LOCK_SPACE, &table.as_str()]).await?.get(0);
-    if got {
-        return Ok(client);
+    client.batch_execute(&format!("SET lock_timeout = {}", LOCK_WAIT.as_millis())).await?;
+    match client.execute("SELECT pg_advisory_lock($1, hashtext($2))", &[&PG_LOCK_SPACE, &table.as_str()]).await {
+        Ok(_) => return Ok(client),
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {}
+        Err(e) => return Err(e.into()),
     }
     // Who holds it, for the message; the lock itself is what counts.
     let holder = client
@@ -139,14 +146,14 @@ async fn keep_postgres(mut client: Client, servers: Servers, table: TableName, l
         if !client.is_closed() {
             continue;
         }
-        match pg_lock(&servers, &table).await {
-            Ok(fresh) => client = fresh,
-            Err(SinkError::Locked(holder)) => {
+        match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, pg_lock(&servers, &table)).await {
+            Ok(Ok(fresh)) => client = fresh,
+            Ok(Err(SinkError::Locked(holder))) => {
                 set(&lost, format!("lost the lock while PostgreSQL was away: {holder}"));
                 return;
             }
             // The server is still away: try again on the next round.
-            Err(_) => {}
+            _ => {}
         }
     }
 }
@@ -209,23 +216,44 @@ async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result
     )))
 }
 
-/// Renews the lease; notes when another run took it over.
+/// How one renewal of a lease went.
+enum Renewal {
+    Held,
+    TakenBy(String),
+    /// No answer (the server is away): try again on the next round.
+    Unanswered,
+}
+
+/// Renews the lease; notes when another run took it over, or when it could
+/// not be renewed for so long that another run may take it any moment.
 async fn keep_lease(db: Database, table: TableName, owner: ObjectId, limit: Duration, lost: Arc<Mutex<Option<String>>>) {
-    let leases = db.collection::<Document>(LOCKS);
+    let check = limit.min(KEEP_EVERY);
+    let mut renewed = std::time::Instant::now();
     loop {
         tokio::time::sleep(KEEP_EVERY).await;
-        let renew = leases.update_one(doc! {"_id": table.as_str(), "owner": owner}, doc! {"$set": {"expires_at": expires()}});
-        match tokio::time::timeout(limit, renew).await {
-            Ok(Ok(result)) if result.matched_count == 1 => {}
-            Ok(Ok(_)) => {
-                // Expired while the server was away, and taken: ours is gone.
-                if let Err(SinkError::Locked(holder)) = take_lease(&db, &table, owner).await {
-                    set(&lost, format!("lost the lease: {holder}"));
-                    return;
-                }
+        match tokio::time::timeout(check, renew(&db, &table, owner)).await.unwrap_or(Renewal::Unanswered) {
+            Renewal::Held => renewed = std::time::Instant::now(),
+            Renewal::TakenBy(holder) => return set(&lost, format!("lost the lease: {holder}")),
+            Renewal::Unanswered if renewed.elapsed() + 2 * KEEP_EVERY > LEASE => {
+                let silent = renewed.elapsed().as_secs();
+                return set(&lost, format!("could not renew the lease on '{table}' for {silent} s: another run may take the table"));
             }
-            // The server is away: try again on the next round.
-            _ => {}
+            Renewal::Unanswered => {}
         }
+    }
+}
+
+async fn renew(db: &Database, table: &TableName, owner: ObjectId) -> Renewal {
+    let leases = db.collection::<Document>(LOCKS);
+    match leases.update_one(doc! {"_id": table.as_str(), "owner": owner}, doc! {"$set": {"expires_at": expires()}}).await {
+        Ok(result) if result.matched_count == 1 => Renewal::Held,
+        // Ours is gone (it expired while the server was away): take it again,
+        // unless another run has meanwhile.
+        Ok(_) => match take_lease(db, table, owner).await {
+            Ok(()) => Renewal::Held,
+            Err(SinkError::Locked(holder)) => Renewal::TakenBy(holder),
+            Err(_) => Renewal::Unanswered,
+        },
+        Err(_) => Renewal::Unanswered,
     }
 }

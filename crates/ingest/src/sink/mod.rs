@@ -49,8 +49,8 @@ pub enum SinkError {
     #[error("{0}")]
     Connect(#[from] ConnectError),
     /// The server did not answer one step in time.
-    #[error("{engine} did not answer within {} s while {step}", .limit.as_secs_f64())]
-    Timeout { engine: Engine, step: &'static str, limit: Duration },
+    #[error("{engine} at {server} did not answer within {} s while {step}", .limit.as_secs_f64())]
+    Timeout { engine: Engine, server: String, step: &'static str, limit: Duration },
     /// Another run holds the table.
     #[error("{0}")]
     Locked(String),
@@ -75,12 +75,7 @@ impl SinkError {
     pub fn is_transient(&self) -> bool {
         match self {
             SinkError::Postgres(e) => e.is_closed() || e.as_db_error().is_some_and(|db| is_server_going_away(db.code())) || is_io(e),
-            SinkError::Mongo(e) => matches!(
-                &*e.kind,
-                mongodb::error::ErrorKind::Io(_)
-                    | mongodb::error::ErrorKind::ConnectionPoolCleared { .. }
-                    | mongodb::error::ErrorKind::ServerSelection { .. }
-            ),
+            SinkError::Mongo(e) => is_mongo_server_away(e),
             SinkError::Connect(_) | SinkError::Timeout { .. } => true,
             SinkError::Locked(_) | SinkError::Other(_) => false,
         }
@@ -94,6 +89,22 @@ fn is_server_going_away(code: &tokio_postgres::error::SqlState) -> bool {
     code.starts_with("57P") || code.starts_with("08")
 }
 
+/// The network, or a server shutting down, restarting or stepping down
+/// (ShutdownInProgress, InterruptedAtShutdown, NotWritablePrimary, ...).
+fn is_mongo_server_away(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    const SERVER_AWAY: [i32; 12] = [6, 7, 89, 91, 189, 9001, 10058, 10107, 11600, 11602, 13435, 13436];
+    let code = match &*e.kind {
+        ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } | ErrorKind::ServerSelection { .. } => return true,
+        ErrorKind::Command(c) => Some(c.code),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
+        ErrorKind::InsertMany(m) => m.write_concern_error.as_ref().map(|w| w.code),
+        _ => None,
+    };
+    e.contains_label(mongodb::error::RETRYABLE_WRITE_ERROR) || code.is_some_and(|c| SERVER_AWAY.contains(&c))
+}
+
 fn is_io(e: &tokio_postgres::Error) -> bool {
     std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
 }
@@ -102,14 +113,15 @@ fn is_io(e: &tokio_postgres::Error) -> bool {
 /// timeout (a timeout names `$step` and leaves the sink broken).
 macro_rules! on_server {
     ($self:ident, $step:expr, |$s:ident| $call:expr) => {{
-        let (engine, limit) = ($self.engine(), $self.timeout);
-        let work = async {
-            match &mut $self.kind {
+        let engine = $self.engine();
+        let (kind, server, limit) = (&mut $self.kind, &$self.server, $self.timeout);
+        let work = async move {
+            match kind {
                 Kind::Postgres($s) => $call,
                 Kind::Mongo($s) => $call,
             }
         };
-        let result = bounded(engine, $step, limit, work).await;
+        let result = bounded(engine, server, $step, limit, work).await;
         $self.note(result)
     }};
 }
@@ -122,6 +134,8 @@ enum Kind {
 /// One engine's connection for loading one table.
 pub struct Sink {
     kind: Kind,
+    /// The server's URL, password hidden, for messages.
+    server: String,
     timeout: Duration,
     /// Set when a step timed out: the connection's state is unknown.
     broken: bool,
@@ -130,11 +144,11 @@ pub struct Sink {
 impl Sink {
     /// Connects to `engine`; every later step waits at most `timeout` for the server.
     pub async fn connect(engine: Engine, servers: &Servers, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
-        let kind = match engine {
-            Engine::Postgres => Kind::Postgres(PostgresSink::new(servers.postgres().await?, table.clone())),
-            Engine::Mongo => Kind::Mongo(MongoSink::new(servers.mongo().await?, table.clone())),
+        let (kind, url) = match engine {
+            Engine::Postgres => (Kind::Postgres(PostgresSink::new(servers.postgres().await?, table.clone())), &servers.pg_url),
+            Engine::Mongo => (Kind::Mongo(MongoSink::new(servers.mongo().await?, table.clone())), &servers.mongo_url),
         };
-        Ok(Sink { kind, timeout, broken: false })
+        Ok(Sink { kind, server: ghbench_core::redact_url(url), timeout, broken: false })
     }
 
     /// True when the connection is gone or in an unknown state and the sink
@@ -156,15 +170,18 @@ impl Sink {
 
     /// Server product, version and settings, for every report.
     pub async fn describe(&mut self, servers: &Servers) -> Result<ServerInfo, SinkError> {
-        let (engine, limit) = (self.engine(), self.timeout);
-        let work = async {
-            match &self.kind {
-                Kind::Postgres(s) => Ok(ghbench_core::describe_postgres(s.client(), &servers.pg_url).await?),
-                Kind::Mongo(s) => Ok(ghbench_core::describe_mongo(s.db(), &servers.mongo_url).await?),
-            }
-        };
-        let result = bounded(engine, "describing the server", limit, work).await;
-        self.note(result)
+        on_server!(self, "describing the server", |s| s.describe(servers).await)
+    }
+
+    /// Refuses a table name the engine cannot take, before any engine changes anything.
+    pub async fn check_name(&mut self) -> Result<(), SinkError> {
+        on_server!(self, "checking the table name", |s| s.check_name().await)
+    }
+
+    /// The events the engine's ledger records for the hour, if it is done:
+    /// an attempt whose answer was lost may have committed after all.
+    pub async fn hour_done(&mut self, stem: &str) -> Result<Option<u64>, SinkError> {
+        on_server!(self, "reading the hour's ledger entry", |s| s.hour_done(stem).await)
     }
 
     /// Creates the table and ledger if needed; with `drop`, starts from empty.
@@ -216,14 +233,18 @@ impl Sink {
     }
 }
 
-/// `work` within `limit`, or a timeout error naming `engine` and `step`.
+/// `work` within `limit`, or a timeout error naming the engine, its server and the step.
 async fn bounded<T>(
     engine: Engine,
+    server: &str,
     step: &'static str,
     limit: Duration,
     work: impl Future<Output = Result<T, SinkError>>,
 ) -> Result<T, SinkError> {
-    tokio::time::timeout(limit, work).await.unwrap_or(Err(SinkError::Timeout { engine, step, limit }))
+    match tokio::time::timeout(limit, work).await {
+        Ok(result) => result,
+        Err(_) => Err(SinkError::Timeout { engine, server: server.to_string(), step, limit }),
+    }
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.

@@ -30,12 +30,8 @@ impl MongoSink {
         MongoSink { db, table, hour: None, inserted: 0 }
     }
 
-    pub fn clone_handle(&self) -> Self {
-        MongoSink::new(self.db.clone(), self.table.clone())
-    }
-
-    pub fn db(&self) -> &Database {
-        &self.db
+    pub async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
+        Ok(ghbench_core::describe_mongo(&self.db, &servers.mongo_url).await?)
     }
 
     fn data(&self) -> Collection<RawDocumentBuf> {
@@ -44,6 +40,11 @@ impl MongoSink {
 
     fn ledger(&self) -> Collection<Document> {
         self.db.collection(LEDGER)
+    }
+
+    /// Every name `TableName` accepts is a valid collection name.
+    pub async fn check_name(&self) -> Result<(), SinkError> {
+        Ok(())
     }
 
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
@@ -84,6 +85,12 @@ impl MongoSink {
             None => 0,
         };
         Ok(total as u64)
+    }
+
+    /// The events the ledger records for `stem`, if the hour is done.
+    pub async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+        let done = self.ledger().find_one(doc! {"_id": self.ledger_id(stem), "state": "done"}).await?;
+        Ok(done.map(|d| d.get_i64("events").or_else(|_| d.get_i32("events").map(i64::from)).unwrap_or(0).max(0) as u64))
     }
 
     fn done_filter(&self) -> Document {

@@ -44,25 +44,35 @@ impl PostgresSink {
         PostgresSink { client, table, copy: None }
     }
 
-    pub fn table(&self) -> &TableName {
-        &self.table
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
+    pub async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
+        Ok(ghbench_core::describe_postgres(&self.client, &servers.pg_url).await?)
     }
 
     pub fn is_broken(&self) -> bool {
         self.client.is_closed()
     }
 
+    /// Refuses a name PostgreSQL reserves (`user`, `table`, ...): the server
+    /// knows its reserved words, it quotes them.
+    pub async fn check_name(&self) -> Result<(), SinkError> {
+        let t = &self.table;
+        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await?.get(0);
+        if plain {
+            Ok(())
+        } else {
+            Err(SinkError::Other(format!("'{t}' is a reserved word in PostgreSQL and cannot name a table unquoted: choose another --table")))
+        }
+    }
+
+    /// The events the ledger records for `stem`, if the hour is done.
+    pub async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+        let sql = format!("SELECT events FROM {LEDGER} WHERE tbl = $1 AND hour = $2");
+        let row = self.client.query_opt(&sql, &[&self.table.as_str(), &stem]).await?;
+        Ok(row.map(|r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let t = &self.table;
-        // The server knows its reserved words (`user`, `table`, ...): it quotes them.
-        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await?.get(0);
-        if !plain {
-            return Err(SinkError::Other(format!("'{t}' is a reserved word in PostgreSQL and cannot name a table unquoted: choose another --table")));
-        }
         // Concurrent `CREATE ... IF NOT EXISTS` can still collide; serialize them.
         let ddl = format!(
             "BEGIN;
