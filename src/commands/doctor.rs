@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use ghbench_core::{describe_mongo, describe_postgres, Engine, ServerInfo};
+use ghbench_core::{describe_mongo, describe_postgres, error_chain, short_mongo_error, Engine, ServerInfo};
 
 use crate::options::ConnOptions;
 
@@ -20,11 +20,11 @@ pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
     for engine in args.conn.engines() {
         let info: Result<ServerInfo, String> = match engine {
             Engine::Postgres => match servers.postgres().await {
-                Ok(client) => describe_postgres(&client, &servers.pg_url).await.map_err(|e| e.to_string()),
+                Ok(client) => describe_postgres(&client, &servers.pg_url).await.map_err(|e| error_chain(&e)),
                 Err(e) => Err(e.to_string()),
             },
             Engine::Mongo => match servers.mongo().await {
-                Ok(db) => describe_mongo(&db, &servers.mongo_url).await.map_err(|e| e.to_string()),
+                Ok(db) => describe_mongo(&db, &servers.mongo_url).await.map_err(|e| short_mongo_error(&e)),
                 Err(e) => Err(e.to_string()),
             },
         };
