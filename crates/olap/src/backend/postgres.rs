@@ -4,13 +4,14 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context as _};
+use anyhow::Context as _;
 use async_trait::async_trait;
 use ghbench_core::{describe_postgres, Engine, ServerInfo, Servers, TableName};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use super::{Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
 use crate::catalog::QueryFile;
+use crate::sql;
 use crate::ledger::Ledger;
 use crate::record::{IndexBuild, IndexSize, Plan, Storage};
 use crate::rows::{Cell, Row};
@@ -94,8 +95,8 @@ impl Backend for PostgresBackend {
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
         let mut builds = Vec::new();
-        for statement in statements(&file.for_table(&self.table)) {
-            let name = index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
+        for statement in sql::statements(&file.for_table(&self.table)).with_context(|| file.path.clone())? {
+            let name = sql::created_index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
             let exists = "SELECT to_regclass($1) IS NOT NULL";
             let existed: bool = self.client.query_one(exists, &[&name.as_str()]).await?.get(0);
             let started = Instant::now();
@@ -153,22 +154,6 @@ fn normalise(row: Vec<Option<String>>) -> Row {
     std::iter::once(key).chain(cells.map(|c| Cell::from_sql_value(c.as_deref()))).collect()
 }
 
-/// The statements of an SQL file: `--` comments removed, split at `;`.
-fn statements(sql: &str) -> Vec<String> {
-    let code: String = sql.lines().map(|l| l.split("--").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
-    code.split(';').map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).filter(|s| !s.is_empty()).collect()
-}
-
-/// `CREATE INDEX IF NOT EXISTS <name> ON ...`: the name, validated as an identifier.
-fn index_name(statement: &str) -> BackendResult<TableName> {
-    let upper = statement.to_ascii_uppercase();
-    let Some(at) = upper.find("IF NOT EXISTS ") else {
-        bail!("index statements must be CREATE INDEX IF NOT EXISTS <name> ON ... (so reruns are no-ops)")
-    };
-    let name = statement[at + "IF NOT EXISTS ".len()..].split_whitespace().next().unwrap_or("");
-    Ok(name.parse()?)
-}
-
 /// Index names in a text plan: `Index Scan using x on t`, `Index Only Scan
 /// using x`, `Bitmap Index Scan on x`.
 fn indexes_in_plan(lines: &[String]) -> Vec<String> {
@@ -189,16 +174,6 @@ fn indexes_in_plan(lines: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_the_index_file_and_finds_names() {
-        let sql = "-- comment; with a semicolon\nCREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a'));\n\nCREATE INDEX IF NOT EXISTS t_b ON t ((data->'b'));\n";
-        let st = statements(sql);
-        assert_eq!(st, ["CREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a'))", "CREATE INDEX IF NOT EXISTS t_b ON t ((data->'b'))"]);
-        assert_eq!(index_name(&st[1]).unwrap().as_str(), "t_b");
-        assert!(index_name("CREATE INDEX ON t ((data))").is_err());
-        assert!(index_name("CREATE INDEX IF NOT EXISTS \"x y\" ON t ((data))").is_err());
-    }
 
     #[test]
     fn reads_index_use_from_text_plans() {
