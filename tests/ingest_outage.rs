@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::faulty_http::SilentListener;
+use common::throwaway_mongo::ThrowawayMongo;
 use common::throwaway_pg::{rows, ThrowawayPg};
 use common::*;
 
@@ -24,9 +25,15 @@ fn hours_dir(work: &std::path::Path, real: &std::path::Path) -> std::path::PathB
 }
 
 fn ingest_into(pg: &ThrowawayPg, dir: &std::path::Path, work: &std::path::Path, extra: &[&str]) -> Command {
+    ingest_engine("postgres", &pg.url(), dir, work, extra)
+}
+
+/// `ghbench ingest` of the test's hours into `engine` at `url`, table `outage`.
+fn ingest_engine(engine: &str, url: &str, dir: &std::path::Path, work: &std::path::Path, extra: &[&str]) -> Command {
+    let url_flag = if engine == "postgres" { "--pg-url" } else { "--mongo-url" };
     let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
     command
-        .args(["ingest", "--engines", "postgres", "--table", "outage", "--pg-url", &pg.url()])
+        .args(["ingest", "--engines", engine, "--table", "outage", url_flag, url])
         .arg("--source")
         .arg(dir)
         .args(["--from", "2015-01-01T00", "--hours", &HOURS.to_string(), "--concurrency", "2"])
@@ -42,8 +49,13 @@ fn ingest_into(pg: &ThrowawayPg, dir: &std::path::Path, work: &std::path::Path, 
 
 /// Waits until the table holds more than one hour's rows but not all of them.
 async fn wait_mid_run(pg: &ThrowawayPg, per_hour: u64, child: &mut std::process::Child) {
+    let url = pg.url();
+    wait_until_more_than(per_hour, child, || rows(&url, "outage")).await;
+}
+
+async fn wait_until_more_than<F: std::future::Future<Output = u64>>(n: u64, child: &mut std::process::Child, count: impl Fn() -> F) {
     let deadline = Instant::now() + Duration::from_secs(120);
-    while rows(&pg.url(), "outage").await <= per_hour {
+    while count().await <= n {
         assert!(Instant::now() < deadline, "ingest never got going");
         assert!(child.try_wait().unwrap().is_none(), "ingest ended before the fault");
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -124,4 +136,39 @@ fn a_server_that_never_answers_is_given_up_on_with_a_message() {
         assert!(said.contains(why), "{engine}: {said}");
         assert!(!said.contains("panicked"), "{said}");
     }
+}
+
+/// Documents in the throwaway server's `outage` collection (0 while it is away).
+async fn documents(url: &str) -> u64 {
+    let servers = ghbench_core::Servers { pg_url: String::new(), mongo_url: url.to_string() };
+    let Ok(db) = servers.mongo().await else { return 0 };
+    db.collection::<mongodb::bson::Document>("outage").count_documents(mongodb::bson::doc! {}).await.unwrap_or(0)
+}
+
+#[tokio::test]
+async fn a_mongodb_restart_mid_run_is_survived_with_exact_counts() {
+    let Some(real) = real_hour() else { return };
+    let Some(mut mongo) = ThrowawayMongo::start() else {
+        eprintln!("SKIPPED: no mongod on PATH and no SecantusDB in .ghbench/venv; run `just setup`");
+        return;
+    };
+    let per_hour = real_lines(&real).len() as u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = hours_dir(work.path(), &real);
+    let url = mongo.url();
+
+    let mut child = ingest_engine("mongo", &url, &dir, work.path(), &["--retries", "6"]).spawn().unwrap();
+    wait_until_more_than(per_hour, &mut child, || documents(&url)).await;
+    mongo.restart();
+    let out = wait_within(child, Duration::from_secs(300));
+    let said = text(&out);
+    eprintln!("{said}");
+
+    assert!(out.status.success(), "every hour must end loaded: {said}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(work.path().join("report.json")).unwrap()).unwrap();
+    let t = &report["totals"];
+    assert_eq!(t["hours_loaded"], HOURS, "{t}");
+    assert!(t["retries"].as_u64().unwrap() >= 1, "the restart broke hours in flight, which were retried: {t}");
+    assert_eq!(t["engines"]["mongo"]["table_events"], HOURS * per_hour);
+    assert_eq!(documents(&url).await, HOURS * per_hour, "no hour lost or doubled");
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod faulty_http;
+pub mod throwaway_mongo;
 pub mod throwaway_pg;
 
 use std::io::Write;
