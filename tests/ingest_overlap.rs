@@ -52,33 +52,34 @@ async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_no
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");
     std::fs::create_dir(&dir).unwrap();
-    for h in 0..8 {
+    for h in 0..10 {
         std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
     }
     let table = table("overlap");
     drop_table(&table).await;
 
-    let mut first = ingest_command(&table, work.path(), &dir, 6, &[]).spawn().unwrap();
+    // Eight hours: long enough to still be loading after both refusals.
+    let mut first = ingest_command(&table, work.path(), &dir, 8, &[]).spawn().unwrap();
     wait_loading(&table, 0, &mut first).await;
     // The same table on both engines, then on MongoDB alone: refused by each engine's lock.
     let limit = Duration::from_secs(60);
-    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 6, &[]), limit), "postgres");
-    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 6, &["--engines", "mongo"]), limit), "mongo");
+    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 8, &["--engines", "mongo"]), limit), "mongo");
+    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 8, &[]), limit), "postgres");
     assert!(first.try_wait().unwrap().is_none(), "the refusals came while the first run was still loading");
     let out = first.wait_with_output().unwrap();
     assert!(out.status.success(), "the first run is undisturbed: {}", text(&out));
-    assert_exact(&table, 6 * per_hour).await;
+    assert_exact(&table, 8 * per_hour).await;
     let ledger = mongo().await.collection::<mongodb::bson::Document>("ghbench_ledger");
     assert_eq!(ledger.count_documents(doc! {"table": &table, "state": {"$ne": "done"}}).await.unwrap(), 0, "no hour left marked loading");
 
     // A holder killed with -9 mid-run: its session lock dies with it, and its
     // lease (held by a process gone from this host) is taken over at once.
-    let mut killed = ingest_command(&table, work.path(), &dir, 8, &[]).spawn().unwrap();
-    wait_loading(&table, 6 * per_hour, &mut killed).await;
+    let mut killed = ingest_command(&table, work.path(), &dir, 10, &[]).spawn().unwrap();
+    wait_loading(&table, 8 * per_hour, &mut killed).await;
     killed.kill().unwrap();
     killed.wait().unwrap();
-    let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "8"]);
-    assert_exact(&table, 8 * per_hour).await;
-    assert_eq!(report["totals"]["engines"]["mongo"]["table_events"], 8 * per_hour);
+    let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "10"]);
+    assert_exact(&table, 10 * per_hour).await;
+    assert_eq!(report["totals"]["engines"]["mongo"]["table_events"], 10 * per_hour);
     drop_table(&table).await;
 }
