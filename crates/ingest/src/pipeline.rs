@@ -119,8 +119,9 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
         control.push(sink);
     }
     let mut locks = Vec::new();
-    for &engine in &engines {
-        match TableLock::take(engine, &options.servers, &options.table, options.timeout).await {
+    for sink in &mut control {
+        let engine = sink.engine();
+        match sink.lock(&options.servers).await {
             Ok(lock) => locks.push(lock),
             Err(e) => {
                 for lock in locks {

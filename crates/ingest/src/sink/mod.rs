@@ -7,19 +7,24 @@
 //! answering fails the step with a message naming the server and the step, and
 //! the sink is then broken, to be replaced by a new connection.
 //!
-//! Adding an engine: a module here and a variant of [`Kind`].
+//! Adding an engine: a module implementing [`EngineSink`], one line in [`Sink::connect`].
 
 mod lock;
 mod mongo;
+mod mongo_lease;
 mod postgres;
+mod postgres_lock;
 
 use std::collections::HashSet;
 use std::future::Future;
 use std::time::Duration;
 
+use async_trait::async_trait;
+use futures_util::future::BoxFuture;
 use ghbench_core::{ConnectError, Engine, ServerInfo, Servers, TableName};
 
-pub use lock::{LockWatch, TableLock, LOCKS};
+pub use lock::{LockWatch, TableLock};
+pub use mongo_lease::LOCKS;
 pub use mongo::MongoSink;
 pub use postgres::{JsonbText, PostgresSink};
 
@@ -109,127 +114,155 @@ fn is_io(e: &tokio_postgres::Error) -> bool {
     std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
 }
 
-/// Runs `$call` on whichever engine's sink `$self` holds, bounded by its
-/// timeout (a timeout names `$step` and leaves the sink broken).
-macro_rules! on_server {
-    ($self:ident, $step:expr, |$s:ident| $call:expr) => {{
-        let engine = $self.engine();
-        let (kind, server, limit) = (&mut $self.kind, &$self.server, $self.timeout);
-        let work = async move {
-            match kind {
-                Kind::Postgres($s) => $call,
-                Kind::Mongo($s) => $call,
-            }
-        };
-        let result = bounded(engine, server, $step, limit, work).await;
-        $self.note(result)
-    }};
+/// What loading needs from an engine, the same verbs for every engine: the
+/// table and its ledger, one hour at a time, and an exclusive hold on the table.
+#[async_trait]
+pub trait EngineSink: Send + Sync {
+    /// True when the connection is gone and the sink must be replaced.
+    fn is_broken(&self) -> bool {
+        false
+    }
+
+    /// Refuses a table name the engine cannot take (every name [`TableName`]
+    /// accepts is fine unless the engine says otherwise).
+    async fn check_name(&self) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    /// Server product, version and settings, for every report.
+    async fn describe(&self, servers: &Servers) -> Result<ServerInfo, SinkError>;
+
+    /// This run's exclusive hold on the table, or [`SinkError::Locked`] naming
+    /// the holder; a keeper waits at most `limit` for each check.
+    async fn lock(&self, servers: &Servers, limit: Duration) -> Result<TableLock, SinkError>;
+
+    /// Creates the table and ledger if needed; with `drop`, starts from empty.
+    /// Forgets ledger entries whose table is gone, so a dropped table is reloaded.
+    async fn prepare(&mut self, drop: bool) -> Result<(), SinkError>;
+
+    /// Hour stems this engine's ledger lists as loaded for the table.
+    async fn completed_hours(&self) -> Result<HashSet<String>, SinkError>;
+
+    /// Events the ledger says the table holds.
+    async fn ledger_events(&self) -> Result<u64, SinkError>;
+
+    /// The events the ledger records for the hour, if it is done.
+    async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError>;
+
+    async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError>;
+
+    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError>;
+
+    /// Makes the hour durable together with its ledger record; returns the
+    /// number of documents the engine stored for it.
+    async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError>;
+
+    /// Leaves nothing of the hour behind that a later attempt would not replace.
+    async fn abort_hour(&mut self);
 }
 
-enum Kind {
-    Postgres(PostgresSink),
-    Mongo(MongoSink),
-}
-
-/// One engine's connection for loading one table.
+/// One engine's connection for loading one table, every step bounded by a
+/// timeout: a step that times out names the engine, its server and the step,
+/// and leaves the sink broken (its connection's state is unknown).
 pub struct Sink {
-    kind: Kind,
+    inner: Box<dyn EngineSink>,
+    engine: Engine,
     /// The server's URL, password hidden, for messages.
     server: String,
     timeout: Duration,
-    /// Set when a step timed out: the connection's state is unknown.
     broken: bool,
 }
 
 impl Sink {
     /// Connects to `engine`; every later step waits at most `timeout` for the server.
     pub async fn connect(engine: Engine, servers: &Servers, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
-        let (kind, url) = match engine {
-            Engine::Postgres => (Kind::Postgres(PostgresSink::new(servers.postgres().await?, table.clone())), &servers.pg_url),
-            Engine::Mongo => (Kind::Mongo(MongoSink::new(servers.mongo().await?, table.clone())), &servers.mongo_url),
+        let (inner, url): (Box<dyn EngineSink>, _) = match engine {
+            Engine::Postgres => (Box::new(PostgresSink::new(servers.postgres().await?, table.clone())), &servers.pg_url),
+            Engine::Mongo => (Box::new(MongoSink::new(servers.mongo().await?, table.clone())), &servers.mongo_url),
         };
-        Ok(Sink { kind, server: ghbench_core::redact_url(url), timeout, broken: false })
+        Ok(Sink { inner, engine, server: ghbench_core::redact_url(url), timeout, broken: false })
     }
 
     /// True when the connection is gone or in an unknown state and the sink
     /// must be replaced.
     pub fn is_broken(&self) -> bool {
-        self.broken
-            || match &self.kind {
-                Kind::Postgres(s) => s.is_broken(),
-                Kind::Mongo(_) => false,
-            }
+        self.broken || self.inner.is_broken()
     }
 
     pub fn engine(&self) -> Engine {
-        match self.kind {
-            Kind::Postgres(_) => Engine::Postgres,
-            Kind::Mongo(_) => Engine::Mongo,
-        }
+        self.engine
     }
 
-    /// Server product, version and settings, for every report.
-    pub async fn describe(&mut self, servers: &Servers) -> Result<ServerInfo, SinkError> {
-        on_server!(self, "describing the server", |s| s.describe(servers).await)
-    }
-
-    /// Refuses a table name the engine cannot take, before any engine changes anything.
-    pub async fn check_name(&mut self) -> Result<(), SinkError> {
-        on_server!(self, "checking the table name", |s| s.check_name().await)
-    }
-
-    /// The events the engine's ledger records for the hour, if it is done:
-    /// an attempt whose answer was lost may have committed after all.
-    pub async fn hour_done(&mut self, stem: &str) -> Result<Option<u64>, SinkError> {
-        on_server!(self, "reading the hour's ledger entry", |s| s.hour_done(stem).await)
-    }
-
-    /// Creates the table and ledger if needed; with `drop`, starts from empty.
-    /// Forgets ledger entries whose table is gone, so a dropped table is reloaded.
-    pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
-        on_server!(self, "preparing the table and ledger", |s| s.prepare(drop).await)
-    }
-
-    /// Hour stems this engine's ledger lists as loaded for the table.
-    pub async fn completed_hours(&mut self) -> Result<HashSet<String>, SinkError> {
-        on_server!(self, "reading the ledger", |s| s.completed_hours().await)
-    }
-
-    /// Events the ledger says the table holds.
-    pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
-        on_server!(self, "counting the ledger's events", |s| s.ledger_events().await)
-    }
-
-    pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
-        on_server!(self, "starting the hour", |s| s.begin_hour(stem).await)
-    }
-
-    pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
-        on_server!(self, "writing a batch of documents", |s| s.write(batch).await)
-    }
-
-    /// Makes the hour durable together with its ledger record; returns the
-    /// number of documents the engine stored for it.
-    pub async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
-        on_server!(self, "committing the hour", |s| s.commit_hour(record).await)
-    }
-
-    /// Leaves nothing of the hour behind that a later attempt would not replace.
-    /// A server that does not answer leaves the sink broken: the next attempt
-    /// cleans up on a new connection.
-    pub async fn abort_hour(&mut self) {
-        let _ = on_server!(self, "aborting the hour", |s| {
-            s.abort_hour().await;
-            Ok(())
-        });
-    }
-
-    /// A step that timed out leaves the connection in an unknown state.
-    fn note<T>(&mut self, result: Result<T, SinkError>) -> Result<T, SinkError> {
+    /// `work` (a step of `inner`) within the timeout; a timeout breaks the sink.
+    async fn step<'a, T>(
+        &'a mut self,
+        step: &'static str,
+        work: impl FnOnce(&'a mut dyn EngineSink) -> BoxFuture<'a, Result<T, SinkError>>,
+    ) -> Result<T, SinkError> {
+        let result = bounded(self.engine, &self.server, step, self.timeout, work(self.inner.as_mut())).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
         result
+    }
+
+    pub async fn describe(&mut self, servers: &Servers) -> Result<ServerInfo, SinkError> {
+        self.step("describing the server", |s| s.describe(servers)).await
+    }
+
+    /// Refuses a table name the engine cannot take, before any engine changes anything.
+    pub async fn check_name(&mut self) -> Result<(), SinkError> {
+        self.step("checking the table name", |s| s.check_name()).await
+    }
+
+    /// This run's exclusive hold on the table (see [`EngineSink::lock`]).
+    pub async fn lock(&mut self, servers: &Servers) -> Result<TableLock, SinkError> {
+        let limit = self.timeout;
+        // A lock still held by an ending session is waited for a moment.
+        let (engine, server) = (self.engine, self.server.clone());
+        bounded(engine, &server, "taking the table's lock", limit + lock::LOCK_WAIT, self.inner.lock(servers, limit)).await
+    }
+
+    pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+        self.step("preparing the table and ledger", |s| s.prepare(drop)).await
+    }
+
+    pub async fn completed_hours(&mut self) -> Result<HashSet<String>, SinkError> {
+        self.step("reading the ledger", |s| s.completed_hours()).await
+    }
+
+    pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
+        self.step("counting the ledger's events", |s| s.ledger_events()).await
+    }
+
+    /// An attempt whose answer was lost may have committed after all.
+    pub async fn hour_done(&mut self, stem: &str) -> Result<Option<u64>, SinkError> {
+        self.step("reading the hour's ledger entry", |s| s.hour_done(stem)).await
+    }
+
+    pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.step("starting the hour", |s| s.begin_hour(stem)).await
+    }
+
+    pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
+        self.step("writing a batch of documents", |s| s.write(batch)).await
+    }
+
+    pub async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
+        self.step("committing the hour", |s| s.commit_hour(record)).await
+    }
+
+    /// A server that does not answer leaves the sink broken: the next attempt
+    /// cleans up on a new connection.
+    pub async fn abort_hour(&mut self) {
+        let _ = self
+            .step("aborting the hour", |s| {
+                Box::pin(async move {
+                    s.abort_hour().await;
+                    Ok(())
+                })
+            })
+            .await;
     }
 }
 

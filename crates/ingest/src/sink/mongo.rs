@@ -7,13 +7,14 @@
 
 use std::collections::HashSet;
 
+use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::TableName;
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
 
-use super::{HourRecord, SinkError, LEDGER};
+use super::{EngineSink, HourRecord, SinkError, LEDGER};
 use crate::decode::Batch;
 
 pub struct MongoSink {
@@ -30,10 +31,6 @@ impl MongoSink {
         MongoSink { db, table, hour: None, inserted: 0 }
     }
 
-    pub async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
-        Ok(ghbench_core::describe_mongo(&self.db, &servers.mongo_url).await?)
-    }
-
     fn data(&self) -> Collection<RawDocumentBuf> {
         self.db.collection(self.table.as_str())
     }
@@ -42,12 +39,30 @@ impl MongoSink {
         self.db.collection(LEDGER)
     }
 
-    /// Every name `TableName` accepts is a valid collection name.
-    pub async fn check_name(&self) -> Result<(), SinkError> {
-        Ok(())
+    fn done_filter(&self) -> Document {
+        doc! {"table": self.table.as_str(), "state": "done"}
     }
 
-    pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+    fn ledger_id(&self, stem: &str) -> String {
+        format!("{}/{stem}", self.table)
+    }
+
+    /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
+    async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
+        let (from, to) = (format!("{stem}/"), format!("{stem}0"));
+        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl EngineSink for MongoSink {
+    async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
+        Ok(ghbench_core::describe_mongo(&self.db, &servers.mongo_url).await?)
+    }
+
+
+    async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let exists = !self.db.list_collection_names().filter(doc! {"name": self.table.as_str()}).await?.is_empty();
         if drop {
             self.data().drop().await?;
@@ -66,7 +81,7 @@ impl MongoSink {
         Ok(())
     }
 
-    pub async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
+    async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
         let mut cursor = self.ledger().find(self.done_filter()).projection(doc! {"hour": 1}).await?;
         let mut hours = HashSet::new();
         while let Some(d) = cursor.try_next().await? {
@@ -77,7 +92,7 @@ impl MongoSink {
         Ok(hours)
     }
 
-    pub async fn ledger_events(&self) -> Result<u64, SinkError> {
+    async fn ledger_events(&self) -> Result<u64, SinkError> {
         let pipeline = [doc! {"$match": self.done_filter()}, doc! {"$group": {"_id": null, "n": {"$sum": "$events"}}}];
         let mut cursor = self.ledger().aggregate(pipeline).await?;
         let total = match cursor.try_next().await? {
@@ -88,23 +103,15 @@ impl MongoSink {
     }
 
     /// The events the ledger records for `stem`, if the hour is done.
-    pub async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+    async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
         let done = self.ledger().find_one(doc! {"_id": self.ledger_id(stem), "state": "done"}).await?;
         Ok(done.map(|d| d.get_i64("events").or_else(|_| d.get_i32("events").map(i64::from)).unwrap_or(0).max(0) as u64))
-    }
-
-    fn done_filter(&self) -> Document {
-        doc! {"table": self.table.as_str(), "state": "done"}
-    }
-
-    fn ledger_id(&self, stem: &str) -> String {
-        format!("{}/{stem}", self.table)
     }
 
     /// Marks the hour `loading` with a token of this attempt; when an earlier
     /// attempt had marked it (it died, or another run is at it), removes what
     /// that attempt left. An hour already `done` is never touched.
-    pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+    async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
         self.inserted = 0;
         let attempt = ObjectId::new();
         let id = self.ledger_id(stem);
@@ -126,14 +133,7 @@ impl MongoSink {
         Ok(())
     }
 
-    /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
-    async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
-        let (from, to) = (format!("{stem}/"), format!("{stem}0"));
-        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await?;
-        Ok(())
-    }
-
-    pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
+    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
         if batch.docs.is_empty() {
             return Ok(());
         }
@@ -142,7 +142,7 @@ impl MongoSink {
         Ok(())
     }
 
-    pub async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
+    async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
         super::check_stored(self.inserted, r)?;
         let record = doc! {
             "state": "done",
@@ -173,13 +173,17 @@ impl MongoSink {
     /// hour over since (its mark replaced ours). Should the delete fail, the next
     /// attempt's `begin_hour` deletes them; without a `done` record the hour is
     /// never counted as loaded.
-    pub async fn abort_hour(&mut self) {
+    async fn abort_hour(&mut self) {
         self.inserted = 0;
         let Some((stem, attempt)) = self.hour.take() else { return };
         let ours = doc! {"_id": self.ledger_id(&stem), "state": "loading", "attempt": attempt};
         if let Ok(Some(_)) = self.ledger().find_one(ours).await {
             let _ = self.delete_hour(&stem).await;
         }
+    }
+
+    async fn lock(&self, _servers: &ghbench_core::Servers, limit: std::time::Duration) -> Result<super::TableLock, SinkError> {
+        super::mongo_lease::lock(&self.db, &self.table, limit).await
     }
 }
 

@@ -5,13 +5,14 @@ use std::collections::HashSet;
 use std::error::Error;
 use std::pin::Pin;
 
+use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use ghbench_core::TableName;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Client;
 
-use super::{HourRecord, SinkError, LEDGER};
+use super::{EngineSink, HourRecord, SinkError, LEDGER};
 use crate::decode::Batch;
 
 pub struct PostgresSink {
@@ -43,18 +44,21 @@ impl PostgresSink {
     pub fn new(client: Client, table: TableName) -> Self {
         PostgresSink { client, table, copy: None }
     }
+}
 
-    pub async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
+#[async_trait]
+impl EngineSink for PostgresSink {
+    async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
         Ok(ghbench_core::describe_postgres(&self.client, &servers.pg_url).await?)
     }
 
-    pub fn is_broken(&self) -> bool {
+    fn is_broken(&self) -> bool {
         self.client.is_closed()
     }
 
     /// Refuses a name PostgreSQL reserves (`user`, `table`, ...): the server
     /// knows its reserved words, it quotes them.
-    pub async fn check_name(&self) -> Result<(), SinkError> {
+    async fn check_name(&self) -> Result<(), SinkError> {
         let t = &self.table;
         let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await?.get(0);
         if plain {
@@ -65,13 +69,13 @@ impl PostgresSink {
     }
 
     /// The events the ledger records for `stem`, if the hour is done.
-    pub async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+    async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
         let sql = format!("SELECT events FROM {LEDGER} WHERE tbl = $1 AND hour = $2");
         let row = self.client.query_opt(&sql, &[&self.table.as_str(), &stem]).await?;
         Ok(row.map(|r| r.get::<_, i64>(0).max(0) as u64))
     }
 
-    pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+    async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let t = &self.table;
         // Concurrent `CREATE ... IF NOT EXISTS` can still collide; serialize them.
         let ddl = format!(
@@ -92,25 +96,25 @@ impl PostgresSink {
         Ok(())
     }
 
-    pub async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
+    async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
         let rows = self.client.query(&format!("SELECT hour FROM {LEDGER} WHERE tbl = $1"), &[&self.table.as_str()]).await?;
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
-    pub async fn ledger_events(&self) -> Result<u64, SinkError> {
+    async fn ledger_events(&self) -> Result<u64, SinkError> {
         let sql = format!("SELECT coalesce(sum(events), 0)::bigint FROM {LEDGER} WHERE tbl = $1");
         let n: i64 = self.client.query_one(&sql, &[&self.table.as_str()]).await?.get(0);
         Ok(n as u64)
     }
 
-    pub async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
+    async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
         self.client.batch_execute("BEGIN").await?;
         let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await?;
         self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
         Ok(())
     }
 
-    pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
+    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
         let copy = self.copy.as_mut().ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
         for doc in &batch.docs {
             copy.as_mut().write(&[&JsonbText(&doc.json)]).await?;
@@ -118,7 +122,7 @@ impl PostgresSink {
         Ok(())
     }
 
-    pub async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
+    async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
         let copy = self.copy.take().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
         let mut copy = copy;
         let rows = copy.as_mut().finish().await?;
@@ -146,9 +150,13 @@ impl PostgresSink {
         Ok(rows)
     }
 
-    pub async fn abort_hour(&mut self) {
+    async fn abort_hour(&mut self) {
         // Dropping an unfinished COPY makes the server fail it; then roll back.
         self.copy = None;
         let _ = self.client.batch_execute("ROLLBACK").await;
+    }
+
+    async fn lock(&self, servers: &ghbench_core::Servers, _limit: std::time::Duration) -> Result<super::TableLock, SinkError> {
+        super::postgres_lock::lock(servers, &self.table).await
     }
 }
