@@ -98,8 +98,14 @@ impl Ctx {
     }
 
     async fn connect(&self, engine: Engine) -> Result<Sink, ConnectError> {
-        let o = &self.options;
-        Sink::connect(engine, &o.servers, &o.table, o.timeout).await
+        self.options.connect(engine).await
+    }
+}
+
+impl IngestOptions {
+    /// A new connection to `engine` for the table, its steps bounded by the timeout.
+    async fn connect(&self, engine: Engine) -> Result<Sink, ConnectError> {
+        Sink::connect(engine, &self.servers, &self.table, self.timeout).await
     }
 }
 
@@ -114,12 +120,12 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     // Reach every server, then lock every engine's table, before changing any.
     let mut control = Vec::new();
     for &engine in &engines {
-        let mut sink = Sink::connect(engine, &options.servers, &options.table, options.timeout).await?;
+        let mut sink = options.connect(engine).await?;
         sink.check_name().await.map_err(|e| IngestError::Prepare { engine, detail: e.detail() })?;
         control.push(sink);
     }
     let mut locks = Vec::new();
-    for sink in &mut control {
+    for sink in &control {
         let engine = sink.engine();
         match sink.lock(&options.servers).await {
             Ok(lock) => locks.push(lock),
@@ -237,11 +243,12 @@ struct Slot {
 
 impl Slot {
     async fn ready(&mut self, ctx: &Ctx) -> Result<&mut Sink, SinkError> {
-        if !matches!(&self.sink, Some(sink) if !sink.is_broken()) {
-            self.sink = None;
-            self.sink = Some(ctx.connect(self.engine).await?);
-        }
-        self.sink.as_mut().ok_or_else(|| SinkError::Other("no connection".into()))
+        // A broken connection is dropped before its replacement is made.
+        let sink = match self.sink.take() {
+            Some(sink) if !sink.is_broken() => sink,
+            _ => ctx.connect(self.engine).await?,
+        };
+        Ok(self.sink.insert(sink))
     }
 }
 

@@ -216,11 +216,10 @@ impl Sink {
     }
 
     /// This run's exclusive hold on the table (see [`EngineSink::lock`]).
-    pub async fn lock(&mut self, servers: &Servers) -> Result<TableLock, SinkError> {
-        let limit = self.timeout;
+    pub async fn lock(&self, servers: &Servers) -> Result<TableLock, SinkError> {
         // A lock still held by an ending session is waited for a moment.
-        let (engine, server) = (self.engine, self.server.clone());
-        bounded(engine, &server, "taking the table's lock", limit + lock::LOCK_WAIT, self.inner.lock(servers, limit)).await
+        let limit = self.timeout + lock::LOCK_WAIT;
+        bounded(self.engine, &self.server, "taking the table's lock", limit, self.inner.lock(servers, self.timeout)).await
     }
 
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
