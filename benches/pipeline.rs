@@ -10,10 +10,11 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ghbench_core::Hour;
-use ghbench_ingest::clean::{clean_line, document_id, strip_nul_escapes, to_bson};
-use ghbench_ingest::decode::{decode_hour, gz_lines};
+use ghbench_ingest::clean::strip_nul_escapes;
+use ghbench_ingest::decode::{decode_hour, gz_lines, Lane};
+use ghbench_mongo::encode::{document_id, to_bson, BsonEncoder};
 use ghbench_ingest::quarantine::Quarantine;
-use ghbench_ingest::sink::JsonbText;
+use ghbench_postgres::sink::JsonbText;
 use ghbench_ingest::source::HourBytes;
 use tokio_postgres::types::{ToSql, Type};
 
@@ -93,15 +94,18 @@ fn stages(c: &mut Criterion) {
             black_box(out.len())
         })
     });
+    // The policy of the engines ghbench is built with (validation, no encoding).
+    let policy = ghbench::registry::builtin().policy();
     group.bench_function("clean_line_full_policy", |b| {
         b.iter(|| {
             for (i, l) in lines.iter().enumerate() {
-                black_box(clean_line("2015-01-01-0", i as u64, l.as_bytes()).unwrap());
+                black_box(policy.clean_line(i as u64, l.as_bytes()).unwrap());
             }
         })
     });
 
-    // The whole client stage of one hour: file -> gunzip -> policy -> batches.
+    // The whole client stage of one hour: file -> gunzip -> policy -> each
+    // engine's encoding (BSON for the MongoDB-wire engine) -> batches.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("2015-01-01-0.json.gz");
     std::fs::write(&path, &compressed).unwrap();
@@ -111,7 +115,8 @@ fn stages(c: &mut Criterion) {
         b.iter(|| {
             let mut quarantine = Quarantine::for_hour(dir.path(), &table, hour).unwrap();
             let file = HourBytes::File(std::fs::File::open(&path).unwrap());
-            black_box(decode_hour(hour, file, &[], &mut quarantine, Arc::new(AtomicU64::new(0))).unwrap())
+            let lanes = [Lane { encoder: None, output: None }, Lane { encoder: Some(BsonEncoder::shared()), output: None }];
+            black_box(decode_hour(hour, file, &policy, &lanes, &mut quarantine, Arc::new(AtomicU64::new(0))).unwrap())
         })
     });
     group.finish();

@@ -27,13 +27,13 @@ impl IngestProgress {
         hours.set_prefix("hours");
         let engines = engines
             .iter()
-            .map(|&engine| {
+            .map(|engine| {
                 let bar = multi.add(ProgressBar::new_spinner());
                 bar.set_style(
                     ProgressStyle::with_template("{prefix:>9} {human_pos:>12} events  {msg}").expect("template"),
                 );
-                bar.set_prefix(engine.name());
-                (engine, (bar, std::sync::atomic::AtomicU64::new(0)))
+                bar.set_prefix(engine.to_string());
+                (engine.clone(), (bar, std::sync::atomic::AtomicU64::new(0)))
             })
             .collect();
         IngestProgress { multi, hours, engines, started: Instant::now() }

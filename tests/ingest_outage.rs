@@ -140,8 +140,7 @@ fn a_server_that_never_answers_is_given_up_on_with_a_message() {
 
 /// Documents in the throwaway server's `outage` collection (0 while it is away).
 async fn documents(url: &str) -> u64 {
-    let servers = ghbench_core::Servers { pg_url: String::new(), mongo_url: url.to_string() };
-    let Ok(db) = servers.mongo().await else { return 0 };
+    let Ok(db) = ghbench_mongo::connect::connect(&ghbench_mongo::SPEC, url).await else { return 0 };
     db.collection::<mongodb::bson::Document>("outage").count_documents(mongodb::bson::doc! {}).await.unwrap_or(0)
 }
 

@@ -92,7 +92,8 @@ fn ingest_index_query_report_in_one_go() {
     assert!(!stdout.contains('✗'));
     let results = written(&out, "olap", "json");
     let record = json(&results);
-    assert_eq!(record["schema"], "ghbench-olap/1");
+    assert_eq!(record["schema"], "ghbench-olap/2");
+    assert_eq!(record["context"]["baseline"], "postgres", "the first engine, by default");
     assert_eq!(record["queries"].as_array().unwrap().len(), 4);
     for q in record["queries"].as_array().unwrap() {
         assert_eq!(q["verification"]["status"], "agree", "{}", q["query"]);
@@ -114,10 +115,37 @@ fn ingest_index_query_report_in_one_go() {
     let markdown = std::fs::read_to_string(written(&out, "olap", "md")).unwrap();
     assert!(markdown.contains("## Beside the paper's published numbers") && markdown.contains("5295"));
 
+    for engine in record["context"]["engines"].as_array().unwrap() {
+        assert!(engine["data"]["load_seconds"].as_f64().is_some_and(|s| s > 0.0), "load time recorded: {engine}");
+        assert_eq!(engine["capabilities"]["indexes"], true);
+    }
+    assert!(stdout.contains("postgres faster than mongo by (S-F)/S"), "{stdout}");
+
     let shown = report(&[&results]);
     assert_eq!(String::from_utf8_lossy(&shown.stdout).matches('✓').count(), 8);
     let compared = String::from_utf8_lossy(&report(&[&results, &results]).stdout).to_string();
     assert_eq!(compared.matches("same within 10%").count(), 8, "{compared}");
+
+    // A file of the previous schema is read (its baseline: its first engine).
+    let mut old = record.clone();
+    old["schema"] = "ghbench-olap/1".into();
+    for engine in old["context"]["engines"].as_array_mut().unwrap() {
+        for field in ["capabilities", "server_error"] {
+            engine.as_object_mut().unwrap().remove(field);
+        }
+    }
+    old["context"].as_object_mut().unwrap().remove("baseline");
+    let old_path = tmp.path().join("v1.json");
+    std::fs::write(&old_path, serde_json::to_string(&old).unwrap()).unwrap();
+    let shown = report(&[&old_path]);
+    assert!(String::from_utf8_lossy(&shown.stdout).contains("postgres faster than mongo by"));
+    // One of a schema this ghbench does not know is refused, saying so.
+    old["schema"] = "ghbench-olap/9".into();
+    std::fs::write(&old_path, serde_json::to_string(&old).unwrap()).unwrap();
+    let refused = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&old_path).output().unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("schema ghbench-olap/9") && said.contains("ghbench-olap/1, ghbench-olap/2"), "{said}");
 }
 
 /// Events of the made-up second hour: few, since SecantusDB is slow.

@@ -1,12 +1,12 @@
-//! `ghbench doctor`: can we reach the servers, and what exactly are they?
+//! `ghbench doctor`: can we reach the engines, and what exactly are they?
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use ghbench_core::{describe_mongo, describe_postgres, error_chain, short_mongo_error, Engine, ServerInfo};
+use ghbench_core::ServerInfo;
 
-use crate::options::ConnOptions;
+use crate::options::{ConnOptions, Engines};
 
 #[derive(Args, Debug)]
 pub struct DoctorArgs {
@@ -14,32 +14,26 @@ pub struct DoctorArgs {
     pub conn: ConnOptions,
 }
 
-pub async fn run(args: DoctorArgs) -> Result<ExitCode> {
-    let servers = args.conn.servers();
+pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
+    let table = args.conn.table_or(super::olap::DEFAULT_YEAR);
     let mut healthy = true;
-    for engine in args.conn.engines() {
-        let info: Result<ServerInfo, String> = match engine {
-            Engine::Postgres => match servers.postgres().await {
-                Ok(client) => describe_postgres(&client, &servers.pg_url).await.map_err(|e| error_chain(&e)),
-                Err(e) => Err(e.to_string()),
-            },
-            Engine::Mongo => match servers.mongo().await {
-                Ok(db) => describe_mongo(&db, &servers.mongo_url).await.map_err(|e| short_mongo_error(&e)),
-                Err(e) => Err(e.to_string()),
-            },
-        };
-        match info {
+    for engine in engines.select(&args.conn)? {
+        let described: Result<ServerInfo> = async { engine.backend(&table).await?.describe().await }.await;
+        match described {
             Ok(info) => {
-                println!("{:<9} ok  {}", engine.name(), info.label());
+                println!("{:<9} ok  {}", engine.engine(), info.label);
                 println!("          url: {}", info.url);
                 println!("          build: {}", info.build);
                 for (k, v) in &info.settings {
                     println!("          {k} = {v}");
                 }
+                if let Some(caveat) = &info.caveat {
+                    println!("          note: {caveat}");
+                }
             }
             Err(e) => {
                 healthy = false;
-                println!("{:<9} FAILED  {e}", engine.name());
+                println!("{:<9} FAILED  {e:#}", engine.engine());
             }
         }
     }

@@ -11,7 +11,7 @@ use clap::Args;
 use ghbench_core::summarise_hours;
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
-use crate::options::{ConnOptions, HourArgs};
+use crate::options::{ConnOptions, Engines, HourArgs};
 use crate::progress::IngestProgress;
 
 #[derive(Args, Debug)]
@@ -71,7 +71,7 @@ pub struct IngestArgs {
     #[arg(long)]
     pub drop: bool,
 
-    /// Read, check and encode every hour for both engines but store nothing and
+    /// Read, check and encode every hour for every engine but store nothing and
     /// contact no server: measures the client pipeline alone.
     #[arg(long)]
     pub dry_run: bool,
@@ -85,10 +85,11 @@ pub struct IngestArgs {
     pub report: Option<PathBuf>,
 }
 
-pub async fn run(args: IngestArgs) -> Result<ExitCode> {
+pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     let range = args.hours.range()?;
     let source = Source::parse(&args.source)?;
-    let engines = args.conn.engines();
+    let selected = registry.select(&args.conn)?;
+    let engines: Vec<_> = selected.iter().map(|s| s.engine().clone()).collect();
     let concurrency = args.concurrency.unwrap_or_else(default_concurrency);
     if concurrency == 0 {
         bail!("--concurrency must be at least 1");
@@ -101,9 +102,9 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     let options = IngestOptions {
         hours: range,
         source,
-        engines: engines.clone(),
+        engines: selected.iter().map(|s| s.loader()).collect(),
+        policy: registry.policy(),
         table: table.clone(),
-        servers: args.conn.servers(),
         concurrency,
         retries: args.retries,
         timeout: Duration::from_secs(args.timeout),
@@ -138,7 +139,7 @@ pub async fn run(args: IngestArgs) -> Result<ExitCode> {
     if args.index {
         let conn = ConnOptions { table: Some(table), ..args.conn };
         let index = super::index::IndexArgs { conn, catalog: Default::default(), output: "results".into() };
-        return super::index::run(index).await;
+        return super::index::run(index, registry).await;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -173,7 +174,10 @@ fn print_summary(s: &IngestSummary) {
     let t = &s.totals;
     println!("ghbench {} ingest into '{}': {} .. {} from {}", s.ghbench_version, s.table, s.first_hour, s.last_hour, s.source);
     for server in &s.servers {
-        println!("  {:<9} {} at {}", server.engine.name(), server.label(), server.url);
+        println!("  {:<9} {} at {}", server.engine, server.label, server.url);
+        if let Some(caveat) = &server.caveat {
+            println!("  {:<9} note: {caveat}", "");
+        }
     }
     println!(
         "hours:  {} requested, {} loaded, {} skipped (already loaded), {} missing, {} failed, {} partial",
@@ -190,10 +194,12 @@ fn print_summary(s: &IngestSummary) {
         println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);
     }
     println!("{:<10} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
-    for (engine, e) in &t.engines {
+    // In the order the engines were given (their servers are listed so).
+    let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?)));
+    for (engine, e) in ordered {
         println!(
             "{:<10} {:>12} {:>12.0} {:>8} {:>14}",
-            engine.name(),
+            engine.to_string(),
             e.stored,
             e.events_per_second,
             e.hours_failed,

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
-use ghbench_olap::render::data_line;
 use ghbench_olap::runner::{describe_engine, DescribedEngine};
 use ghbench_olap::{environment, Backend, Catalog};
 
@@ -31,17 +30,17 @@ impl CatalogOptions {
 }
 
 /// Describes every engine (server, data per the ledger, sizes).
-pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Result<Vec<DescribedEngine>> {
+pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Vec<DescribedEngine> {
     let mut engines = Vec::new();
     for backend in backends {
-        engines.push(describe_engine(backend.as_ref()).await?);
+        engines.push(describe_engine(backend.as_ref()).await);
     }
-    Ok(engines)
+    engines
 }
 
 /// The engines' records alone, for commands that do not check their data.
-pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Result<Vec<EngineRecord>> {
-    Ok(describe_engines(backends).await?.into_iter().map(|e| e.record).collect())
+pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Vec<EngineRecord> {
+    describe_engines(backends).await.into_iter().map(|e| e.record).collect()
 }
 
 /// Everything but the queries' results: who, what, where, when.
@@ -60,6 +59,7 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         cold: ColdRecord::default(),
         machine: environment::machine(),
         engines,
+        baseline: None,
         data_consistency: None,
     }
 }
@@ -78,16 +78,4 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
-}
-
-/// Under every table of numbers: which server build, data and settings produced them.
-pub fn print_servers(context: &Context) {
-    for engine in &context.engines {
-        let settings: Vec<String> = engine.server.settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("{:<9} {}; table {}: {}", engine.engine, engine.server.label, context.table, data_line(engine));
-        println!("{:<9} settings: {}", "", settings.join(" "));
-        if engine.server.product == "SecantusDB" {
-            println!("{:<9} note: SecantusDB is a MongoDB-wire server, not MongoDB; its timings say nothing about MongoDB's speed", "");
-        }
-    }
 }

@@ -8,12 +8,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{data_warning, markdown, no_disagreement, problems, results_table, seconds, Style};
-use ghbench_olap::runner::{check_data, connect_all, run_queries, Progress, QueryOptions, RunEvent};
+use ghbench_olap::render::{data_warning, markdown, no_disagreement, print_servers, problems, results_table, seconds, Style};
+use ghbench_olap::runner::{check_data, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{context, describe_engines, output_path, print_servers, write, CatalogOptions, DEFAULT_YEAR};
-use crate::options::ConnOptions;
+use super::olap::{context, describe_engines, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use crate::options::{connect_backends, ConnOptions, Engines};
 
 /// `--variant` value meaning every variant of the catalog.
 const EVERY_VARIANT: &str = "both";
@@ -58,12 +58,17 @@ pub struct QueryArgs {
     #[arg(long)]
     pub cold: bool,
 
+    /// The engine the others are compared with in the "faster by" columns
+    /// (the paper's (S-F)/S) [default: the first of --engines].
+    #[arg(long, value_name = "ENGINE")]
+    pub baseline: Option<String>,
+
     /// Folder for the JSON record and the Markdown report.
     #[arg(long, default_value = "results")]
     pub output: PathBuf,
 }
 
-pub async fn run(args: QueryArgs) -> Result<ExitCode> {
+pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let catalog = args.catalog.load()?;
     let table = args.conn.table_or(DEFAULT_YEAR);
     let variants = if args.variant == EVERY_VARIANT { catalog.variant_names() } else { vec![args.variant.clone()] };
@@ -73,11 +78,23 @@ pub async fn run(args: QueryArgs) -> Result<ExitCode> {
         repeat: args.repeat as usize,
         cold: args.cold,
     };
-    let backends = connect_all(&args.conn.engines(), &args.conn.servers(), &table).await?;
-    let described = describe_engines(&backends).await?;
+    let selected = registry.select(&args.conn)?;
+    let baseline = match &args.baseline {
+        Some(name) => {
+            let engine = registry.find(name)?;
+            if !selected.iter().any(|s| s.engine() == &engine) {
+                bail!("--baseline {engine} is not among --engines ({})", selected.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(","));
+            }
+            Some(engine)
+        }
+        None => selected.first().map(|s| s.engine().clone()),
+    };
+    let backends = connect_backends(&selected, &table).await?;
+    let described = describe_engines(&backends).await;
     let data_consistency = check_data(&described);
     let engines = described.into_iter().map(|e| e.record).collect();
     let mut context = context(table.to_string(), &catalog, options.repeat, engines);
+    context.baseline = baseline;
     for engine in &context.engines {
         let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
         if events == 0 {

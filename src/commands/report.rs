@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
-use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{comparison, data_warning, markdown, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::record::{RunRecord, READABLE_SCHEMAS, SCHEMA};
+use ghbench_olap::render::{comparison, data_warning, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -38,7 +38,7 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
                 println!("{line}");
             }
             println!("{}", results_table(one, style));
-            super::olap::print_servers(&one.context);
+            print_servers(&one.context);
             println!("{}; recorded {}", one.context.cold.label, one.context.started_at);
             for line in problems(one) {
                 println!("{line}");
@@ -52,9 +52,21 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
 
 fn load(path: &Path) -> Result<RunRecord> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let record: RunRecord = serde_json::from_str(&text).with_context(|| format!("{} is not a ghbench query result", path.display()))?;
-    if record.schema != SCHEMA {
-        bail!("{}: schema {} (this ghbench reads {SCHEMA})", path.display(), record.schema);
+    // The schema first: a file of another schema gets a message naming it, not a parse error.
+    let schema = serde_json::from_str::<serde_json::Value>(&text)
+        .ok()
+        .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string))
+        .with_context(|| format!("{} is not a ghbench query result (no schema field)", path.display()))?;
+    if !READABLE_SCHEMAS.contains(&schema.as_str()) {
+        bail!(
+            "{}: schema {schema}, which this ghbench cannot read (it reads {}); re-render it with the ghbench that wrote it",
+            path.display(),
+            READABLE_SCHEMAS.join(", ")
+        );
     }
+    let mut record: RunRecord =
+        serde_json::from_str(&text).with_context(|| format!("{} is not a ghbench query result", path.display()))?;
+    // Read as the current schema: the missing fields took their defaults.
+    record.schema = SCHEMA.to_string();
     Ok(record)
 }

@@ -34,16 +34,18 @@ pub fn real_lines(path: &Path) -> Vec<Vec<u8>> {
     text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
 }
 
+include!("servers.rs");
+
 pub fn pg_url() -> String {
-    std::env::var("DATABASE_URL").unwrap_or_else(|_| ghbench_core::server::DEFAULT_PG_URL.into())
+    Servers::from_env().pg_url
 }
 
 pub fn mongo_url() -> String {
-    std::env::var("MONGODB_URI").unwrap_or_else(|_| ghbench_core::server::DEFAULT_MONGO_URL.into())
+    Servers::from_env().mongo_url
 }
 
-pub fn servers() -> ghbench_core::Servers {
-    ghbench_core::Servers { pg_url: pg_url(), mongo_url: mongo_url() }
+pub fn servers() -> Servers {
+    Servers::from_env()
 }
 
 /// A table name no other test uses.

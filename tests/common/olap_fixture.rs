@@ -6,19 +6,17 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use ghbench_core::server::{DEFAULT_MONGO_URL, DEFAULT_PG_URL};
-use ghbench_core::{Engine, Hour, HourRange, Servers, TableName};
+use ghbench_core::{Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, IngestOptions, Quiet, Source};
 use mongodb::bson::doc;
+
+include!("servers.rs");
 
 pub const HOUR: &str = "2015-01-01T00";
 pub const HOUR_EVENTS: u64 = 7702;
 
 pub fn servers() -> Servers {
-    Servers {
-        pg_url: std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_PG_URL.into()),
-        mongo_url: std::env::var("MONGODB_URI").unwrap_or_else(|_| DEFAULT_MONGO_URL.into()),
-    }
+    Servers::from_env()
 }
 
 /// The shared folder of real hours, beside the checkout.
@@ -56,9 +54,9 @@ impl LoadedTable {
         let options = IngestOptions {
             hours: HourRange::new(hour, hour).unwrap(),
             source: Source::Dir(data_dir()),
-            engines: Engine::ALL.to_vec(),
+            engines: fixture.servers.loaders(),
+            policy: ghbench::registry::builtin().policy(),
             table: fixture.table.clone(),
-            servers: fixture.servers.clone(),
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(60),
@@ -68,8 +66,9 @@ impl LoadedTable {
             dry_run: false,
         };
         let summary = ingest(options, Arc::new(Quiet)).await.expect("ingest");
-        for engine in Engine::ALL {
-            assert_eq!(summary.totals.engines[&engine].table_events, Some(HOUR_EVENTS), "{engine} loaded");
+        assert_eq!(summary.totals.engines.len(), 2, "both engines loaded");
+        for (engine, totals) in &summary.totals.engines {
+            assert_eq!(totals.table_events, Some(HOUR_EVENTS), "{engine} loaded");
         }
         fixture
     }

@@ -110,8 +110,7 @@ pub fn free_port() -> u16 {
 
 /// Rows in `table` of the cluster at `url` (0 when the table does not exist yet).
 pub async fn rows(url: &str, table: &str) -> u64 {
-    let servers = ghbench_core::Servers { pg_url: url.to_string(), mongo_url: String::new() };
-    let Ok(client) = servers.postgres().await else { return 0 };
+    let Ok(client) = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, url).await else { return 0 };
     let exists: bool = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table]).await.map(|r| r.get(0)).unwrap_or(false);
     if !exists {
         return 0;

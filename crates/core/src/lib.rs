@@ -1,16 +1,15 @@
-//! Vocabulary shared by every ghbench crate: hours of GH Archive, the engines,
-//! validated table names, and how to reach (and describe) the servers.
+//! Vocabulary shared by every ghbench crate: hours of GH Archive, what an
+//! engine is (name, capabilities, options), validated table names, and how a
+//! server describes itself. No database driver: each engine brings its own.
 
 pub mod engine;
 pub mod hour;
 pub mod redact;
-#[cfg(feature = "servers")]
 pub mod server;
 pub mod table;
 
-pub use engine::Engine;
+pub use engine::{Capabilities, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec};
 pub use hour::{summarise_hours, Hour, HourRange};
 pub use redact::redact_url;
-#[cfg(feature = "servers")]
-pub use server::{describe_mongo, describe_postgres, error_chain, short_mongo_error, ConnectError, ServerInfo, Servers};
+pub use server::{error_chain, ConnectError, ServerInfo, CONNECT_TIMEOUT};
 pub use table::TableName;

@@ -1,7 +1,7 @@
 //! Turns one hour's compressed bytes into batches of clean documents, on a
 //! blocking thread: streaming gunzip, one JSON document per line, the cleaning
-//! policy, quarantine. Every batch goes to every engine, so all engines receive
-//! the same documents.
+//! policy, each engine's encoding, quarantine. Every batch goes to every
+//! engine, so all engines receive the same documents.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Read};
@@ -12,8 +12,9 @@ use flate2::read::MultiGzDecoder;
 use ghbench_core::Hour;
 use tokio::sync::mpsc;
 
-use crate::clean::{clean_line, CleanDoc, Defect};
+use crate::clean::{CleanDoc, Defect, Policy, Rejected};
 use crate::quarantine::Quarantine;
+use crate::sink::{Encoded, Encoder};
 use crate::source::HourBytes;
 
 /// Documents per batch: large enough to amortise a round trip, small enough
@@ -21,10 +22,38 @@ use crate::source::HourBytes;
 pub const BATCH_DOCS: usize = 1000;
 const BATCH_BYTES: u64 = 8 << 20;
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Batch {
     pub docs: Vec<CleanDoc>,
     pub json_bytes: u64,
+    /// Per lane, each document in the lane's engine's own form (empty for an
+    /// engine that takes the clean JSON as it is).
+    pub encoded: Vec<Vec<Encoded>>,
+}
+
+/// One engine's view of a batch: the documents, and its own encodings of them.
+#[derive(Clone)]
+pub struct EngineBatch {
+    pub batch: Arc<Batch>,
+    pub lane: usize,
+}
+
+impl EngineBatch {
+    pub fn docs(&self) -> &[CleanDoc] {
+        &self.batch.docs
+    }
+
+    /// This engine's encodings, one per document (empty if it has no encoder).
+    pub fn encoded(&self) -> &[Encoded] {
+        self.batch.encoded.get(self.lane).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Where an hour's documents go for one engine: its encoder (run here, on the
+/// decode thread) and its channel (None in a dry run: encoded, then dropped).
+pub struct Lane {
+    pub encoder: Option<Arc<dyn Encoder>>,
+    pub output: Option<mpsc::Sender<EngineBatch>>,
 }
 
 /// What reading one hour found.
@@ -106,7 +135,8 @@ fn source_failure(e: &io::Error) -> Option<&SourceFailure> {
 pub fn decode_hour(
     hour: Hour,
     bytes: HourBytes,
-    outputs: &[mpsc::Sender<Arc<Batch>>],
+    policy: &Policy,
+    lanes: &[Lane],
     quarantine: &mut Quarantine,
     compressed: Arc<AtomicU64>,
 ) -> Result<DecodeReport, DecodeError> {
@@ -118,9 +148,10 @@ pub fn decode_hour(
     let mut reader = gz_lines(counting);
     let stem = hour.stem();
     let mut report = DecodeReport::default();
-    let mut batch = Batch::default();
+    let new_batch = || Batch { encoded: lanes.iter().map(|_| Vec::new()).collect(), ..Batch::default() };
+    let mut batch = new_batch();
     let mut line = Vec::with_capacity(64 << 10);
-    let mut live = vec![true; outputs.len()];
+    let mut live: Vec<bool> = lanes.iter().map(|l| l.output.is_some()).collect();
 
     loop {
         line.clear();
@@ -144,19 +175,22 @@ pub fn decode_hour(
         let content = line.strip_suffix(b"\n").unwrap_or(&line);
         let cleaned = if error.is_some() {
             // The bytes before the corruption are an incomplete line.
-            Err(crate::clean::Rejected { defect: Defect::TruncatedLine, detail: "cut off by a gzip error".into() })
+            Err(Rejected::new(Defect::TruncatedLine, "cut off by a gzip error"))
         } else {
-            clean_line(&stem, number, content)
+            policy.clean_line(number, content).and_then(|doc| encode(&stem, doc, lanes))
         };
         match cleaned {
-            Ok(doc) => {
+            Ok((doc, encodings)) => {
                 report.events += 1;
                 report.sanitized += u64::from(doc.sanitized);
                 batch.json_bytes += doc.json.len() as u64;
                 batch.docs.push(doc);
+                for (lane, encoded) in encodings {
+                    batch.encoded[lane].push(encoded);
+                }
                 if batch.docs.len() >= BATCH_DOCS || batch.json_bytes >= BATCH_BYTES {
                     report.json_bytes += batch.json_bytes;
-                    send(std::mem::take(&mut batch), outputs, &mut live)?;
+                    send(std::mem::replace(&mut batch, new_batch()), lanes, &mut live)?;
                 }
             }
             Err(rejected) => {
@@ -171,7 +205,7 @@ pub fn decode_hour(
     }
     if !batch.docs.is_empty() {
         report.json_bytes += batch.json_bytes;
-        send(batch, outputs, &mut live)?;
+        send(batch, lanes, &mut live)?;
     }
     report.compressed_bytes = compressed.load(Ordering::Relaxed);
     if report.compressed_bytes == 0 {
@@ -184,17 +218,31 @@ fn corrupt_message(complete_lines: u64, e: &io::Error) -> String {
     format!("truncated or corrupt gzip after {complete_lines} complete lines: {e}")
 }
 
+/// Every engine's encoding of a clean document, by lane; any engine's refusal
+/// refuses the line for all, so all engines keep holding the same documents.
+fn encode(stem: &str, doc: CleanDoc, lanes: &[Lane]) -> Result<(CleanDoc, Vec<(usize, Encoded)>), Rejected> {
+    let mut encodings = Vec::new();
+    for (i, lane) in lanes.iter().enumerate() {
+        if let Some(encoder) = &lane.encoder {
+            encodings.push((i, encoder.encode(stem, &doc)?));
+        }
+    }
+    Ok((doc, encodings))
+}
+
 /// Sends to every engine still listening; an engine that failed has dropped its
 /// receiver and is skipped so the others still get the hour.
-fn send(batch: Batch, outputs: &[mpsc::Sender<Arc<Batch>>], live: &mut [bool]) -> Result<(), DecodeError> {
+fn send(batch: Batch, lanes: &[Lane], live: &mut [bool]) -> Result<(), DecodeError> {
     let batch = Arc::new(batch);
-    for (output, alive) in outputs.iter().zip(live.iter_mut()) {
-        if *alive && output.blocking_send(batch.clone()).is_err() {
-            *alive = false;
+    let mut listening = false;
+    for (lane, (output, alive)) in lanes.iter().map(|l| &l.output).zip(live.iter_mut()).enumerate() {
+        if let Some(output) = output.as_ref().filter(|_| *alive) {
+            *alive = output.blocking_send(EngineBatch { batch: batch.clone(), lane }).is_ok();
+            listening |= *alive;
         }
     }
     // No outputs at all is a dry run, not a failure.
-    if live.is_empty() || live.iter().any(|a| *a) {
+    if listening || lanes.iter().all(|l| l.output.is_none()) {
         Ok(())
     } else {
         Err(DecodeError::EnginesGone)

@@ -16,25 +16,29 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use ghbench_core::{ConnectError, Engine, Hour, HourRange, Servers, TableName};
+use ghbench_core::{ConnectError, Engine, Hour, HourRange, TableName};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::decode::{decode_hour, Batch, DecodeError, DecodeReport};
+use crate::clean::Policy;
+use crate::decode::{decode_hour, DecodeError, DecodeReport, EngineBatch, Lane};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
-use crate::sink::{HourRecord, LockWatch, Sink, SinkError, TableLock};
+use crate::sink::{HourRecord, Loader, LockWatch, Sink, SinkError, TableLock};
 use crate::source::{Source, SourceError};
 
 const CHANNEL_BATCHES: usize = 4;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct IngestOptions {
     pub hours: HourRange,
     pub source: Source,
-    pub engines: Vec<Engine>,
+    /// The engines to load, configured (see `ghbench-engine`'s registry).
+    pub engines: Vec<Arc<dyn Loader>>,
+    /// The cleaning policy: the strictest limits of every registered engine,
+    /// so the data never depends on the engines a run loads.
+    pub policy: Policy,
     pub table: TableName,
-    pub servers: Servers,
     /// Hours loaded at once.
     pub concurrency: usize,
     /// Further attempts at an hour (or at one engine's part of it) after a
@@ -97,15 +101,15 @@ impl Ctx {
         self.locks.iter().find_map(LockWatch::lost)
     }
 
-    async fn connect(&self, engine: Engine) -> Result<Sink, ConnectError> {
-        self.options.connect(engine).await
+    async fn connect(&self, loader: &dyn Loader) -> Result<Sink, ConnectError> {
+        self.options.connect(loader).await
     }
 }
 
 impl IngestOptions {
-    /// A new connection to `engine` for the table, its steps bounded by the timeout.
-    async fn connect(&self, engine: Engine) -> Result<Sink, ConnectError> {
-        Sink::connect(engine, &self.servers, &self.table, self.timeout).await
+    /// A new connection to the engine for the table, its steps bounded by the timeout.
+    async fn connect(&self, loader: &dyn Loader) -> Result<Sink, ConnectError> {
+        Sink::connect(loader, &self.table, self.timeout).await
     }
 }
 
@@ -116,18 +120,19 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     if options.engines.is_empty() && !options.dry_run {
         return Err(IngestError::NoEngines);
     }
-    let engines: Vec<Engine> = if options.dry_run { Vec::new() } else { options.engines.clone() };
+    let engines: Vec<Arc<dyn Loader>> = if options.dry_run { Vec::new() } else { options.engines.clone() };
     // Reach every server, then lock every engine's table, before changing any.
     let mut control = Vec::new();
-    for &engine in &engines {
-        let mut sink = options.connect(engine).await?;
+    for loader in &engines {
+        let mut sink = options.connect(loader.as_ref()).await?;
+        let engine = loader.spec().engine.clone();
         sink.check_name().await.map_err(|e| IngestError::Prepare { engine, detail: e.detail() })?;
-        control.push(sink);
+        control.push((loader.clone(), sink));
     }
     let mut locks = Vec::new();
-    for sink in &control {
-        let engine = sink.engine();
-        match sink.lock(&options.servers).await {
+    for (_, sink) in &control {
+        let engine = sink.engine().clone();
+        match sink.lock().await {
             Ok(lock) => locks.push(lock),
             Err(e) => {
                 for lock in locks {
@@ -148,7 +153,7 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     result
 }
 
-async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, IngestError> {
+async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Result<IngestSummary, IngestError> {
     let options = &ctx.options;
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -156,19 +161,19 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
 
     let mut servers = Vec::new();
     let mut done: BTreeMap<Engine, HashSet<String>> = BTreeMap::new();
-    for sink in &mut control {
-        let engine = sink.engine();
-        sink.prepare(options.drop).await.map_err(prepare_err(engine))?;
-        servers.push(sink.describe(&options.servers).await.map_err(prepare_err(engine))?);
-        done.insert(engine, sink.completed_hours().await.map_err(prepare_err(engine))?);
+    for (_, sink) in &mut control {
+        let engine = sink.engine().clone();
+        sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
+        servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
+        done.insert(engine.clone(), sink.completed_hours().await.map_err(prepare_err(engine))?);
     }
-    let engines: Vec<Engine> = control.iter().map(Sink::engine).collect();
+    let loaders: Vec<Arc<dyn Loader>> = control.iter().map(|(loader, _)| loader.clone()).collect();
 
     let mut queue = VecDeque::new();
     let mut skipped = Vec::new();
     for hour in options.hours.iter() {
         let stem = hour.stem();
-        let needed: Vec<Engine> = engines.iter().copied().filter(|e| !done[e].contains(&stem)).collect();
+        let needed: Vec<Engine> = loaders.iter().map(|l| l.spec().engine.clone()).filter(|e| !done[e].contains(&stem)).collect();
         if needed.is_empty() && !options.dry_run {
             skipped.push(hour);
         } else {
@@ -184,7 +189,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
     // starts is an attempt to retry, not the end of the run.
     let mut tasks = JoinSet::new();
     for _ in 0..workers {
-        tasks.spawn(worker(ctx.clone(), engines.clone(), queue.clone()));
+        tasks.spawn(worker(ctx.clone(), loaders.clone(), queue.clone()));
     }
     let mut hours: Vec<HourReport> = Vec::new();
     let mut crashed = None;
@@ -219,15 +224,15 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
         warnings: Vec::new(),
     };
     summary.tally(options.hours.len());
-    for sink in control {
+    for (loader, sink) in control {
         // On a new connection when the first one died meanwhile (a server restarted).
-        let mut slot = Slot { engine: sink.engine(), sink: Some(sink) };
+        let mut slot = Slot::new(loader, Some(sink));
         let counted = match slot.ready(ctx).await {
             Ok(sink) => sink.ledger_events().await,
             Err(e) => Err(e),
         };
         match counted {
-            Ok(events) => summary.totals.engines.entry(slot.engine).or_default().table_events = Some(events),
+            Ok(events) => summary.totals.engines.entry(slot.engine.clone()).or_default().table_events = Some(events),
             Err(e) => summary.warnings.push(format!("{}: could not count the table's events at the end: {}", slot.engine, e.detail())),
         }
     }
@@ -237,16 +242,21 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<Sink>) -> Result<IngestSummary, I
 /// One engine's connection in a worker: made when first needed, and made
 /// again after it broke.
 struct Slot {
+    loader: Arc<dyn Loader>,
     engine: Engine,
     sink: Option<Sink>,
 }
 
 impl Slot {
+    fn new(loader: Arc<dyn Loader>, sink: Option<Sink>) -> Slot {
+        Slot { engine: loader.spec().engine.clone(), loader, sink }
+    }
+
     async fn ready(&mut self, ctx: &Ctx) -> Result<&mut Sink, SinkError> {
         // A broken connection is dropped before its replacement is made.
         let sink = match self.sink.take() {
             Some(sink) if !sink.is_broken() => sink,
-            _ => ctx.connect(self.engine).await?,
+            _ => ctx.connect(self.loader.as_ref()).await?,
         };
         Ok(self.sink.insert(sink))
     }
@@ -254,8 +264,8 @@ impl Slot {
 
 type Queue = Mutex<VecDeque<(Hour, Vec<Engine>)>>;
 
-async fn worker(ctx: Arc<Ctx>, engines: Vec<Engine>, queue: Arc<Queue>) -> Vec<HourReport> {
-    let mut slots: Vec<Slot> = engines.into_iter().map(|engine| Slot { engine, sink: None }).collect();
+async fn worker(ctx: Arc<Ctx>, loaders: Vec<Arc<dyn Loader>>, queue: Arc<Queue>) -> Vec<HourReport> {
+    let mut slots: Vec<Slot> = loaders.into_iter().map(|loader| Slot::new(loader, None)).collect();
     let mut reports = Vec::new();
     loop {
         let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or_else(|poisoned| poisoned.into_inner().pop_front());
@@ -300,7 +310,7 @@ struct AttemptState {
 async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport {
     let started = Instant::now();
     let mut outcomes: BTreeMap<Engine, EngineOutcome> = BTreeMap::new();
-    let mut pending: Vec<Engine> = slots.iter().map(|s| s.engine).collect();
+    let mut pending: Vec<Engine> = slots.iter().map(|s| s.engine.clone()).collect();
     let (mut decode, mut error, mut missing) = (None, None, false);
     let mut attempt = 0;
     loop {
@@ -377,10 +387,12 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: AttemptState) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
     let options = &ctx.options;
     let stem = hour.stem();
+    // Each engine's time for the hour runs from here to its commit.
+    let attempt_started = Instant::now();
     let mut results: EngineResults = Vec::new();
     let mut sinks: Vec<&mut Sink> = Vec::new();
     for slot in slots.iter_mut() {
-        let engine = slot.engine;
+        let engine = slot.engine.clone();
         let sink = match slot.ready(ctx).await {
             Ok(sink) => sink,
             Err(e) => {
@@ -408,10 +420,17 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
     let mut quarantine = Quarantine::for_hour(&options.quarantine_dir, &options.table, hour)
         .map_err(|e| Attempt::Failed(format!("quarantine file: {e}")))?;
 
-    let (senders, receivers): (Vec<_>, Vec<_>) = sinks.iter().map(|_| mpsc::channel::<Arc<Batch>>(CHANNEL_BATCHES)).unzip();
+    let (senders, receivers): (Vec<_>, Vec<_>) = sinks.iter().map(|_| mpsc::channel::<EngineBatch>(CHANNEL_BATCHES)).unzip();
+    let lanes: Vec<Lane> = if options.dry_run {
+        // Nothing is stored, but every engine's encoding is measured.
+        options.engines.iter().map(|loader| Lane { encoder: loader.encoder(), output: None }).collect()
+    } else {
+        sinks.iter().zip(senders).map(|(sink, tx)| Lane { encoder: sink.encoder(), output: Some(tx) }).collect()
+    };
+    let policy = options.policy.clone();
     let compressed = Arc::new(AtomicU64::new(0));
     let decoder = tokio::task::spawn_blocking(move || {
-        let result = decode_hour(hour, bytes, &senders, &mut quarantine, compressed);
+        let result = decode_hour(hour, bytes, &policy, &lanes, &mut quarantine, compressed);
         let file = quarantine.finish();
         (result, file)
     });
@@ -432,7 +451,7 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
             for sink in sinks.iter_mut() {
                 sink.abort_hour().await;
             }
-            let engines = sinks.iter().map(|s| s.engine());
+            let engines = sinks.iter().map(|s| s.engine().clone());
             results.extend(engines.zip(fed).map(|(engine, r)| (engine, r.map(|()| 0))));
             return Ok((None, results));
         }
@@ -457,16 +476,17 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         sanitized: decoded.sanitized,
         compressed_bytes: decoded.compressed_bytes,
         file_defect: decoded.file_defect.clone(),
+        seconds: 0.0,
     };
     for (sink, fed) in sinks.iter_mut().zip(fed) {
         let result = match fed {
-            Ok(()) => sink.commit_hour(&record).await,
+            Ok(()) => sink.commit_hour(&HourRecord { seconds: attempt_started.elapsed().as_secs_f64(), ..record.clone() }).await,
             Err(e) => Err(e),
         };
         if result.is_err() {
             sink.abort_hour().await;
         }
-        results.push((sink.engine(), result));
+        results.push((sink.engine().clone(), result));
     }
     Ok((Some(decoded), results))
 }
@@ -503,14 +523,14 @@ fn read_differently(loaded: Option<&DecodeReport>, now: &DecodeReport) -> Option
 
 /// Streams the hour's batches into one engine. Returning early drops `rx`, which
 /// tells the decoder to stop feeding this engine while the others go on.
-async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<Arc<Batch>>) -> Result<(), SinkError> {
+async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<EngineBatch>) -> Result<(), SinkError> {
     sink.begin_hour(stem).await?;
     while let Some(batch) = rx.recv().await {
         sink.write(&batch).await?;
         ctx.observer.event(Event::Stored {
-            engine: sink.engine(),
-            events: batch.docs.len() as u64,
-            json_bytes: batch.json_bytes,
+            engine: sink.engine().clone(),
+            events: batch.docs().len() as u64,
+            json_bytes: batch.batch.json_bytes,
         });
     }
     Ok(())

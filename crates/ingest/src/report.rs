@@ -135,7 +135,7 @@ impl IngestSummary {
     pub(crate) fn tally(&mut self, requested: usize) {
         let mut t = Totals { hours_requested: requested, hours_skipped: self.skipped.len(), ..Totals::default() };
         for server in &self.servers {
-            t.engines.entry(server.engine).or_default();
+            t.engines.entry(server.engine.clone()).or_default();
         }
         for h in &self.hours {
             let again = u64::from(h.attempts.saturating_sub(1));
@@ -159,7 +159,7 @@ impl IngestSummary {
                 }
             }
             for (engine, outcome) in &h.engines {
-                let e = t.engines.entry(*engine).or_default();
+                let e = t.engines.entry(engine.clone()).or_default();
                 match outcome.error {
                     None => {
                         e.stored += outcome.stored;

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ghbench_core::TableName;
+use ghbench_core::{Engine, TableName};
 use include_dir::{include_dir, Dir};
 use serde::{Deserialize, Serialize};
 
@@ -87,10 +87,14 @@ impl QueryFile {
 pub struct PaperResults {
     pub events: u64,
     pub machine: String,
-    pub engines: BTreeMap<String, String>,
+    /// engine -> the product and version the paper ran
+    pub engines: BTreeMap<Engine, String>,
     /// query -> engine -> seconds
-    pub seconds: BTreeMap<String, BTreeMap<String, f64>>,
-    pub postgres_faster_by: BTreeMap<String, f64>,
+    pub seconds: BTreeMap<String, BTreeMap<Engine, f64>>,
+    /// The engine the paper's "faster by" column speaks for.
+    pub baseline: Engine,
+    /// query -> the paper's (S-F)/S of the baseline against the other engine
+    pub faster_by: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -169,7 +173,7 @@ impl Catalog {
     }
 }
 
-pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, CatalogError> {
+pub fn parse_json<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, CatalogError> {
     serde_json::from_str(text).map_err(|source| CatalogError::Json { path: path.into(), source })
 }
 
@@ -224,7 +228,7 @@ mod tests {
             }
         }
         assert!(catalog.indexes("postgres").is_ok() && catalog.indexes("mongo").is_ok());
-        assert_eq!(catalog.paper().unwrap().seconds["D"]["mongo"], 8624.0);
+        assert_eq!(catalog.paper().unwrap().seconds["D"][&"mongo".into()], 8624.0);
         assert!(catalog.query("postgres", "corrected", "E").is_err());
         assert!(catalog.variant("fast").is_err());
     }

@@ -9,20 +9,24 @@ use ghbench_core::Hour;
 use crate::record::DataLoaded;
 
 /// Events per hour, as the ledger lists them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ledger {
     pub hours: BTreeMap<Hour, u64>,
     /// Entries whose hour is no hour stem (ingest never writes those: someone
     /// edited the ledger). Counted in the summary and reported by the data
     /// check, since they cannot be compared hour by hour.
     pub unreadable: BTreeMap<String, u64>,
+    /// The engine's loading time summed over its hours, when every entry
+    /// recorded one (ledgers written before ghbench timed hours did not).
+    pub load_seconds: Option<f64>,
 }
 
 impl Ledger {
-    /// From the ledger's (hour stem, events) entries, e.g. `("2015-01-01-0", 7702)`.
-    pub fn from_entries(entries: impl IntoIterator<Item = (String, i64)>) -> Ledger {
-        let mut ledger = Ledger::default();
-        for (stem, events) in entries {
+    /// From the ledger's (hour stem, events, seconds) entries, e.g. `("2015-01-01-0", 7702, Some(1.5))`.
+    pub fn from_entries(entries: impl IntoIterator<Item = (String, i64, Option<f64>)>) -> Ledger {
+        let mut ledger = Ledger { load_seconds: Some(0.0), ..Ledger::default() };
+        for (stem, events, seconds) in entries {
+            ledger.load_seconds = ledger.load_seconds.zip(seconds).map(|(sum, s)| sum + s);
             let events = events.max(0) as u64;
             match stem.parse::<Hour>() {
                 Ok(hour) => *ledger.hours.entry(hour).or_default() += events,
@@ -44,6 +48,7 @@ impl Ledger {
             events: self.events(),
             first_hour: self.hours.keys().next().map(Hour::to_string),
             last_hour: self.hours.keys().next_back().map(Hour::to_string),
+            load_seconds: self.load_seconds.filter(|_| self.events() > 0),
         }
     }
 }
@@ -60,10 +65,10 @@ mod tests {
     #[test]
     fn summarises_the_ledger_and_keeps_unreadable_entries() {
         let ledger = Ledger::from_entries([
-            ("2015-01-01-1".to_string(), 20),
-            ("2015-01-01-0".to_string(), 10),
-            ("by hand".to_string(), 5),
-            ("2015-01-01-2".to_string(), -3),
+            ("2015-01-01-1".to_string(), 20, Some(1.5)),
+            ("2015-01-01-0".to_string(), 10, Some(0.5)),
+            ("by hand".to_string(), 5, None),
+            ("2015-01-01-2".to_string(), -3, Some(1.0)),
         ]);
         assert_eq!(ledger.hours.len(), 3);
         assert_eq!(ledger.unreadable, BTreeMap::from([("by hand".to_string(), 5)]));
@@ -71,6 +76,9 @@ mod tests {
         assert_eq!((summary.hours, summary.events), (4, 35));
         assert_eq!(summary.first_hour.as_deref(), Some("2015-01-01T00"));
         assert_eq!(summary.last_hour.as_deref(), Some("2015-01-01T02"));
+        assert_eq!(summary.load_seconds, None, "one entry was not timed: no total");
         assert_eq!(Ledger::default().summary().first_hour, None);
+        let timed = Ledger::from_entries([("2015-01-01-0".to_string(), 10, Some(0.5)), ("2015-01-01-1".to_string(), 10, Some(1.5))]);
+        assert_eq!(timed.summary().load_seconds, Some(2.0));
     }
 }

@@ -2,8 +2,8 @@
 //! engine, timed, verified across engines, and recorded for reports.
 //!
 //! - [`catalog`]: the query files under `queries/` (no query text in code).
-//! - [`backend`]: one module per engine behind one trait (describe,
-//!   create_indexes, run, explain, sizes).
+//! - [`backend`]: the trait every engine implements in its own folder
+//!   (describe, ledger, sizes, indexes, prepare and execute, explain).
 //! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
 //! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
 //!   whether the engines hold the same data, checked before timing.
@@ -22,6 +22,6 @@ pub mod runner;
 pub mod sql;
 pub mod verify;
 
-pub use backend::{connect, Backend};
+pub use backend::Backend;
 pub use catalog::Catalog;
 pub use record::RunRecord;

@@ -4,14 +4,18 @@
 
 use std::collections::BTreeMap;
 
-use ghbench_core::ServerInfo;
+use ghbench_core::{Capabilities, Engine, ServerInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Compare, PaperResults};
 use crate::rows::Row;
 
 /// Bumped whenever a field changes meaning or goes away (adding fields does not).
-pub const SCHEMA: &str = "ghbench-olap/1";
+/// 2: an engine's `server` may be missing (`server_error` says why); the
+/// "faster by" column compares with `context.baseline`.
+pub const SCHEMA: &str = "ghbench-olap/2";
+/// Older schemas this ghbench still reads (their missing fields take defaults).
+pub const READABLE_SCHEMAS: [&str; 2] = ["ghbench-olap/1", SCHEMA];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -41,6 +45,10 @@ pub struct Context {
     pub cold: ColdRecord,
     pub machine: Machine,
     pub engines: Vec<EngineRecord>,
+    /// The engine every other is compared with in "faster by" (`--baseline`);
+    /// None in older files: then the first engine.
+    #[serde(default)]
+    pub baseline: Option<Engine>,
     /// Whether the engines hold the same data, checked before timing; None in
     /// files written before the check existed, and for `ghbench index`.
     #[serde(default)]
@@ -79,15 +87,21 @@ pub struct Machine {
 /// One engine: what server answered, what data it holds, how big it is.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineRecord {
-    pub engine: String,
-    pub server: ServerRecord,
+    pub engine: Engine,
+    /// What the engine said it can do; None in older files.
+    #[serde(default)]
+    pub capabilities: Option<Capabilities>,
+    /// None when the engine could not describe itself (`server_error` says why).
+    pub server: Option<ServerRecord>,
+    #[serde(default)]
+    pub server_error: Option<String>,
     pub data: Option<DataLoaded>,
     pub data_error: Option<String>,
     pub storage: Option<Storage>,
     pub storage_error: Option<String>,
 }
 
-/// A server as `describe_postgres`/`describe_mongo` saw it.
+/// A server (or embedded library) as its engine described it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ServerRecord {
     /// `PostgreSQL`, `MongoDB` or `SecantusDB` (never MongoDB for SecantusDB).
@@ -99,6 +113,9 @@ pub struct ServerRecord {
     /// Password hidden.
     pub url: String,
     pub settings: BTreeMap<String, String>,
+    /// What a reader must know before trusting the numbers, from the engine.
+    #[serde(default)]
+    pub caveat: Option<String>,
 }
 
 impl From<&ServerInfo> for ServerRecord {
@@ -106,10 +123,11 @@ impl From<&ServerInfo> for ServerRecord {
         ServerRecord {
             product: info.product.clone(),
             version: info.version.clone(),
-            label: info.label(),
+            label: info.label.clone(),
             build: info.build.clone(),
             url: info.url.clone(),
             settings: info.settings.clone(),
+            caveat: info.caveat.clone(),
         }
     }
 }
@@ -121,6 +139,18 @@ pub struct DataLoaded {
     pub events: u64,
     pub first_hour: Option<String>,
     pub last_hour: Option<String>,
+    /// Seconds the engine spent loading these hours, summed hour by hour (each
+    /// from starting the hour to committing it; hours load side by side, so the
+    /// wall time was shorter). None when some hour was not timed.
+    #[serde(default)]
+    pub load_seconds: Option<f64>,
+}
+
+impl DataLoaded {
+    /// Events per second of loading time, when it was timed.
+    pub fn events_per_second(&self) -> Option<f64> {
+        self.load_seconds.filter(|s| *s > 0.0).map(|s| self.events as f64 / s)
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -152,7 +182,7 @@ pub const INDEX_SCHEMA: &str = "ghbench-olap-index/1";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IndexEngineRecord {
-    pub engine: String,
+    pub engine: Engine,
     pub indexes: Vec<IndexBuild>,
     pub error: Option<String>,
 }
@@ -207,7 +237,7 @@ pub enum VerificationStatus {
 pub struct Verification {
     pub status: VerificationStatus,
     /// The engine every other engine is compared with (the first that answered).
-    pub reference: Option<String>,
+    pub reference: Option<Engine>,
     pub mismatches: Vec<Mismatch>,
     /// Why the engines disagree when it is known before comparing a row, e.g.
     /// `the engines hold different data: …`.
@@ -217,7 +247,7 @@ pub struct Verification {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Mismatch {
-    pub engine: String,
+    pub engine: Engine,
     pub reason: String,
     pub first_differences: Vec<String>,
 }
@@ -225,7 +255,7 @@ pub struct Mismatch {
 /// One engine's runs of one query × variant.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineResult {
-    pub engine: String,
+    pub engine: Engine,
     /// The catalog file that was run, e.g. `postgres/corrected/A.sql`.
     pub file: String,
     /// The run after `--cold` dropped caches, if asked for; not in `stats`.
@@ -244,7 +274,8 @@ pub struct EngineResult {
     pub head: Vec<Row>,
 }
 
-/// One timed run, from sending the query to receiving its last row.
+/// One timed run, from sending the query to receiving its last row (as rows
+/// ghbench compares); the runner holds the clock, the same for every engine.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Iteration {
     pub seconds: f64,
@@ -288,16 +319,17 @@ pub struct Plan {
     pub error: Option<String>,
 }
 
-/// The paper's `(S-F)/S`: how much faster PostgreSQL is than MongoDB, as a
-/// fraction of the slower time; negative when PostgreSQL is the slower one.
-pub fn postgres_faster_by(postgres_seconds: f64, mongo_seconds: f64) -> Option<f64> {
-    let slower = postgres_seconds.max(mongo_seconds);
+/// The paper's `(S-F)/S`: how much faster the baseline is than another
+/// engine, as a fraction of the slower time; negative when the baseline is
+/// the slower one.
+pub fn faster_by(baseline_seconds: f64, other_seconds: f64) -> Option<f64> {
+    let slower = baseline_seconds.max(other_seconds);
     // Also refuses NaN.
     if slower.is_nan() || slower <= 0.0 {
         return None;
     }
-    let gain = (slower - postgres_seconds.min(mongo_seconds)) / slower;
-    Some(if postgres_seconds <= mongo_seconds { gain } else { -gain })
+    let gain = (slower - baseline_seconds.min(other_seconds)) / slower;
+    Some(if baseline_seconds <= other_seconds { gain } else { -gain })
 }
 
 #[cfg(test)]
@@ -315,10 +347,10 @@ mod tests {
     #[test]
     fn speedup_reproduces_the_papers_column() {
         // Published: A -22.11 %, B 43.80 % (PostgreSQL 1h28m15s vs MongoDB 1h08m44s; 41m03s vs 1h13m03s).
-        let a = postgres_faster_by(5295.0, 4124.0).unwrap();
-        let b = postgres_faster_by(2463.0, 4383.0).unwrap();
+        let a = faster_by(5295.0, 4124.0).unwrap();
+        let b = faster_by(2463.0, 4383.0).unwrap();
         assert!((a - -0.2211).abs() < 1e-4, "{a}"); // the paper shows two decimals of a percent
         assert!((b - 0.4380).abs() < 1e-4, "{b}");
-        assert!(postgres_faster_by(0.0, 0.0).is_none());
+        assert!(faster_by(0.0, 0.0).is_none());
     }
 }

@@ -2,20 +2,19 @@
 //! `repeat` timed runs each (after an optional cold run), the plan captured
 //! once, then the engines' results compared.
 
-use anyhow::{bail, Context as _};
-use ghbench_core::{Engine, Servers, TableName};
+use std::time::Instant;
 
-use crate::backend::{connect, Backend, OnIndexBuilt};
+use anyhow::bail;
+use ghbench_core::Engine;
+
+use crate::backend::{Backend, OnIndexBuilt};
 use crate::catalog::{Catalog, QuerySpec};
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
 use crate::ledger::Ledger;
-use crate::record::{
-    ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, Mismatch, QueryRecord, ServerRecord, Stats,
-    Verification, VerificationStatus,
-};
+use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, ServerRecord, Stats};
 use crate::rows::Row;
-use crate::verify::compare;
+use crate::verify::verify;
 
 /// Rows of each result kept in the record for people to look at.
 const HEAD_ROWS: usize = 10;
@@ -25,8 +24,8 @@ const HEAD_ROWS: usize = 10;
 pub enum RunEvent<'a> {
     /// Total runs planned (cold runs included).
     Planned { runs: u64 },
-    Running { engine: Engine, variant: &'a str, query: &'a str, label: &'a str },
-    Ran { engine: Engine, seconds: f64 },
+    Running { engine: &'a Engine, variant: &'a str, query: &'a str, label: &'a str },
+    Ran { engine: &'a Engine, seconds: f64 },
 }
 
 pub trait Progress: Send + Sync {
@@ -48,15 +47,6 @@ pub struct QueryOptions {
     pub cold: bool,
 }
 
-/// One connection per engine, in the order given.
-pub async fn connect_all(engines: &[Engine], servers: &Servers, table: &TableName) -> anyhow::Result<Vec<Box<dyn Backend>>> {
-    let mut backends = Vec::new();
-    for &engine in engines {
-        backends.push(connect(engine, servers, table).await?);
-    }
-    Ok(backends)
-}
-
 /// An engine as described before the runs. The record keeps only a summary
 /// of the ledger; the data check compares the ledgers hour by hour.
 pub struct DescribedEngine {
@@ -69,20 +59,28 @@ impl DescribedEngine {
     /// What the data check needs of the engine.
     pub fn holding(&self) -> Holding<'_> {
         let exact_rows = self.record.storage.as_ref().filter(|s| s.rows_exact).map(|s| s.rows);
-        Holding { engine: &self.record.engine, ledger: self.ledger.as_ref(), exact_rows }
+        Holding { engine: self.record.engine.name(), ledger: self.ledger.as_ref(), exact_rows }
     }
 }
 
-/// What the engine is and holds. The server must describe itself; data and
-/// sizes are recorded as errors when the engine cannot tell.
-pub async fn describe_engine(backend: &dyn Backend) -> anyhow::Result<DescribedEngine> {
-    let info = backend.describe().await.with_context(|| format!("describing {}", backend.engine()))?;
+/// What the engine is and holds. Whatever it cannot tell (its server build,
+/// its ledger, its sizes) is recorded as an error, not guessed.
+pub async fn describe_engine(backend: &dyn Backend) -> DescribedEngine {
+    let (info, server_error) = split(backend.describe().await);
     let (ledger, data_error) = split(backend.ledger().await);
     let (storage, storage_error) = split(backend.sizes().await);
     let data = ledger.as_ref().map(Ledger::summary);
-    let record =
-        EngineRecord { engine: backend.engine().to_string(), server: ServerRecord::from(&info), data, data_error, storage, storage_error };
-    Ok(DescribedEngine { record, ledger })
+    let record = EngineRecord {
+        engine: backend.engine().clone(),
+        capabilities: Some(backend.spec().capabilities),
+        server: info.as_ref().map(ServerRecord::from),
+        server_error,
+        data,
+        data_error,
+        storage,
+        storage_error,
+    };
+    DescribedEngine { record, ledger }
 }
 
 /// Whether the described engines hold the same data.
@@ -97,12 +95,16 @@ fn split<T>(result: anyhow::Result<T>) -> (Option<T>, Option<String>) {
     }
 }
 
-/// Builds the catalog's indexes on one engine.
+/// Builds the catalog's indexes on one engine; nothing for an engine that
+/// takes none.
 pub async fn create_indexes(
     backend: &dyn Backend,
     catalog: &Catalog,
     built: &OnIndexBuilt,
 ) -> anyhow::Result<Vec<IndexBuild>> {
+    if !backend.spec().capabilities.indexes {
+        return Ok(Vec::new());
+    }
     let file = catalog.indexes(backend.dialect())?;
     backend.create_indexes(&file, built).await
 }
@@ -186,7 +188,7 @@ async fn run_one(
 ) -> (EngineResult, Option<Vec<Row>>) {
     let engine = backend.engine();
     let mut result = EngineResult {
-        engine: engine.to_string(),
+        engine: engine.clone(),
         file: String::new(),
         cold_run: None,
         iterations: Vec::new(),
@@ -206,21 +208,32 @@ async fn run_one(
         }
     };
     result.file = file.path.clone();
+    let prepared = match backend.prepare(&file).await {
+        Ok(p) => p,
+        Err(e) => {
+            result.error = Some(format!("{e:#}"));
+            return (result, None);
+        }
+    };
     let mut first_rows = None;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
     for (i, label) in labels.iter().enumerate() {
         progress.event(RunEvent::Running { engine, variant, query, label });
-        match backend.run(&file).await {
-            Ok(timed) => {
-                progress.event(RunEvent::Ran { engine, seconds: timed.seconds });
-                let iteration = Iteration { seconds: timed.seconds, rows: timed.rows.len() as u64 };
+        // The clock: the same for every engine, around the engine's execute alone.
+        let started = Instant::now();
+        let executed = backend.execute(&prepared).await;
+        let seconds = started.elapsed().as_secs_f64();
+        match executed {
+            Ok(rows) => {
+                progress.event(RunEvent::Ran { engine, seconds });
+                let iteration = Iteration { seconds, rows: rows.len() as u64 };
                 if options.cold && i == 0 {
                     result.cold_run = Some(iteration);
                 } else {
                     result.iterations.push(iteration);
                 }
-                first_rows.get_or_insert(timed.rows);
+                first_rows.get_or_insert(rows);
             }
             Err(e) => {
                 result.error = Some(format!("{e:#}"));
@@ -238,41 +251,4 @@ async fn run_one(
         result.plan = Some(plan);
     }
     (result, first_rows)
-}
-
-/// Compares every engine's rows with the first engine that answered.
-fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row>>]) -> Verification {
-    let answered: Vec<usize> = (0..results.len()).filter(|&i| rows[i].is_some()).collect();
-    let failed = answered.len() < results.len();
-    let Some((&reference, others)) = answered.split_first() else {
-        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new(), cause: None };
-    };
-    let ref_name = results[reference].engine.clone();
-    let ref_rows = rows[reference].as_deref().unwrap_or_default();
-    let mut mismatches = Vec::new();
-    for &i in others {
-        let name = results[i].engine.clone();
-        match compare(spec.compare, (&ref_name, ref_rows), (&name, rows[i].as_deref().unwrap_or_default())) {
-            Ok(()) => results[i].verified = Some(true),
-            Err(diff) => {
-                results[i].verified = Some(false);
-                mismatches.push(Mismatch { engine: name, reason: diff.reason, first_differences: diff.first_differences });
-            }
-        }
-    }
-    let status = if !mismatches.is_empty() {
-        VerificationStatus::Mismatch
-    } else if failed {
-        VerificationStatus::Error
-    } else if others.is_empty() {
-        VerificationStatus::NotCompared
-    } else {
-        VerificationStatus::Agree
-    };
-    // The reference is as verified as the comparison: a mismatch does not say which side is wrong.
-    results[reference].verified = (!others.is_empty()).then_some(mismatches.is_empty());
-    for r in results.iter_mut().filter(|r| r.error.is_some()) {
-        r.verified = Some(false);
-    }
-    Verification { status, reference: Some(ref_name), mismatches, cause: None }
 }

@@ -1,9 +1,12 @@
-//! Do two engines' results of the same query agree? As strictly as the query's
-//! variant allows: in order where it defines the order, else up to ties.
+//! All verification of results: do the engines' results of the same query
+//! agree? As strictly as the query's variant allows: in order where it defines
+//! the order, else up to ties. ([`crate::consistency`] checks the data they
+//! hold before any query runs.)
 
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::Compare;
+use crate::catalog::{Compare, QuerySpec};
+use crate::record::{EngineResult, Mismatch, Verification, VerificationStatus};
 use crate::rows::{rows_agree, show_row, Cell, Row};
 
 /// The column the published queries order by (their count or average).
@@ -17,6 +20,43 @@ pub struct Difference {
     pub reason: String,
     /// Human-readable lines, e.g. `row 3: postgres ("a", 2) vs mongo ("b", 2)`.
     pub first_differences: Vec<String>,
+}
+
+/// Compares every engine's rows with the first engine that answered.
+pub fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row>>]) -> Verification {
+    let answered: Vec<usize> = (0..results.len()).filter(|&i| rows[i].is_some()).collect();
+    let failed = answered.len() < results.len();
+    let Some((&reference, others)) = answered.split_first() else {
+        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new(), cause: None };
+    };
+    let ref_name = results[reference].engine.clone();
+    let ref_rows = rows[reference].as_deref().unwrap_or_default();
+    let mut mismatches = Vec::new();
+    for &i in others {
+        let name = results[i].engine.clone();
+        match compare(spec.compare, (ref_name.name(), ref_rows), (name.name(), rows[i].as_deref().unwrap_or_default())) {
+            Ok(()) => results[i].verified = Some(true),
+            Err(diff) => {
+                results[i].verified = Some(false);
+                mismatches.push(Mismatch { engine: name, reason: diff.reason, first_differences: diff.first_differences });
+            }
+        }
+    }
+    let status = if !mismatches.is_empty() {
+        VerificationStatus::Mismatch
+    } else if failed {
+        VerificationStatus::Error
+    } else if others.is_empty() {
+        VerificationStatus::NotCompared
+    } else {
+        VerificationStatus::Agree
+    };
+    // The reference is as verified as the comparison: a mismatch does not say which side is wrong.
+    results[reference].verified = (!others.is_empty()).then_some(mismatches.is_empty());
+    for r in results.iter_mut().filter(|r| r.error.is_some()) {
+        r.verified = Some(false);
+    }
+    Verification { status, reference: Some(ref_name), mismatches, cause: None }
 }
 
 /// Compares `other` against `reference` (the names label the output).

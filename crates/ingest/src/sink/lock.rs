@@ -2,8 +2,8 @@
 //! table race for the same hours: each would report the other's hours as
 //! failed and leave hours half-marked. So a run takes a lock per engine before
 //! it changes anything, and a second run is refused at start, told who holds it.
-//! Each engine says how it locks (`EngineSink::lock`): PostgreSQL with a
-//! session advisory lock, MongoDB with a lease document.
+//! Each engine says how it locks (`EngineSink::lock`), e.g. with a session
+//! lock that dies with its connection, or a lease document renewed in time.
 //!
 //! A keeper task watches each lock. Should it be lost (a PostgreSQL restart
 //! ends the session; a lease expires while the server was away) it is taken
@@ -16,13 +16,13 @@ use futures_util::future::BoxFuture;
 use tokio::task::JoinHandle;
 
 /// How often a keeper checks (and renews) a lock, and how long one check may take.
-pub(super) const KEEP_EVERY: Duration = Duration::from_secs(10);
+pub const KEEP_EVERY: Duration = Duration::from_secs(10);
 /// How long a run waits for a lock still held by a session that is ending
 /// (a run killed a moment ago) before it calls the table taken.
-pub(super) const LOCK_WAIT: Duration = Duration::from_secs(5);
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// Why a lock was lost, once it was; shared by the keeper and the run.
-pub(super) type Lost = Arc<Mutex<Option<String>>>;
+pub type Lost = Arc<Mutex<Option<String>>>;
 
 /// This run's hold on one engine's table, until [`TableLock::release`] (or drop).
 pub struct TableLock {
@@ -34,7 +34,7 @@ pub struct TableLock {
 
 impl TableLock {
     /// A lock watched by `keeper`, which notes in `lost` why it was lost.
-    pub(super) fn kept(keeper: JoinHandle<()>, lost: Lost, release: Option<BoxFuture<'static, ()>>) -> TableLock {
+    pub fn kept(keeper: JoinHandle<()>, lost: Lost, release: Option<BoxFuture<'static, ()>>) -> TableLock {
         TableLock { keeper, lost, release }
     }
 
@@ -70,7 +70,7 @@ impl LockWatch {
     }
 }
 
-pub(super) fn set(lost: &Mutex<Option<String>>, reason: String) {
+pub fn set(lost: &Mutex<Option<String>>, reason: String) {
     let mut state = lost.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     *state = Some(reason);
 }

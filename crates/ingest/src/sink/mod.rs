@@ -1,37 +1,29 @@
-//! One sink per engine. Each loads an hour atomically from the engine's point of
-//! view and records it in a ledger kept inside the same engine, so "done" and
-//! the data cannot disagree after a crash: begin the hour, write batches,
-//! commit the hour with its ledger record (or abort it).
+//! What loading needs from an engine, the same verbs for every engine. Each
+//! engine (its own folder, see docs/engines.md) loads an hour atomically from
+//! its point of view and records it in a ledger kept inside the same engine,
+//! so "done" and the data cannot disagree after a crash: begin the hour, write
+//! batches, commit the hour with its ledger record (or abort it).
 //!
 //! Every call to a server is bounded by the sink's timeout: a server that stops
 //! answering fails the step with a message naming the server and the step, and
 //! the sink is then broken, to be replaced by a new connection.
-//!
-//! Adding an engine: a module implementing [`EngineSink`], one line in [`Sink::connect`].
 
-mod lock;
-mod mongo;
-mod mongo_lease;
-mod postgres;
-mod postgres_lock;
+pub mod lock;
 
+use std::any::Any;
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
-use ghbench_core::{ConnectError, Engine, ServerInfo, Servers, TableName};
+use ghbench_core::{ConnectError, Engine, EngineSpec, ServerInfo, TableName};
 
 pub use lock::{LockWatch, TableLock};
-pub use mongo_lease::LOCKS;
-pub use mongo::MongoSink;
-pub use postgres::{JsonbText, PostgresSink};
 
-use crate::decode::Batch;
-
-/// Name of the ledger table (PostgreSQL) and collection (MongoDB).
-pub const LEDGER: &str = "ghbench_ledger";
+use crate::clean::{CleanDoc, Rejected};
+use crate::decode::EngineBatch;
 
 /// What the ledger records for a loaded hour.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -43,14 +35,20 @@ pub struct HourRecord {
     pub sanitized: u64,
     pub compressed_bytes: u64,
     pub file_defect: Option<String>,
+    /// This engine's time for the hour, from starting it to committing it.
+    pub seconds: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    #[error("PostgreSQL: {0}")]
-    Postgres(#[from] tokio_postgres::Error),
-    #[error("MongoDB-wire server: {}", ghbench_core::short_mongo_error(.0))]
-    Mongo(#[from] mongodb::error::Error),
+    /// The engine refused or failed, in its own words (the whole cause chain).
+    #[error("{message}")]
+    Engine {
+        message: String,
+        /// The connection or the server failed rather than the data: the same
+        /// work may succeed on a new connection a moment later.
+        transient: bool,
+    },
     #[error("{0}")]
     Connect(#[from] ConnectError),
     /// The server did not answer one step in time.
@@ -64,14 +62,9 @@ pub enum SinkError {
 }
 
 impl SinkError {
-    /// The full error chain in one line: tokio-postgres hides the server's
-    /// message (e.g. the reason for a refused document) in its source.
+    /// The error in one line, causes included.
     pub fn detail(&self) -> String {
-        match self {
-            // The driver's own text repeats the topology; the short form is kept.
-            SinkError::Mongo(_) => self.to_string(),
-            _ => ghbench_core::error_chain(self),
-        }
+        ghbench_core::error_chain(self)
     }
 
     /// The connection or the server failed rather than the data: the same work
@@ -79,43 +72,46 @@ impl SinkError {
     /// blip, a server that stalled).
     pub fn is_transient(&self) -> bool {
         match self {
-            SinkError::Postgres(e) => e.is_closed() || e.as_db_error().is_some_and(|db| is_server_going_away(db.code())) || is_io(e),
-            SinkError::Mongo(e) => is_mongo_server_away(e),
+            SinkError::Engine { transient, .. } => *transient,
             SinkError::Connect(_) | SinkError::Timeout { .. } => true,
             SinkError::Locked(_) | SinkError::Other(_) => false,
         }
     }
 }
 
-/// Shutdown, crash and "cannot connect now" classes: the server is going away
-/// or not yet back (SQLSTATE classes 57P and 08).
-fn is_server_going_away(code: &tokio_postgres::error::SqlState) -> bool {
-    let code = code.code();
-    code.starts_with("57P") || code.starts_with("08")
+/// A document in an engine's own form (BSON, a row, ...), made on the decode
+/// thread; its sink downcasts it back.
+pub type Encoded = Box<dyn Any + Send + Sync>;
+
+/// How an engine encodes clean documents, run on the decode thread so the
+/// work is spread like decoding is, and before any engine is sent the line.
+pub trait Encoder: Send + Sync {
+    /// Line `doc` of the hour `stem` in the engine's form; a refusal
+    /// quarantines the line for every engine.
+    fn encode(&self, stem: &str, doc: &CleanDoc) -> Result<Encoded, Rejected>;
 }
 
-/// The network, or a server shutting down, restarting or stepping down
-/// (ShutdownInProgress, InterruptedAtShutdown, NotWritablePrimary, ...).
-fn is_mongo_server_away(e: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    const SERVER_AWAY: [i32; 12] = [6, 7, 89, 91, 189, 9001, 10058, 10107, 11600, 11602, 13435, 13436];
-    let code = match &*e.kind {
-        ErrorKind::Io(_) | ErrorKind::ConnectionPoolCleared { .. } | ErrorKind::ServerSelection { .. } => return true,
-        ErrorKind::Command(c) => Some(c.code),
-        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
-        ErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
-        ErrorKind::InsertMany(m) => m.write_concern_error.as_ref().map(|w| w.code),
-        _ => None,
-    };
-    e.contains_label(mongodb::error::RETRYABLE_WRITE_ERROR) || code.is_some_and(|c| SERVER_AWAY.contains(&c))
+/// An engine configured for a run (its options read): connects sinks for a
+/// table, as many as the workers need and again after a fault.
+#[async_trait]
+pub trait Loader: Send + Sync {
+    fn spec(&self) -> &EngineSpec;
+
+    /// Where the engine is, password hidden, for messages.
+    fn location(&self) -> String;
+
+    /// A new connection for loading `table`.
+    async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
+
+    /// The engine's own encoding of documents, if it does not take the clean
+    /// JSON text as it is. Needs no connection (a dry run encodes too).
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        None
+    }
 }
 
-fn is_io(e: &tokio_postgres::Error) -> bool {
-    std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>())
-}
-
-/// What loading needs from an engine, the same verbs for every engine: the
-/// table and its ledger, one hour at a time, and an exclusive hold on the table.
+/// What loading needs from one connection to an engine: the table and its
+/// ledger, one hour at a time, and an exclusive hold on the table.
 #[async_trait]
 pub trait EngineSink: Send + Sync {
     /// True when the connection is gone and the sink must be replaced.
@@ -129,12 +125,12 @@ pub trait EngineSink: Send + Sync {
         Ok(())
     }
 
-    /// Server product, version and settings, for every report.
-    async fn describe(&self, servers: &Servers) -> Result<ServerInfo, SinkError>;
+    /// Product, version and settings, for every report.
+    async fn describe(&self) -> Result<ServerInfo, SinkError>;
 
     /// This run's exclusive hold on the table, or [`SinkError::Locked`] naming
     /// the holder; a keeper waits at most `limit` for each check.
-    async fn lock(&self, servers: &Servers, limit: Duration) -> Result<TableLock, SinkError>;
+    async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError>;
 
     /// Creates the table and ledger if needed; with `drop`, starts from empty.
     /// Forgets ledger entries whose table is gone, so a dropped table is reloaded.
@@ -151,7 +147,8 @@ pub trait EngineSink: Send + Sync {
 
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError>;
 
-    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError>;
+    /// Stores a batch: its clean documents, with this engine's encodings of them.
+    async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError>;
 
     /// Makes the hour durable together with its ledger record; returns the
     /// number of documents the engine stored for it.
@@ -171,26 +168,29 @@ pub struct Sink {
     server: String,
     timeout: Duration,
     broken: bool,
+    encoder: Option<Arc<dyn Encoder>>,
 }
 
 impl Sink {
-    /// Connects to `engine`; every later step waits at most `timeout` for the server.
-    pub async fn connect(engine: Engine, servers: &Servers, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
-        let (inner, url): (Box<dyn EngineSink>, _) = match engine {
-            Engine::Postgres => (Box::new(PostgresSink::new(servers.postgres().await?, table.clone())), &servers.pg_url),
-            Engine::Mongo => (Box::new(MongoSink::new(servers.mongo().await?, table.clone())), &servers.mongo_url),
-        };
-        Ok(Sink { inner, engine, server: ghbench_core::redact_url(url), timeout, broken: false })
+    /// Connects to the engine; every later step waits at most `timeout` for the server.
+    pub async fn connect(loader: &dyn Loader, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
+        let inner = loader.connect(table).await?;
+        let engine = loader.spec().engine.clone();
+        Ok(Sink { inner, engine, server: loader.location(), timeout, broken: false, encoder: loader.encoder() })
     }
 
+    /// How documents are encoded for this engine (on the decode thread).
+    pub fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        self.encoder.clone()
+    }
     /// True when the connection is gone or in an unknown state and the sink
     /// must be replaced.
     pub fn is_broken(&self) -> bool {
         self.broken || self.inner.is_broken()
     }
 
-    pub fn engine(&self) -> Engine {
-        self.engine
+    pub fn engine(&self) -> &Engine {
+        &self.engine
     }
 
     /// `work` (a step of `inner`) within the timeout; a timeout breaks the sink.
@@ -199,15 +199,15 @@ impl Sink {
         step: &'static str,
         work: impl FnOnce(&'a mut dyn EngineSink) -> BoxFuture<'a, Result<T, SinkError>>,
     ) -> Result<T, SinkError> {
-        let result = bounded(self.engine, &self.server, step, self.timeout, work(self.inner.as_mut())).await;
+        let result = bounded(&self.engine, &self.server, step, self.timeout, work(self.inner.as_mut())).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
         result
     }
 
-    pub async fn describe(&mut self, servers: &Servers) -> Result<ServerInfo, SinkError> {
-        self.step("describing the server", |s| s.describe(servers)).await
+    pub async fn describe(&mut self) -> Result<ServerInfo, SinkError> {
+        self.step("describing the server", |s| s.describe()).await
     }
 
     /// Refuses a table name the engine cannot take, before any engine changes anything.
@@ -216,10 +216,10 @@ impl Sink {
     }
 
     /// This run's exclusive hold on the table (see [`EngineSink::lock`]).
-    pub async fn lock(&self, servers: &Servers) -> Result<TableLock, SinkError> {
+    pub async fn lock(&self) -> Result<TableLock, SinkError> {
         // A lock still held by an ending session is waited for a moment.
         let limit = self.timeout + lock::LOCK_WAIT;
-        bounded(self.engine, &self.server, "taking the table's lock", limit, self.inner.lock(servers, self.timeout)).await
+        bounded(&self.engine, &self.server, "taking the table's lock", limit, self.inner.lock(self.timeout)).await
     }
 
     pub async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
@@ -243,7 +243,7 @@ impl Sink {
         self.step("starting the hour", |s| s.begin_hour(stem)).await
     }
 
-    pub async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
+    pub async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         self.step("writing a batch of documents", |s| s.write(batch)).await
     }
 
@@ -267,7 +267,7 @@ impl Sink {
 
 /// `work` within `limit`, or a timeout error naming the engine, its server and the step.
 async fn bounded<T>(
-    engine: Engine,
+    engine: &Engine,
     server: &str,
     step: &'static str,
     limit: Duration,
@@ -275,12 +275,12 @@ async fn bounded<T>(
 ) -> Result<T, SinkError> {
     match tokio::time::timeout(limit, work).await {
         Ok(result) => result,
-        Err(_) => Err(SinkError::Timeout { engine, server: server.to_string(), step, limit }),
+        Err(_) => Err(SinkError::Timeout { engine: engine.clone(), server: server.to_string(), step, limit }),
     }
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.
-fn check_stored(stored: u64, record: &HourRecord) -> Result<(), SinkError> {
+pub fn check_stored(stored: u64, record: &HourRecord) -> Result<(), SinkError> {
     if stored == record.events {
         Ok(())
     } else {

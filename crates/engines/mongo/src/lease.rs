@@ -9,8 +9,10 @@ use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, DateTime, Document};
 use mongodb::Database;
 
-use super::lock::{set, Lost, TableLock, KEEP_EVERY};
-use super::SinkError;
+use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY};
+use ghbench_ingest::sink::SinkError;
+
+use crate::error::OrSink;
 
 /// The MongoDB collection of leases, one document per table.
 pub const LOCKS: &str = "ghbench_locks";
@@ -19,7 +21,7 @@ const LEASE: Duration = Duration::from_secs(60);
 
 /// Takes the table's lease, renewed by a task until released; each renewal
 /// waits at most `limit`.
-pub(super) async fn lock(db: &Database, table: &TableName, limit: Duration) -> Result<TableLock, SinkError> {
+pub async fn lock(db: &Database, table: &TableName, limit: Duration) -> Result<TableLock, SinkError> {
     let owner = ObjectId::new();
     take_lease(db, table, owner).await?;
     let lost = Lost::default();
@@ -63,17 +65,17 @@ async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result
     match leases.find_one_and_update(free, doc! {"$set": lease_fields(owner)}).upsert(true).await {
         Ok(_) => return Ok(()),
         // The upsert met a live lease: someone holds it.
-        Err(e) if super::mongo::is_duplicate_key(&e) => {}
-        Err(e) => return Err(e.into()),
+        Err(e) if crate::sink::is_duplicate_key(&e) => {}
+        Err(e) => return Err(crate::error::to_sink_error(&e)),
     }
-    let Some(holder) = leases.find_one(doc! {"_id": table.as_str()}).await? else {
+    let Some(holder) = leases.find_one(doc! {"_id": table.as_str()}).await.sink()? else {
         return Err(SinkError::Other(format!("the lease on '{table}' vanished while taking it; rerun")));
     };
     let host = holder.get_str("host").unwrap_or("").to_string();
     let pid = holder.get_i64("pid").unwrap_or(0);
     if dead_here(&host, pid) {
         let theirs = doc! {"_id": table.as_str(), "owner": holder.get("owner").cloned().unwrap_or(mongodb::bson::Bson::Null)};
-        if leases.update_one(theirs, doc! {"$set": lease_fields(owner)}).await?.modified_count == 1 {
+        if leases.update_one(theirs, doc! {"$set": lease_fields(owner)}).await.sink()?.modified_count == 1 {
             return Ok(());
         }
     }

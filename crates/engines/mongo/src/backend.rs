@@ -8,17 +8,19 @@ use std::time::Instant;
 use anyhow::{anyhow, Context as _};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use ghbench_core::{describe_mongo, Engine, ServerInfo, Servers, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
+use ghbench_olap::catalog::{parse_json, QueryFile};
+use ghbench_olap::ledger::Ledger;
+use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
+use ghbench_olap::rows::{Cell, Row};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::error::ErrorKind;
 use mongodb::Database;
 use serde::Deserialize;
 
-use super::{Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
-use crate::catalog::{parse_json, QueryFile};
-use crate::ledger::Ledger;
-use crate::record::{IndexBuild, IndexSize, Plan, Storage};
-use crate::rows::{Cell, Row};
+use crate::ledger::{number, MongoLedger};
+use crate::SPEC;
 
 /// The paper used "a very large cursor batch size"; servers cap a batch at 16 MB anyway.
 const BATCH_SIZE: u32 = 100_000;
@@ -42,8 +44,8 @@ struct IndexFile {
 }
 
 impl MongoBackend {
-    pub async fn connect(servers: &Servers, table: &TableName) -> BackendResult<Self> {
-        Ok(MongoBackend { db: servers.mongo().await?, url: servers.mongo_url.clone(), table: table.clone() })
+    pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
+        Ok(MongoBackend { db: crate::connect::connect(&SPEC, url).await?, url: url.to_string(), table: table.clone() })
     }
 
     fn pipeline(&self, query: &QueryFile) -> BackendResult<Vec<Document>> {
@@ -63,33 +65,22 @@ fn to_document(json: serde_json::Value, path: &str) -> BackendResult<Document> {
     }
 }
 
-/// A number from a server reply, whichever integer or double type it chose.
-fn number(d: &Document, key: &str) -> Option<u64> {
-    match d.get(key)? {
-        Bson::Int32(n) => Some(*n as u64),
-        Bson::Int64(n) => Some(*n as u64),
-        Bson::Double(n) => Some(*n as u64),
-        _ => None,
-    }
-}
-
 #[async_trait]
 impl Backend for MongoBackend {
-    fn engine(&self) -> Engine {
-        Engine::Mongo
+    fn spec(&self) -> &EngineSpec {
+        &SPEC
     }
 
     async fn describe(&self) -> BackendResult<ServerInfo> {
-        Ok(describe_mongo(&self.db, &self.url).await?)
+        Ok(crate::connect::describe(&SPEC, &self.db, &self.url).await?)
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let ledger = self.db.collection::<Document>(LEDGER);
-        // Only finished hours: a `loading` mark is an interrupted or running attempt.
-        let cursor = ledger.find(doc! {"table": self.table.as_str(), "state": "done"}).projection(doc! {"hour": 1, "events": 1}).await?;
+        let ledger = MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table };
+        let cursor = ledger.collection().find(ledger.done()).projection(doc! {"hour": 1, "events": 1, "seconds": 1}).await?;
         let entries: Vec<Document> = cursor.try_collect().await?;
         Ok(Ledger::from_entries(entries.iter().map(|d| {
-            (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64)
+            (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64, d.get_f64("seconds").ok())
         })))
     }
 
@@ -131,14 +122,16 @@ impl Backend for MongoBackend {
         Ok(builds)
     }
 
-    async fn run(&self, query: &QueryFile) -> BackendResult<Timed> {
-        let pipeline = self.pipeline(query)?;
+    async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        Ok(Box::new(self.pipeline(query)?))
+    }
+
+    async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
+        let pipeline: &Vec<Document> = prepared(self.engine(), query)?;
         let coll = self.db.collection::<Document>(self.table.as_str());
-        let started = Instant::now();
-        let cursor = coll.aggregate(pipeline).allow_disk_use(true).batch_size(BATCH_SIZE).await?;
+        let cursor = coll.aggregate(pipeline.clone()).allow_disk_use(true).batch_size(BATCH_SIZE).await?;
         let docs: Vec<Document> = cursor.try_collect().await?;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok(Timed { seconds, rows: docs.iter().map(normalise).collect() })
+        Ok(docs.iter().map(normalise).collect())
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {

@@ -4,19 +4,25 @@
 use std::collections::HashSet;
 use std::error::Error;
 use std::pin::Pin;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
-use ghbench_core::TableName;
+use ghbench_core::{ServerInfo, TableName};
+use ghbench_ingest::decode::EngineBatch;
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Client;
 
-use super::{EngineSink, HourRecord, SinkError, LEDGER};
-use crate::decode::Batch;
+use crate::error::OrSink;
+use crate::ledger::{self, PgLedger, SERIALIZE_DDL};
+use crate::SPEC;
 
 pub struct PostgresSink {
     client: Client,
+    /// For the lock's own connection and for describing the server.
+    url: String,
     table: TableName,
     copy: Option<Pin<Box<BinaryCopyInWriter>>>,
 }
@@ -41,15 +47,19 @@ impl ToSql for JsonbText<'_> {
 }
 
 impl PostgresSink {
-    pub fn new(client: Client, table: TableName) -> Self {
-        PostgresSink { client, table, copy: None }
+    pub fn new(client: Client, url: String, table: TableName) -> Self {
+        PostgresSink { client, url, table, copy: None }
+    }
+
+    fn ledger(&self) -> PgLedger<'_> {
+        PgLedger { engine: &SPEC.engine, table: &self.table }
     }
 }
 
 #[async_trait]
 impl EngineSink for PostgresSink {
-    async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
-        Ok(ghbench_core::describe_postgres(&self.client, &servers.pg_url).await?)
+    async fn describe(&self) -> Result<ServerInfo, SinkError> {
+        crate::connect::describe(&SPEC, &self.client, &self.url).await.sink()
     }
 
     fn is_broken(&self) -> bool {
@@ -60,7 +70,7 @@ impl EngineSink for PostgresSink {
     /// knows its reserved words, it quotes them.
     async fn check_name(&self) -> Result<(), SinkError> {
         let t = &self.table;
-        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await?.get(0);
+        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await.sink()?.get(0);
         if plain {
             Ok(())
         } else {
@@ -70,54 +80,45 @@ impl EngineSink for PostgresSink {
 
     /// The events the ledger records for `stem`, if the hour is done.
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
-        let sql = format!("SELECT events FROM {LEDGER} WHERE tbl = $1 AND hour = $2");
-        let row = self.client.query_opt(&sql, &[&self.table.as_str(), &stem]).await?;
-        Ok(row.map(|r| r.get::<_, i64>(0).max(0) as u64))
+        self.ledger().hour_done(&self.client, stem).await.sink()
     }
 
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let t = &self.table;
-        // Concurrent `CREATE ... IF NOT EXISTS` can still collide; serialize them.
+        let forget = self.ledger().forget_sql();
         let ddl = format!(
             "BEGIN;
-             SELECT pg_advisory_xact_lock(4713);
-             CREATE TABLE IF NOT EXISTS {LEDGER} (
-                tbl text NOT NULL, hour text NOT NULL, events bigint NOT NULL, lines bigint NOT NULL,
-                quarantined bigint NOT NULL, sanitized bigint NOT NULL, compressed_bytes bigint NOT NULL,
-                file_defect text, ghbench_version text NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (tbl, hour));
+             {SERIALIZE_DDL}
+             {create_ledger}
              {drop_sql}
-             DELETE FROM {LEDGER} WHERE tbl = '{t}' AND to_regclass('{t}') IS NULL;
+             DO $$ BEGIN IF to_regclass('{t}') IS NULL THEN {forget} END IF; END $$;
              CREATE TABLE IF NOT EXISTS {t} (data jsonb);
              COMMIT;",
-            drop_sql = if drop { format!("DROP TABLE IF EXISTS {t}; DELETE FROM {LEDGER} WHERE tbl = '{t}';") } else { String::new() }
+            create_ledger = ledger::create_sql(),
+            drop_sql = if drop { format!("DROP TABLE IF EXISTS {t}; {forget}") } else { String::new() }
         );
-        self.client.batch_execute(&ddl).await?;
-        Ok(())
+        self.client.batch_execute(&ddl).await.sink()
     }
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
-        let rows = self.client.query(&format!("SELECT hour FROM {LEDGER} WHERE tbl = $1"), &[&self.table.as_str()]).await?;
-        Ok(rows.iter().map(|r| r.get(0)).collect())
+        self.ledger().completed_hours(&self.client).await.sink()
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {
-        let sql = format!("SELECT coalesce(sum(events), 0)::bigint FROM {LEDGER} WHERE tbl = $1");
-        let n: i64 = self.client.query_one(&sql, &[&self.table.as_str()]).await?.get(0);
-        Ok(n as u64)
+        self.ledger().events(&self.client).await.sink()
     }
 
     async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
-        self.client.batch_execute("BEGIN").await?;
-        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await?;
+        self.client.batch_execute("BEGIN").await.sink()?;
+        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await.sink()?;
         self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
         Ok(())
     }
 
-    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
+    async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         let copy = self.copy.as_mut().ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
-        for doc in &batch.docs {
-            copy.as_mut().write(&[&JsonbText(&doc.json)]).await?;
+        for doc in batch.docs() {
+            copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
         }
         Ok(())
     }
@@ -125,28 +126,18 @@ impl EngineSink for PostgresSink {
     async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
         let copy = self.copy.take().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
         let mut copy = copy;
-        let rows = copy.as_mut().finish().await?;
-        if let Err(e) = super::check_stored(rows, r) {
+        let rows = copy.as_mut().finish().await.sink()?;
+        if let Err(e) = check_stored(rows, r) {
             self.abort_hour().await;
             return Err(e);
         }
-        let sql = format!(
-            "INSERT INTO {LEDGER} (tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
-        );
-        let n = |v: u64| v as i64;
-        let version = env!("CARGO_PKG_VERSION");
-        let params: [&(dyn ToSql + Sync); 9] = [
-            &self.table.as_str(), &r.hour, &n(r.events), &n(r.lines), &n(r.quarantined), &n(r.sanitized),
-            &n(r.compressed_bytes), &r.file_defect, &version,
-        ];
         // The primary key refuses a second record of the hour (e.g. a concurrent
         // run), which rolls this one back: an hour is never stored twice.
-        if let Err(e) = self.client.execute(&sql, &params).await {
+        if let Err(e) = self.ledger().record(&self.client, r).await.sink() {
             self.abort_hour().await;
-            return Err(e.into());
+            return Err(e);
         }
-        self.client.batch_execute("COMMIT").await?;
+        self.client.batch_execute("COMMIT").await.sink()?;
         Ok(rows)
     }
 
@@ -156,7 +147,7 @@ impl EngineSink for PostgresSink {
         let _ = self.client.batch_execute("ROLLBACK").await;
     }
 
-    async fn lock(&self, servers: &ghbench_core::Servers, _limit: std::time::Duration) -> Result<super::TableLock, SinkError> {
-        super::postgres_lock::lock(servers, &self.table).await
+    async fn lock(&self, _limit: Duration) -> Result<TableLock, SinkError> {
+        crate::lock::lock(&self.url, &self.table).await
     }
 }

@@ -1,24 +1,30 @@
 //! MongoDB-wire server: the documents as they are, unordered bulk inserts.
-//! Each document's `_id` is `<hour>/<line>` (see `clean`). Before an hour is
+//! Each document's `_id` is `<hour>/<line>` (see `encode`). Before an hour is
 //! loaded its ledger record is marked `loading`; finding such a mark from an
 //! earlier attempt means that attempt died, and its partial documents are
 //! deleted first. The mark turns `done` after the data. Deleting only then
 //! matters: a range delete can scan the whole collection on some servers.
 
 use std::collections::HashSet;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use ghbench_core::TableName;
+use ghbench_core::{ServerInfo, TableName};
+use ghbench_ingest::decode::EngineBatch;
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
 
-use super::{EngineSink, HourRecord, SinkError, LEDGER};
-use crate::decode::Batch;
+use crate::error::{to_sink_error, OrSink};
+use crate::ledger::{number, MongoLedger};
+use crate::SPEC;
 
 pub struct MongoSink {
     db: Database,
+    /// For describing the server.
+    url: String,
     table: TableName,
     /// The hour being loaded, with the token of this attempt's `loading` mark,
     /// and how many of its documents the server took.
@@ -27,54 +33,57 @@ pub struct MongoSink {
 }
 
 impl MongoSink {
-    pub fn new(db: Database, table: TableName) -> Self {
-        MongoSink { db, table, hour: None, inserted: 0 }
+    pub fn new(db: Database, url: String, table: TableName) -> Self {
+        MongoSink { db, url, table, hour: None, inserted: 0 }
     }
 
     fn data(&self) -> Collection<RawDocumentBuf> {
         self.db.collection(self.table.as_str())
     }
 
+    fn entries(&self) -> MongoLedger<'_> {
+        MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table }
+    }
+
     fn ledger(&self) -> Collection<Document> {
-        self.db.collection(LEDGER)
+        self.entries().collection()
     }
 
     fn done_filter(&self) -> Document {
-        doc! {"table": self.table.as_str(), "state": "done"}
+        self.entries().done()
     }
 
     fn ledger_id(&self, stem: &str) -> String {
-        format!("{}/{stem}", self.table)
+        self.entries().id(stem)
     }
 
     /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
     async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
         let (from, to) = (format!("{stem}/"), format!("{stem}0"));
-        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await?;
+        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await.sink()?;
         Ok(())
     }
 }
 
 #[async_trait]
 impl EngineSink for MongoSink {
-    async fn describe(&self, servers: &ghbench_core::Servers) -> Result<ghbench_core::ServerInfo, SinkError> {
-        Ok(ghbench_core::describe_mongo(&self.db, &servers.mongo_url).await?)
+    async fn describe(&self) -> Result<ServerInfo, SinkError> {
+        crate::connect::describe(&SPEC, &self.db, &self.url).await.sink()
     }
 
-
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
-        let exists = !self.db.list_collection_names().filter(doc! {"name": self.table.as_str()}).await?.is_empty();
+        let exists = !self.db.list_collection_names().filter(doc! {"name": self.table.as_str()}).await.sink()?.is_empty();
         if drop {
-            self.data().drop().await?;
+            self.data().drop().await.sink()?;
         }
         if drop || !exists {
             // The ledger describes a collection that is gone: forget it.
-            self.ledger().delete_many(doc! {"table": self.table.as_str()}).await?;
+            self.ledger().delete_many(self.entries().scope()).await.sink()?;
             // Created now, not by the first insert: an hour of 0 events must leave
             // a collection behind, or the next run would take its ledger entry
             // for a dropped collection's and forget it (PostgreSQL would not).
             match self.db.create_collection(self.table.as_str()).await {
-                Err(e) if !is_namespace_exists(&e) => return Err(e.into()),
+                Err(e) if !is_namespace_exists(&e) => return Err(to_sink_error(&e)),
                 _ => {}
             }
         }
@@ -82,9 +91,9 @@ impl EngineSink for MongoSink {
     }
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
-        let mut cursor = self.ledger().find(self.done_filter()).projection(doc! {"hour": 1}).await?;
+        let mut cursor = self.ledger().find(self.done_filter()).projection(doc! {"hour": 1}).await.sink()?;
         let mut hours = HashSet::new();
-        while let Some(d) = cursor.try_next().await? {
+        while let Some(d) = cursor.try_next().await.sink()? {
             if let Ok(h) = d.get_str("hour") {
                 hours.insert(h.to_string());
             }
@@ -94,18 +103,18 @@ impl EngineSink for MongoSink {
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {
         let pipeline = [doc! {"$match": self.done_filter()}, doc! {"$group": {"_id": null, "n": {"$sum": "$events"}}}];
-        let mut cursor = self.ledger().aggregate(pipeline).await?;
-        let total = match cursor.try_next().await? {
-            Some(d) => d.get_i64("n").or_else(|_| d.get_i32("n").map(i64::from)).unwrap_or(0),
+        let mut cursor = self.ledger().aggregate(pipeline).await.sink()?;
+        let total = match cursor.try_next().await.sink()? {
+            Some(d) => number(&d, "n").unwrap_or(0),
             None => 0,
         };
-        Ok(total as u64)
+        Ok(total)
     }
 
     /// The events the ledger records for `stem`, if the hour is done.
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
-        let done = self.ledger().find_one(doc! {"_id": self.ledger_id(stem), "state": "done"}).await?;
-        Ok(done.map(|d| d.get_i64("events").or_else(|_| d.get_i32("events").map(i64::from)).unwrap_or(0).max(0) as u64))
+        let done = self.ledger().find_one(doc! {"_id": self.ledger_id(stem), "state": "done"}).await.sink()?;
+        Ok(done.map(|d| number(&d, "events").unwrap_or(0)))
     }
 
     /// Marks the hour `loading` with a token of this attempt; when an earlier
@@ -116,15 +125,16 @@ impl EngineSink for MongoSink {
         let attempt = ObjectId::new();
         let id = self.ledger_id(stem);
         let not_done = doc! {"_id": &id, "state": {"$ne": "done"}};
-        let mark = doc! {"$set": {"table": self.table.as_str(), "hour": stem, "state": "loading", "attempt": attempt,
-                                  "started_at": mongodb::bson::DateTime::now()}};
+        let mut fields = self.entries().key_fields(stem);
+        fields.extend(doc! {"state": "loading", "attempt": attempt, "started_at": mongodb::bson::DateTime::now()});
+        let mark = doc! {"$set": fields};
         let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
             Ok(earlier) => earlier,
             // The upsert collides with the `done` record: another run loaded the hour meanwhile.
             Err(e) if is_duplicate_key(&e) => {
                 return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(to_sink_error(&e)),
         };
         self.hour = Some((stem.to_string(), attempt));
         if earlier.is_some() {
@@ -133,17 +143,20 @@ impl EngineSink for MongoSink {
         Ok(())
     }
 
-    async fn write(&mut self, batch: &Batch) -> Result<(), SinkError> {
-        if batch.docs.is_empty() {
+    async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
+        if batch.docs().is_empty() {
             return Ok(());
         }
-        let result = self.data().insert_many(batch.docs.iter().map(|d| &d.bson)).ordered(false).await?;
+        // Encoded on the decode thread (`encode`); one per document.
+        let docs: Option<Vec<&RawDocumentBuf>> = batch.encoded().iter().map(|e| e.downcast_ref::<RawDocumentBuf>()).collect();
+        let docs = docs.filter(|d| d.len() == batch.docs().len()).ok_or_else(|| SinkError::Other("a batch without its BSON".into()))?;
+        let result = self.data().insert_many(docs).ordered(false).await.sink()?;
         self.inserted += result.inserted_ids.len() as u64;
         Ok(())
     }
 
     async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
-        super::check_stored(self.inserted, r)?;
+        check_stored(self.inserted, r)?;
         let record = doc! {
             "state": "done",
             "events": r.events as i64,
@@ -154,6 +167,7 @@ impl EngineSink for MongoSink {
             "file_defect": r.file_defect.clone(),
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
+            "seconds": r.seconds,
         };
         let Some((_, attempt)) = self.hour.take() else {
             return Err(SinkError::Other("commit outside an hour".into()));
@@ -162,7 +176,7 @@ impl EngineSink for MongoSink {
         // twice. From here on nothing deletes the hour's documents: should this
         // update fail after the server applied it, the hour is `done` and complete.
         let filter = doc! {"_id": self.ledger_id(&r.hour), "state": "loading", "attempt": attempt};
-        let updated = self.ledger().update_one(filter, doc! {"$set": record}).await?;
+        let updated = self.ledger().update_one(filter, doc! {"$set": record}).await.sink()?;
         if updated.modified_count != 1 {
             return Err(SinkError::Other(format!("hour {} was taken over by another run meanwhile", r.hour)));
         }
@@ -182,8 +196,8 @@ impl EngineSink for MongoSink {
         }
     }
 
-    async fn lock(&self, _servers: &ghbench_core::Servers, limit: std::time::Duration) -> Result<super::TableLock, SinkError> {
-        super::mongo_lease::lock(&self.db, &self.table, limit).await
+    async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError> {
+        crate::lease::lock(&self.db, &self.table, limit).await
     }
 }
 
@@ -192,7 +206,7 @@ fn is_namespace_exists(e: &mongodb::error::Error) -> bool {
     matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 48)
 }
 
-pub(super) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 11000)
         || matches!(&*e.kind, mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) if w.code == 11000)
 }

@@ -6,15 +6,17 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use ghbench_core::{describe_postgres, Engine, ServerInfo, Servers, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
+use ghbench_olap::catalog::QueryFile;
+use ghbench_olap::ledger::Ledger;
+use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
+use ghbench_olap::rows::{Cell, Row};
+use ghbench_olap::sql;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
-use super::{Backend, OnIndexBuilt, BackendResult, Timed, LEDGER};
-use crate::catalog::QueryFile;
-use crate::sql;
-use crate::ledger::Ledger;
-use crate::record::{IndexBuild, IndexSize, Plan, Storage};
-use crate::rows::{Cell, Row};
+use crate::ledger::PgLedger;
+use crate::SPEC;
 
 /// Tables larger than this get the planner's row estimate instead of a
 /// `count(*)`, which would scan them (minutes on a year of data).
@@ -28,8 +30,8 @@ pub struct PostgresBackend {
 }
 
 impl PostgresBackend {
-    pub async fn connect(servers: &Servers, table: &TableName) -> BackendResult<Self> {
-        Ok(PostgresBackend { client: servers.postgres().await?, url: servers.pg_url.clone(), table: table.clone() })
+    pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
+        Ok(PostgresBackend { client: crate::connect::connect(&SPEC, url).await?, url: url.to_string(), table: table.clone() })
     }
 
     /// Every row the statement returns, as text cells (None for NULL).
@@ -47,18 +49,18 @@ impl PostgresBackend {
 
 #[async_trait]
 impl Backend for PostgresBackend {
-    fn engine(&self) -> Engine {
-        Engine::Postgres
+    fn spec(&self) -> &EngineSpec {
+        &SPEC
     }
 
     async fn describe(&self) -> BackendResult<ServerInfo> {
-        Ok(describe_postgres(&self.client, &self.url).await?)
+        Ok(crate::connect::describe(&SPEC, &self.client, &self.url).await?)
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let sql = format!("SELECT hour, events FROM {LEDGER} WHERE tbl = $1");
-        let rows = self.client.query(&sql, &[&self.table.as_str()]).await.context("reading the ingest ledger")?;
-        Ok(Ledger::from_entries(rows.iter().map(|r| (r.get(0), r.get(1)))))
+        crate::ledger::upgrade(&self.client).await.context("bringing the ingest ledger up to date")?;
+        let ledger = PgLedger { engine: &SPEC.engine, table: &self.table };
+        Ok(Ledger::from_entries(ledger.entries(&self.client).await.context("reading the ingest ledger")?))
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {
@@ -112,12 +114,13 @@ impl Backend for PostgresBackend {
         Ok(builds)
     }
 
-    async fn run(&self, query: &QueryFile) -> BackendResult<Timed> {
-        let sql = query.for_table(&self.table);
-        let started = Instant::now();
-        let rows = self.text_rows(&sql).await?;
-        let seconds = started.elapsed().as_secs_f64();
-        Ok(Timed { seconds, rows: rows.into_iter().map(normalise).collect() })
+    async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        Ok(Box::new(query.for_table(&self.table)))
+    }
+
+    async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
+        let sql: &String = prepared(self.engine(), query)?;
+        Ok(self.text_rows(sql).await?.into_iter().map(normalise).collect())
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {

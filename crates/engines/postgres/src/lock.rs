@@ -1,31 +1,40 @@
 //! PostgreSQL's table lock: a session advisory lock on a connection of its
 //! own. It goes away with the session, so a killed run never leaves it behind.
 
-use ghbench_core::{Servers, TableName};
+use ghbench_core::TableName;
+use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
+use ghbench_ingest::sink::SinkError;
 use tokio_postgres::Client;
 
-use super::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
-use super::SinkError;
+use crate::error::{to_sink_error, OrSink};
+use crate::SPEC;
 
 /// First key of ghbench's advisory locks on tables (the second is the name's hash).
 const PG_LOCK_SPACE: i32 = 4714;
 
+/// The lock's name: engine and table, so engines sharing a server (the jsonb
+/// and the normalized layouts) load the same table name side by side.
+fn lock_key(table: &TableName) -> String {
+    format!("{}:{table}", SPEC.engine)
+}
+
 /// Takes the table's lock, kept by a task until released.
-pub(super) async fn lock(servers: &Servers, table: &TableName) -> Result<TableLock, SinkError> {
-    let client = pg_lock(servers, table).await?;
+pub async fn lock(url: &str, table: &TableName) -> Result<TableLock, SinkError> {
+    let client = pg_lock(url, table).await?;
     let lost = Lost::default();
-    let keeper = tokio::spawn(keep_postgres(client, servers.clone(), table.clone(), lost.clone()));
+    let keeper = tokio::spawn(keep_postgres(client, url.to_string(), table.clone(), lost.clone()));
     Ok(TableLock::kept(keeper, lost, None))
 }
 
 /// A new session holding the table's advisory lock.
-async fn pg_lock(servers: &Servers, table: &TableName) -> Result<Client, SinkError> {
-    let client = servers.postgres().await?;
-    client.batch_execute(&format!("SET lock_timeout = {}", LOCK_WAIT.as_millis())).await?;
-    match client.execute("SELECT pg_advisory_lock($1, hashtext($2))", &[&PG_LOCK_SPACE, &table.as_str()]).await {
+async fn pg_lock(url: &str, table: &TableName) -> Result<Client, SinkError> {
+    let client = crate::connect::connect(&SPEC, url).await?;
+    client.batch_execute(&format!("SET lock_timeout = {}", LOCK_WAIT.as_millis())).await.sink()?;
+    let key = lock_key(table);
+    match client.execute("SELECT pg_advisory_lock($1, hashtext($2))", &[&PG_LOCK_SPACE, &key]).await {
         Ok(_) => return Ok(client),
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {}
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(to_sink_error(&e)),
     }
     // Who holds it, for the message; the lock itself is what counts.
     let holder = client
@@ -35,7 +44,7 @@ async fn pg_lock(servers: &Servers, table: &TableName) -> Result<Client, SinkErr
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
              WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                AND l.classid = $1::int4::oid AND l.objid = hashtext($2)::oid",
-            &[&PG_LOCK_SPACE, &table.as_str()],
+            &[&PG_LOCK_SPACE, &key],
         )
         .await
         .ok()
@@ -51,13 +60,13 @@ async fn pg_lock(servers: &Servers, table: &TableName) -> Result<Client, SinkErr
 }
 
 /// Takes the lock again whenever its session ends (e.g. a server restart).
-async fn keep_postgres(mut client: Client, servers: Servers, table: TableName, lost: Lost) {
+async fn keep_postgres(mut client: Client, url: String, table: TableName, lost: Lost) {
     loop {
         tokio::time::sleep(KEEP_EVERY).await;
         if !client.is_closed() {
             continue;
         }
-        match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, pg_lock(&servers, &table)).await {
+        match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, pg_lock(&url, &table)).await {
             Ok(Ok(fresh)) => client = fresh,
             Ok(Err(SinkError::Locked(holder))) => {
                 set(&lost, format!("lost the lock while PostgreSQL was away: {holder}"));

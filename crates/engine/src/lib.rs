@@ -1,0 +1,173 @@
+//! What an engine is to ghbench, and the list of engines.
+//!
+//! An engine is one folder (`crates/engines/<name>`, `crates/normalize`) that
+//! implements [`EnginePlugin`]: its [`EngineSpec`] (name, capabilities,
+//! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
+//! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,
+//! error texts and reports take every engine from it and name none.
+//! docs/engines.md is the checklist for adding one.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ghbench_core::{ConnectError, Engine, EngineConfig, EngineOption, EngineSpec, TableName};
+
+pub use ghbench_core::{Capabilities, ServerInfo};
+use ghbench_ingest::clean::Policy;
+pub use ghbench_ingest::sink::{Encoder, EngineSink, Loader};
+pub use ghbench_olap::Backend;
+
+/// One engine, as registered.
+#[async_trait]
+pub trait EnginePlugin: Send + Sync {
+    fn spec(&self) -> &EngineSpec;
+
+    /// The engine configured for a run, for loading (connects on demand).
+    fn loader(&self, config: &EngineConfig) -> Arc<dyn Loader>;
+
+    /// A connection for indexing, describing and querying `table`.
+    async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>>;
+}
+
+/// An engine on a server reached at one URL: it says only what differs from
+/// other such engines, and [`AtUrl`] makes it a plug-in.
+#[async_trait]
+pub trait UrlEngine: Clone + Send + Sync + 'static {
+    fn spec(&self) -> &'static EngineSpec;
+
+    /// The option that holds the URL (with its default).
+    fn url_option(&self) -> &'static EngineOption;
+
+    /// A connection for loading `table`.
+    async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
+
+    /// A connection for indexing, describing and querying `table`.
+    async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>>;
+
+    /// See [`Loader::encoder`].
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        None
+    }
+}
+
+/// The plug-in of a [`UrlEngine`].
+pub struct AtUrl<E>(pub E);
+
+impl<E: UrlEngine> AtUrl<E> {
+    fn url(&self, config: &EngineConfig) -> String {
+        config.get(self.0.url_option()).unwrap_or_default().to_string()
+    }
+}
+
+#[async_trait]
+impl<E: UrlEngine> EnginePlugin for AtUrl<E> {
+    fn spec(&self) -> &EngineSpec {
+        self.0.spec()
+    }
+
+    fn loader(&self, config: &EngineConfig) -> Arc<dyn Loader> {
+        Arc::new(UrlLoader { engine: self.0.clone(), url: self.url(config) })
+    }
+
+    async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
+        self.0.backend(&self.url(config), table).await
+    }
+}
+
+/// A [`UrlEngine`] configured for a run.
+struct UrlLoader<E> {
+    engine: E,
+    url: String,
+}
+
+#[async_trait]
+impl<E: UrlEngine> Loader for UrlLoader<E> {
+    fn spec(&self) -> &EngineSpec {
+        self.engine.spec()
+    }
+
+    fn location(&self) -> String {
+        ghbench_core::redact_url(&self.url)
+    }
+
+    async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
+        self.engine.sink(&self.url, table).await
+    }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        self.engine.encoder()
+    }
+}
+
+/// The engines ghbench knows, in the order `--help` lists them.
+#[derive(Clone, Default)]
+pub struct Registry {
+    plugins: Vec<Arc<dyn EnginePlugin>>,
+}
+
+/// A name `--engines` does not know.
+#[derive(Debug)]
+pub struct UnknownEngine {
+    pub name: String,
+    pub known: String,
+}
+
+impl std::fmt::Display for UnknownEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unknown engine '{}': expected one of {}", self.name, self.known)
+    }
+}
+
+impl std::error::Error for UnknownEngine {}
+
+impl Registry {
+    /// Adds an engine; a second engine of the same name replaces nothing and is refused.
+    pub fn with(mut self, plugin: Arc<dyn EnginePlugin>) -> Self {
+        let name = plugin.spec().engine.clone();
+        assert!(self.find(name.name()).is_none(), "engine {name} registered twice");
+        self.plugins.push(plugin);
+        self
+    }
+
+    pub fn plugins(&self) -> impl Iterator<Item = &Arc<dyn EnginePlugin>> {
+        self.plugins.iter()
+    }
+
+    /// The engine called `name` (or one of its aliases), in any case.
+    pub fn find(&self, name: &str) -> Option<&Arc<dyn EnginePlugin>> {
+        self.plugins.iter().find(|p| p.spec().answers_to(name))
+    }
+
+    /// Each name resolved, each engine once, in the order given.
+    pub fn resolve<S: AsRef<str>>(&self, names: &[S]) -> Result<Vec<Arc<dyn EnginePlugin>>, UnknownEngine> {
+        let mut chosen: Vec<Arc<dyn EnginePlugin>> = Vec::new();
+        for name in names {
+            let plugin = self.find(name.as_ref()).ok_or_else(|| UnknownEngine { name: name.as_ref().to_string(), known: self.names() })?;
+            if !chosen.iter().any(|c| c.spec().engine == plugin.spec().engine) {
+                chosen.push(plugin.clone());
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// `postgres, mongo`: every engine's name, for messages.
+    pub fn names(&self) -> String {
+        self.plugins.iter().map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The engines used when `--engines` is not given, comma-separated.
+    pub fn default_engines(&self) -> String {
+        self.plugins.iter().filter(|p| p.spec().default).map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The cleaning policy: what every registered engine can store, whichever
+    /// engines a run loads, so the data never depends on that choice.
+    pub fn policy(&self) -> Policy {
+        Policy::strictest(self.plugins.iter().map(|p| &p.spec().limits))
+    }
+
+    /// Every engine's options, each with the engine it belongs to.
+    pub fn options(&self) -> impl Iterator<Item = (&Engine, &EngineOption)> {
+        self.plugins.iter().flat_map(|p| p.spec().options.iter().map(move |o| (&p.spec().engine, o)))
+    }
+}

@@ -1,0 +1,74 @@
+//! The ingest ledger on a MongoDB-wire server: one document per engine, table
+//! and hour in `ghbench_ledger`, marked `loading` while an attempt runs and
+//! `done` after its data. Written by the sink, read by the backend: the one
+//! place that knows its shape.
+//!
+//! Keyed by engine, table and hour, so engines sharing one server never take
+//! each other's hours. Entries written before the key held the engine belong
+//! to [`FIRST_OWNER`]; its ids keep their old form, so nothing is reloaded.
+
+use ghbench_core::{Engine, TableName};
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::{Collection, Database};
+
+/// The ledger collection.
+pub const LEDGER: &str = "ghbench_ledger";
+/// The only engine on MongoDB-wire servers before the ledger knew engines.
+const FIRST_OWNER: &str = "mongo";
+
+pub struct MongoLedger<'a> {
+    pub db: &'a Database,
+    pub engine: &'a Engine,
+    pub table: &'a TableName,
+}
+
+impl MongoLedger<'_> {
+    pub fn collection(&self) -> Collection<Document> {
+        self.db.collection(LEDGER)
+    }
+
+    fn first_owner(&self) -> bool {
+        self.engine.name() == FIRST_OWNER
+    }
+
+    /// The hour's entry id: `<table>/<hour>` (the first owner's), else `<engine>:<table>/<hour>`.
+    pub fn id(&self, stem: &str) -> String {
+        if self.first_owner() {
+            format!("{}/{stem}", self.table)
+        } else {
+            format!("{}:{}/{stem}", self.engine, self.table)
+        }
+    }
+
+    /// Every entry of this engine and table, in any state.
+    pub fn scope(&self) -> Document {
+        let engine: Bson = if self.first_owner() {
+            doc! {"$in": [self.engine.name(), Bson::Null]}.into()
+        } else {
+            self.engine.name().into()
+        };
+        doc! {"table": self.table.as_str(), "engine": engine}
+    }
+
+    /// Finished hours only: a `loading` mark is an interrupted or running attempt.
+    pub fn done(&self) -> Document {
+        let mut filter = self.scope();
+        filter.insert("state", "done");
+        filter
+    }
+
+    /// The fields every entry carries besides its state.
+    pub fn key_fields(&self, stem: &str) -> Document {
+        doc! {"engine": self.engine.name(), "table": self.table.as_str(), "hour": stem}
+    }
+}
+
+/// A number from a server reply, whichever integer or double type it chose.
+pub fn number(d: &Document, key: &str) -> Option<u64> {
+    match d.get(key)? {
+        Bson::Int32(n) => Some((*n).max(0) as u64),
+        Bson::Int64(n) => Some((*n).max(0) as u64),
+        Bson::Double(n) => Some(n.max(0.0) as u64),
+        _ => None,
+    }
+}

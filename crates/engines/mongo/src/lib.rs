@@ -1,0 +1,91 @@
+//! The `mongo` engine: a MongoDB-wire server (MongoDB itself, or SecantusDB),
+//! the documents as they are in one collection, as the paper loaded them.
+//! Everything this engine is lives in this folder:
+//!
+//! - [`connect`]: reaching the server (selection and ping bounded) and saying
+//!   what answers, with a caveat when it is not MongoDB;
+//! - [`encode`]: documents as BSON with ghbench's `_id`, on the decode thread;
+//! - [`sink`] and [`lease`]: loading (unordered bulk inserts, a `loading` mark
+//!   per hour) and the one-run-per-table lease;
+//! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
+//! - [`backend`]: indexes, aggregation pipelines (`queries/mongo/`), plans, sizes.
+
+pub mod backend;
+pub mod connect;
+pub mod encode;
+pub mod error;
+pub mod lease;
+pub mod ledger;
+pub mod sink;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
+use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
+use ghbench_ingest::sink::Encoder;
+
+pub use lease::LOCKS;
+
+/// What `just setup` starts (see scripts/setup.sh).
+pub const DEFAULT_URL: &str = "mongodb://127.0.0.1:27017/ghbench?directConnection=true";
+
+/// `--mongo-url` / `MONGODB_URI`.
+pub const URL: EngineOption = EngineOption {
+    long: "mongo-url",
+    env: Some("MONGODB_URI"),
+    default: Some(DEFAULT_URL),
+    value_name: "URI",
+    help: "MongoDB connection URI; the database is the one it names, else `ghbench` (serverSelectionTimeoutMS= bounds reaching it).",
+    secret: true,
+};
+
+pub static SPEC: EngineSpec = EngineSpec {
+    engine: Engine::named("mongo"),
+    aliases: &["mongodb"],
+    about: "a MongoDB-wire server (mongod, or SecantusDB), one collection",
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    // BSON's: 16 MiB, 100 levels, signed 64-bit integers, and `_id` is ghbench's.
+    limits: DocumentLimits {
+        max_bytes: Some(encode::MAX_BSON_BYTES),
+        max_depth: Some(encode::MAX_NESTING),
+        integers_fit_i64: true,
+        reserved_keys: &["_id"],
+        refuses_nul: false,
+    },
+    options: &[URL],
+    default: true,
+    connect_hint: "--mongo-url or MONGODB_URI",
+};
+
+#[derive(Clone)]
+pub struct Mongo;
+
+/// The engine for the registry.
+pub fn plugin() -> Arc<dyn EnginePlugin> {
+    Arc::new(AtUrl(Mongo))
+}
+
+#[async_trait]
+impl UrlEngine for Mongo {
+    fn spec(&self) -> &'static EngineSpec {
+        &SPEC
+    }
+
+    fn url_option(&self) -> &'static EngineOption {
+        &URL
+    }
+
+    async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
+        let db = connect::connect(&SPEC, url).await?;
+        Ok(Box::new(sink::MongoSink::new(db, url.to_string(), table.clone())))
+    }
+
+    async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
+        Ok(Box::new(backend::MongoBackend::connect(url, table).await?))
+    }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        Some(encode::BsonEncoder::shared())
+    }
+}

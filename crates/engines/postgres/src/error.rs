@@ -1,0 +1,30 @@
+//! PostgreSQL's errors as loading reports them: the server's own message with
+//! its cause, and whether a retry on a new connection may mend it.
+
+use ghbench_ingest::sink::SinkError;
+
+/// `.sink()?` turns a driver error into a [`SinkError`] (`?` alone cannot: both types are foreign here).
+pub trait OrSink<T> {
+    fn sink(self) -> Result<T, SinkError>;
+}
+
+impl<T> OrSink<T> for Result<T, tokio_postgres::Error> {
+    fn sink(self) -> Result<T, SinkError> {
+        self.map_err(|e| to_sink_error(&e))
+    }
+}
+
+pub fn to_sink_error(e: &tokio_postgres::Error) -> SinkError {
+    SinkError::Engine { message: format!("PostgreSQL: {}", ghbench_core::error_chain(e)), transient: is_transient(e) }
+}
+
+/// A lost connection, an I/O error, or a server going away or not yet back
+/// (SQLSTATE classes 57P: shutdown and crash, 08: cannot connect now).
+fn is_transient(e: &tokio_postgres::Error) -> bool {
+    let going_away = e.as_db_error().is_some_and(|db| {
+        let code = db.code().code();
+        code.starts_with("57P") || code.starts_with("08")
+    });
+    let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
+    e.is_closed() || going_away || io
+}

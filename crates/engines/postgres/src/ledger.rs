@@ -1,0 +1,116 @@
+//! The ingest ledger in PostgreSQL: one row per engine, table and loaded hour,
+//! written in the same transaction as the hour's data and read again by
+//! queries and reports. The one place that knows its SQL: the sink and the
+//! backend of every engine on PostgreSQL use it.
+//!
+//! Keyed by `(engine, tbl, hour)`, so engines sharing one server (the `jsonb`
+//! and the normalized layouts) never take each other's hours.
+
+use std::collections::HashSet;
+
+use ghbench_core::{Engine, TableName};
+use ghbench_ingest::sink::HourRecord;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Error};
+
+/// The ledger table.
+pub const LEDGER: &str = "ghbench_ledger";
+/// Rows written before the ledger had an `engine` column were this engine's
+/// (the only engine on PostgreSQL then).
+const FIRST_OWNER: &str = "postgres";
+
+/// Creates the ledger, or brings an older one up to date. Run inside the
+/// caller's transaction, after [`SERIALIZE_DDL`].
+pub fn create_sql() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {LEDGER} (
+            engine text NOT NULL, tbl text NOT NULL, hour text NOT NULL, events bigint NOT NULL, lines bigint NOT NULL,
+            quarantined bigint NOT NULL, sanitized bigint NOT NULL, compressed_bytes bigint NOT NULL,
+            file_defect text, ghbench_version text NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
+            seconds double precision,
+            PRIMARY KEY (engine, tbl, hour));
+         {}",
+        upgrade_sql()
+    )
+}
+
+/// Brings a ledger written by an older ghbench up to date, if there is one:
+/// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds` column.
+fn upgrade_sql() -> String {
+    format!(
+        "DO $$ BEGIN
+            IF to_regclass('{LEDGER}') IS NOT NULL
+               AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'engine') THEN
+                ALTER TABLE {LEDGER} ADD COLUMN engine text NOT NULL DEFAULT '{FIRST_OWNER}';
+                ALTER TABLE {LEDGER} ALTER COLUMN engine DROP DEFAULT;
+                ALTER TABLE {LEDGER} DROP CONSTRAINT {LEDGER}_pkey, ADD PRIMARY KEY (engine, tbl, hour);
+                ALTER TABLE {LEDGER} ADD COLUMN seconds double precision;
+            END IF;
+         END $$;"
+    )
+}
+
+/// Brings an older ledger up to date before reading it (a no-op when there is
+/// none, or it is current).
+pub async fn upgrade(client: &Client) -> Result<(), Error> {
+    client.batch_execute(&format!("BEGIN; {SERIALIZE_DDL} {} COMMIT;", upgrade_sql())).await
+}
+
+/// Serialises ghbench's DDL: concurrent `CREATE ... IF NOT EXISTS` can still collide.
+pub const SERIALIZE_DDL: &str = "SELECT pg_advisory_xact_lock(4713);";
+
+/// One engine's entries for one table.
+pub struct PgLedger<'a> {
+    pub engine: &'a Engine,
+    pub table: &'a TableName,
+}
+
+impl PgLedger<'_> {
+    /// Deletes the table's entries (it was dropped, or is about to be).
+    /// Names are validated identifiers, safe to splice.
+    pub fn forget_sql(&self) -> String {
+        format!("DELETE FROM {LEDGER} WHERE engine = '{}' AND tbl = '{}';", self.engine, self.table)
+    }
+
+    pub async fn completed_hours(&self, client: &Client) -> Result<HashSet<String>, Error> {
+        let sql = format!("SELECT hour FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
+        Ok(rows.iter().map(|r| r.get(0)).collect())
+    }
+
+    pub async fn events(&self, client: &Client) -> Result<u64, Error> {
+        let sql = format!("SELECT coalesce(sum(events), 0)::bigint FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let n: i64 = client.query_one(&sql, &[&self.engine.name(), &self.table.as_str()]).await?.get(0);
+        Ok(n.max(0) as u64)
+    }
+
+    /// The events recorded for `stem`, if the hour is done.
+    pub async fn hour_done(&self, client: &Client, stem: &str) -> Result<Option<u64>, Error> {
+        let sql = format!("SELECT events FROM {LEDGER} WHERE engine = $1 AND tbl = $2 AND hour = $3");
+        let row = client.query_opt(&sql, &[&self.engine.name(), &self.table.as_str(), &stem]).await?;
+        Ok(row.map(|r| r.get::<_, i64>(0).max(0) as u64))
+    }
+
+    /// Records the hour, inside the hour's transaction. The primary key refuses
+    /// a second record of it (e.g. a concurrent run), which rolls the hour back.
+    pub async fn record(&self, client: &Client, r: &HourRecord) -> Result<(), Error> {
+        let sql = format!(
+            "INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+        );
+        let n = |v: u64| v as i64;
+        let version = env!("CARGO_PKG_VERSION");
+        let params: [&(dyn ToSql + Sync); 11] = [
+            &self.engine.name(), &self.table.as_str(), &r.hour, &n(r.events), &n(r.lines), &n(r.quarantined), &n(r.sanitized),
+            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds,
+        ];
+        client.execute(&sql, &params).await.map(|_| ())
+    }
+
+    /// Every entry for the reports: hour stem, events, seconds (None before ghbench recorded them).
+    pub async fn entries(&self, client: &Client) -> Result<Vec<(String, i64, Option<f64>)>, Error> {
+        let sql = format!("SELECT hour, events, seconds FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+    }
+}

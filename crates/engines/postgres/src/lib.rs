@@ -1,0 +1,82 @@
+//! The `postgres` engine: PostgreSQL, the documents in one `jsonb` column, as
+//! the paper loaded them. Everything this engine is lives in this folder:
+//!
+//! - [`connect`]: reaching the server (handshake bounded) and describing it;
+//! - [`sink`] and [`lock`]: loading (binary COPY, one transaction per hour) and
+//!   the one-run-per-table advisory lock;
+//! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
+//! - [`backend`]: indexes, queries (`queries/postgres/`), plans, sizes.
+//!
+//! The normalized engine reuses [`connect`] and [`ledger`] (same server).
+
+pub mod backend;
+pub mod connect;
+pub mod error;
+pub mod ledger;
+pub mod lock;
+pub mod sink;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
+use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
+
+/// What `just setup` starts (see scripts/setup.sh).
+pub const DEFAULT_URL: &str = "postgres://ghbench@127.0.0.1:54320/ghbench";
+
+/// `--pg-url` / `DATABASE_URL`.
+pub const URL: EngineOption = EngineOption {
+    long: "pg-url",
+    env: Some("DATABASE_URL"),
+    default: Some(DEFAULT_URL),
+    value_name: "URL",
+    help: "PostgreSQL connection URL (libpq style; connect_timeout= bounds the handshake).",
+    secret: true,
+};
+
+/// jsonb's largest value (`JENTRY_OFFLENMASK`, 2^28 - 1 bytes).
+const JSONB_MAX_BYTES: usize = (1 << 28) - 1;
+const NO_LIMITS: DocumentLimits =
+    DocumentLimits { max_bytes: None, max_depth: None, integers_fit_i64: false, reserved_keys: &[], refuses_nul: false };
+
+pub static SPEC: EngineSpec = EngineSpec {
+    engine: Engine::named("postgres"),
+    aliases: &["pg", "postgresql"],
+    about: "PostgreSQL, the documents in one jsonb column",
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    // jsonb keeps numbers exactly and nests deeply, but refuses `\u0000` in
+    // strings and values over 255 MB.
+    limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true, ..NO_LIMITS },
+    options: &[URL],
+    default: true,
+    connect_hint: "--pg-url or DATABASE_URL",
+};
+
+#[derive(Clone)]
+pub struct Postgres;
+
+/// The engine for the registry.
+pub fn plugin() -> Arc<dyn EnginePlugin> {
+    Arc::new(AtUrl(Postgres))
+}
+
+#[async_trait]
+impl UrlEngine for Postgres {
+    fn spec(&self) -> &'static EngineSpec {
+        &SPEC
+    }
+
+    fn url_option(&self) -> &'static EngineOption {
+        &URL
+    }
+
+    async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
+        let client = connect::connect(&SPEC, url).await?;
+        Ok(Box::new(sink::PostgresSink::new(client, url.to_string(), table.clone())))
+    }
+
+    async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
+        Ok(Box::new(backend::PostgresBackend::connect(url, table).await?))
+    }
+}

@@ -1,0 +1,76 @@
+//! What a benchmark needs from a database, the same verbs for every engine (as
+//! ClickBench asks of every system): describe, sizes, indexes, run, explain,
+//! caches. Each engine implements [`Backend`] in its own folder and reads its
+//! own folder of query files under `queries/`.
+
+use std::any::Any;
+
+use async_trait::async_trait;
+use ghbench_core::{Engine, EngineSpec, ServerInfo};
+
+use crate::catalog::QueryFile;
+use crate::ledger::Ledger;
+use crate::record::{IndexBuild, Plan, Storage};
+use crate::rows::Row;
+
+/// Errors carry the engine's own message; they are recorded, not hidden.
+pub type BackendResult<T> = anyhow::Result<T>;
+
+/// Hears of each index as it is built (the CLI's progress display).
+pub type OnIndexBuilt = dyn Fn(&IndexBuild) + Send + Sync;
+
+/// A query made ready to send, in the engine's own form (SQL text, a parsed
+/// pipeline, a plan): whatever should not be timed.
+pub type Prepared = Box<dyn Any + Send + Sync>;
+
+#[async_trait]
+pub trait Backend: Send + Sync {
+    fn spec(&self) -> &EngineSpec;
+
+    fn engine(&self) -> &Engine {
+        &self.spec().engine
+    }
+
+    /// The folder of `queries/` this engine reads: its name.
+    fn dialect(&self) -> &str {
+        self.engine().name()
+    }
+
+    /// Product, version and settings of the server (or library).
+    async fn describe(&self) -> BackendResult<ServerInfo>;
+
+    /// Events per hour the ingest ledger lists for the table (finished hours only).
+    async fn ledger(&self) -> BackendResult<Ledger>;
+
+    /// Data and index sizes, row count.
+    async fn sizes(&self) -> BackendResult<Storage>;
+
+    /// Creates the catalog's indexes one at a time (idempotently), timing each;
+    /// `built` hears of each as it finishes. Only asked of engines whose
+    /// capabilities say they take indexes.
+    async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+        let _ = (file, built);
+        anyhow::bail!("{} takes no indexes", self.engine())
+    }
+
+    /// Reads the query file into what [`Backend::execute`] sends (not timed).
+    async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared>;
+
+    /// Sends a prepared query and fetches every row of its result, as rows
+    /// ghbench compares. The runner times this call, the same for every engine.
+    async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>>;
+
+    /// The plan the engine uses for the query, and whether it uses an index.
+    async fn explain(&self, query: &QueryFile) -> Plan;
+
+    /// Clears what this engine can clear of its caches without a restart;
+    /// says what it did.
+    async fn clear_caches(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// The engine's own prepared form of a query, or an error naming the mix-up.
+pub fn prepared<'a, T: 'static>(engine: &Engine, query: &'a Prepared) -> BackendResult<&'a T> {
+    query.downcast_ref::<T>().ok_or_else(|| anyhow::anyhow!("{engine} was given a query another engine prepared"))
+}

@@ -1,0 +1,220 @@
+//! Views of a run record, by kind: [`terminal`] (the table and the lines
+//! around it), [`markdown`] (the report file), [`comparison`] (two runs). All
+//! read the record only, through one view model ([`ResultsView`]), so a saved
+//! JSON file renders exactly as the run that wrote it, and a new view (a chart,
+//! a page) is one more file.
+
+pub mod comparison;
+pub mod markdown;
+pub mod terminal;
+
+use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
+use comfy_table::{CellAlignment, Table};
+use ghbench_core::Engine;
+
+use crate::record::{faster_by, Context, EngineRecord, EngineResult, QueryRecord, RunRecord, VerificationStatus};
+
+pub use comparison::{comparison, DEFAULT_NOISE};
+pub use markdown::markdown;
+pub use terminal::{print_servers, server_lines};
+
+/// Which table style: for a terminal, or for a Markdown file.
+#[derive(Clone, Copy)]
+pub enum Style {
+    Terminal,
+    Markdown,
+}
+
+pub(crate) fn new_table(style: Style, header: Vec<String>) -> Table {
+    let mut table = Table::new();
+    table.load_style(match style {
+        Style::Terminal => UTF8_FULL_CONDENSED,
+        Style::Markdown => ASCII_MARKDOWN,
+    });
+    table.set_header(header);
+    table
+}
+
+/// Right-aligns every column but the first `text_columns`.
+pub(crate) fn align_numbers(table: &mut Table, text_columns: usize) {
+    for column in table.column_iter_mut().skip(text_columns) {
+        column.set_cell_alignment(CellAlignment::Right);
+    }
+}
+
+pub fn seconds(s: f64) -> String {
+    if s >= 100.0 {
+        format!("{s:.1}")
+    } else {
+        format!("{s:.4}")
+    }
+}
+
+pub(crate) fn percent(fraction: f64) -> String {
+    format!("{:+.2}%", fraction * 100.0)
+}
+
+/// The verification mark of one engine's result.
+pub(crate) fn mark(result: &EngineResult) -> &'static str {
+    match (result.error.is_some(), result.verified) {
+        (true, _) => "error",
+        (_, Some(true)) => "✓",
+        (_, Some(false)) => "✗",
+        (_, None) => "–",
+    }
+}
+
+pub(crate) fn result_for<'a>(query: &'a QueryRecord, engine: &Engine) -> Option<&'a EngineResult> {
+    query.engines.iter().find(|e| &e.engine == engine)
+}
+
+pub(crate) fn median(query: &QueryRecord, engine: &Engine) -> Option<f64> {
+    result_for(query, engine)?.stats.map(|s| s.median)
+}
+
+/// What every view shows of a run: the engines in order, the baseline of the
+/// "faster by" columns, and per query each engine's cell.
+pub struct ResultsView<'a> {
+    pub record: &'a RunRecord,
+    pub engines: Vec<&'a Engine>,
+    /// None when fewer than two engines ran.
+    pub baseline: Option<&'a Engine>,
+}
+
+impl<'a> ResultsView<'a> {
+    pub fn of(record: &'a RunRecord) -> Self {
+        let engines: Vec<&Engine> = record.context.engines.iter().map(|e| &e.engine).collect();
+        let chosen = record.context.baseline.as_ref().filter(|b| engines.contains(b));
+        let baseline = chosen.or(engines.first().copied()).filter(|_| engines.len() > 1);
+        ResultsView { record, engines, baseline }
+    }
+
+    /// The engines compared with the baseline.
+    pub fn others(&self) -> Vec<&'a Engine> {
+        self.engines.iter().copied().filter(|e| Some(*e) != self.baseline).collect()
+    }
+
+    /// The baseline's `(S-F)/S` against `other` for one query, as a percentage.
+    pub fn faster_by(&self, query: &QueryRecord, other: &Engine) -> String {
+        let Some(baseline) = self.baseline else { return String::new() };
+        match (median(query, baseline), median(query, other)) {
+            (Some(b), Some(o)) => faster_by(b, o).map(percent).unwrap_or_default(),
+            _ => String::new(),
+        }
+    }
+
+    /// Header of a "faster by" column.
+    pub fn faster_by_header(&self, other: &Engine) -> String {
+        format!("{} faster than {other} by (S-F)/S", self.baseline.map(Engine::name).unwrap_or(""))
+    }
+
+    /// Engine × query: median seconds, rows, verified, and the baseline's speedup.
+    pub fn table(&self, style: Style) -> String {
+        let mut header = vec!["query".to_string(), "variant".to_string()];
+        for engine in &self.engines {
+            header.extend([format!("{engine} median s"), format!("{engine} rows"), format!("{engine} ok")]);
+        }
+        let others = self.others();
+        header.extend(others.iter().map(|o| self.faster_by_header(o)));
+        let mut table = new_table(style, header);
+        for query in &self.record.queries {
+            let mut row = vec![query.query.clone(), query.variant.clone()];
+            for engine in &self.engines {
+                match result_for(query, engine) {
+                    Some(r) => row.extend([
+                        r.stats.map(|s| seconds(s.median)).unwrap_or_else(|| "–".into()),
+                        r.rows.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
+                        mark(r).to_string(),
+                    ]),
+                    None => row.extend(["".to_string(), "".to_string(), "".to_string()]),
+                }
+            }
+            row.extend(others.iter().map(|o| self.faster_by(query, o)));
+            table.add_row(row);
+        }
+        align_numbers(&mut table, 2);
+        table.to_string()
+    }
+}
+
+/// Engine × query: median seconds, rows, verified, and the baseline's speedup.
+pub fn results_table(record: &RunRecord, style: Style) -> String {
+    ResultsView::of(record).table(style)
+}
+
+/// Loud lines for every mismatch and failure (empty when all verified).
+pub fn problems(record: &RunRecord) -> Vec<String> {
+    let mut lines = Vec::new();
+    for q in &record.queries {
+        for m in &q.verification.mismatches {
+            let reference = q.verification.reference.as_ref().map_or("?", Engine::name);
+            lines.push(format!("MISMATCH {} {}: {} disagrees with {reference}: {}", q.query, q.variant, m.engine, m.reason));
+            lines.extend(q.verification.cause.iter().map(|cause| format!("    cause: {cause}")));
+            lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
+        }
+        for e in q.engines.iter().filter(|e| e.error.is_some()) {
+            lines.push(format!("FAILED {} {} on {}: {}", q.query, q.variant, e.engine, e.error.as_deref().unwrap_or("")));
+        }
+    }
+    lines
+}
+
+/// Loud lines when the engines hold different data (empty when they hold the
+/// same, or the record predates the check). Shown before any result.
+pub fn data_warning(context: &Context) -> Vec<String> {
+    let Some(data) = context.data_consistency.as_ref().filter(|d| !d.agree) else { return Vec::new() };
+    let mut lines = vec![
+        "DATA DIFFERS: the engines do not hold the same data (per their ingest ledgers and row counts), so their \
+         results cannot agree and their timings measure different work:"
+            .to_string(),
+    ];
+    lines.extend(data.differences.iter().map(|d| format!("  - {d}")));
+    lines
+}
+
+/// No engine disagreed or failed, and all held the same data (a single-engine
+/// run has nothing to disagree with).
+pub fn no_disagreement(record: &RunRecord) -> bool {
+    let same_data = !matches!(&record.context.data_consistency, Some(data) if !data.agree);
+    same_data
+        && record
+            .queries
+            .iter()
+            .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
+}
+
+/// Which data an engine held: hours and events from its ingest ledger, and
+/// how long loading them took.
+pub fn data_line(engine: &EngineRecord) -> String {
+    match (&engine.data, &engine.data_error) {
+        (Some(d), _) => {
+            let load = match (d.load_seconds, d.events_per_second()) {
+                (Some(s), Some(rate)) => format!(", loaded in {} s ({rate:.0} events/s, summed over hours)", seconds(s)),
+                _ => String::new(),
+            };
+            format!(
+                "{} hours ({} .. {}), {} events per the ingest ledger{load}",
+                d.hours,
+                d.first_hour.as_deref().unwrap_or("?"),
+                d.last_hour.as_deref().unwrap_or("?"),
+                d.events
+            )
+        }
+        (None, Some(e)) => format!("data loaded: {e}"),
+        (None, None) => "data loaded: unknown".into(),
+    }
+}
+
+/// `PostgreSQL 15.18`, or why the engine could not say what it is.
+pub fn server_label(engine: &EngineRecord) -> String {
+    match (&engine.server, &engine.server_error) {
+        (Some(s), _) => s.label.clone(),
+        (None, Some(e)) => format!("unknown server ({e})"),
+        (None, None) => "unknown server".into(),
+    }
+}
+
+/// Each engine's own caveat, e.g. that a MongoDB-wire server is not MongoDB.
+pub fn caveats(context: &Context) -> Vec<(&Engine, &str)> {
+    context.engines.iter().filter_map(|e| Some((&e.engine, e.server.as_ref()?.caveat.as_deref()?))).collect()
+}

@@ -1,0 +1,27 @@
+//! The terminal view: the results table, and under it which server build,
+//! data and settings produced the numbers, with each engine's caveat.
+
+use super::{caveats, data_line, server_label};
+use crate::record::Context;
+
+/// Under every table of numbers: which server build, data and settings produced them.
+pub fn print_servers(context: &Context) {
+    for line in server_lines(context) {
+        println!("{line}");
+    }
+}
+
+pub fn server_lines(context: &Context) -> Vec<String> {
+    let mut lines = Vec::new();
+    for engine in &context.engines {
+        lines.push(format!("{:<9} {}; table {}: {}", engine.engine, server_label(engine), context.table, data_line(engine)));
+        let settings: Vec<String> = engine.server.iter().flat_map(|s| &s.settings).map(|(k, v)| format!("{k}={v}")).collect();
+        if !settings.is_empty() {
+            lines.push(format!("{:<9} settings: {}", "", settings.join(" ")));
+        }
+        for (_, caveat) in caveats(context).into_iter().filter(|(e, _)| **e == engine.engine) {
+            lines.push(format!("{:<9} note: {caveat}", ""));
+        }
+    }
+    lines
+}

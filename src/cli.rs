@@ -1,0 +1,91 @@
+//! Argument parsing and dispatch: the engines' own options are added to every
+//! command that reaches engines, from the registry.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use ghbench_engine::Registry;
+
+use crate::commands;
+use crate::options::Engines;
+
+/// The commands that reach engines, and so take `--engines` and every engine's options.
+const ENGINE_COMMANDS: [&str; 4] = ["ingest", "doctor", "index", "query"];
+
+#[derive(Parser)]
+#[command(name = "ghbench", version, about, long_about = "\
+Benchmark PostgreSQL jsonb against MongoDB (or a MongoDB-wire server) on GitHub Archive \
+analytics, reproducing the OLAP part of the 2019 OnGres benchmark.
+
+Start the servers with `just setup` and `source .ghbench/env`; the defaults of the \
+engines' connection options match what it starts.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load GH Archive hours into every engine (resumable, exactly once per hour).
+    Ingest(commands::ingest::IngestArgs),
+    /// Mirror a range of hours into a local folder (resumable, checked, 404s recorded).
+    Download(commands::download::DownloadArgs),
+    /// Check the connections and show each server's product, version and settings.
+    Doctor(commands::doctor::DoctorArgs),
+    /// Create the paper's five indexes on every engine (idempotent), timing each.
+    Index(commands::index::IndexArgs),
+    /// Run Queries A-D on every engine: timed, verified across engines, reported.
+    Query(commands::query::QueryArgs),
+    /// Show a saved query result again, or compare two.
+    Report(commands::report::ReportArgs),
+    /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
+    Serve(commands::serve::ServeArgs),
+    /// Write synthetic GH Archive hours calibrated on real ones (or --calibrate a profile).
+    Gen(commands::gen::GenArgs),
+}
+
+/// Parses `args` (the program name first) and runs the command with the
+/// registry's engines; errors are printed, the exit status says how it went.
+pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
+    let mut command = Cli::command();
+    for name in ENGINE_COMMANDS {
+        command = command.mut_subcommand(name, |sub| crate::options::add_engine_args(sub, &registry));
+    }
+    let matches = match command.try_get_matches_from(args) {
+        Ok(m) => m,
+        Err(e) => e.exit(),
+    };
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    let sub = matches.subcommand().map(|(_, m)| m);
+    let engines = Engines::from_matches(registry, sub);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Ingest(args) => commands::ingest::run(args, &engines).await,
+            Command::Download(args) => commands::download::run(args).await,
+            Command::Doctor(args) => commands::doctor::run(args, &engines).await,
+            Command::Serve(args) => commands::serve::run(args),
+            Command::Index(args) => commands::index::run(args, &engines).await,
+            Command::Query(args) => commands::query::run(args, &engines).await,
+            Command::Report(args) => commands::report::run(args),
+            Command::Gen(args) => commands::gen::run(args),
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The engines this ghbench is built with: one line per engine. Everything
+//! else (flags, `--help`, `doctor`, errors, reports) takes the list from here.
+
+use ghbench_engine::Registry;
+
+pub fn builtin() -> Registry {
+    Registry::default().with(ghbench_postgres::plugin()).with(ghbench_mongo::plugin())
+}
