@@ -11,8 +11,8 @@ use bytes::BytesMut;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ghbench_core::Hour;
 use ghbench_ingest::clean::strip_nul_escapes;
-use ghbench_ingest::decode::{decode_hour, gz_lines, Lane};
-use ghbench_mongo::encode::{document_id, to_bson, BsonEncoder};
+use ghbench_ingest::decode::{decode_hour, gz_lines};
+use ghbench_mongo::encode::{document_id, to_bson};
 use ghbench_ingest::quarantine::Quarantine;
 use ghbench_postgres::sink::JsonbText;
 use ghbench_ingest::source::HourBytes;
@@ -94,7 +94,8 @@ fn stages(c: &mut Criterion) {
             black_box(out.len())
         })
     });
-    // The policy of the engines ghbench is built with (validation, no encoding).
+    // The policy of the engines ghbench is built with: validation, then each
+    // engine's encoding (BSON).
     let policy = ghbench::registry::builtin().policy();
     group.bench_function("clean_line_full_policy", |b| {
         b.iter(|| {
@@ -115,8 +116,7 @@ fn stages(c: &mut Criterion) {
         b.iter(|| {
             let mut quarantine = Quarantine::for_hour(dir.path(), &table, hour).unwrap();
             let file = HourBytes::File(std::fs::File::open(&path).unwrap());
-            let lanes = [Lane { encoder: None, output: None }, Lane { encoder: Some(BsonEncoder::shared()), output: None }];
-            black_box(decode_hour(hour, file, &policy, &lanes, &mut quarantine, Arc::new(AtomicU64::new(0))).unwrap())
+            black_box(decode_hour(hour, file, &policy, &[], &mut quarantine, Arc::new(AtomicU64::new(0))).unwrap())
         })
     });
     group.finish();

@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{bail, Context as _, Result};
+use anyhow::{Context as _, Result};
 use clap::Args;
-use ghbench_olap::record::{RunRecord, READABLE_SCHEMAS, SCHEMA};
+use ghbench_olap::record::RunRecord;
 use ghbench_olap::render::{comparison, data_warning, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 #[derive(Args, Debug)]
@@ -52,21 +52,5 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
 
 fn load(path: &Path) -> Result<RunRecord> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    // The schema first: a file of another schema gets a message naming it, not a parse error.
-    let schema = serde_json::from_str::<serde_json::Value>(&text)
-        .ok()
-        .and_then(|v| v.get("schema").and_then(|s| s.as_str()).map(str::to_string))
-        .with_context(|| format!("{} is not a ghbench query result (no schema field)", path.display()))?;
-    if !READABLE_SCHEMAS.contains(&schema.as_str()) {
-        bail!(
-            "{}: schema {schema}, which this ghbench cannot read (it reads {}); re-render it with the ghbench that wrote it",
-            path.display(),
-            READABLE_SCHEMAS.join(", ")
-        );
-    }
-    let mut record: RunRecord =
-        serde_json::from_str(&text).with_context(|| format!("{} is not a ghbench query result", path.display()))?;
-    // Read as the current schema: the missing fields took their defaults.
-    record.schema = SCHEMA.to_string();
-    Ok(record)
+    RunRecord::read(&text).with_context(|| path.display().to_string())
 }

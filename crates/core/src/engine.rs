@@ -1,7 +1,8 @@
-//! What an engine is, as data: its name, what it can do, and the options it
-//! takes. The engines themselves live in their own folders (`crates/engines/*`,
-//! `crates/normalize`) and are listed once, in the registry; nothing here
-//! names a particular one.
+//! What an engine is, as data: its name, what it can do, what documents it
+//! can store, and the options it takes. The engines themselves live in their
+//! own folders (`crates/engines/*`; `crates/normalize` for the normalized
+//! engine to come) and are listed once, in the registry; nothing here names a
+//! particular one.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -1,6 +1,7 @@
 //! What an engine is to ghbench, and the list of engines.
 //!
-//! An engine is one folder (`crates/engines/<name>`, `crates/normalize`) that
+//! An engine is one folder (`crates/engines/<name>`; the normalized engine, to
+//! come, in `crates/normalize`) that
 //! implements [`EnginePlugin`]: its [`EngineSpec`] (name, capabilities,
 //! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
 //! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,
@@ -27,6 +28,12 @@ pub trait EnginePlugin: Send + Sync {
 
     /// A connection for indexing, describing and querying `table`.
     async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>>;
+
+    /// How the engine encodes clean documents, if it does not take the JSON
+    /// text as it is. Run on every line of every run (see `Policy::encode`).
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        None
+    }
 }
 
 /// An engine on a server reached at one URL: it says only what differs from
@@ -44,7 +51,7 @@ pub trait UrlEngine: Clone + Send + Sync + 'static {
     /// A connection for indexing, describing and querying `table`.
     async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>>;
 
-    /// See [`Loader::encoder`].
+    /// See [`EnginePlugin::encoder`].
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         None
     }
@@ -72,6 +79,10 @@ impl<E: UrlEngine> EnginePlugin for AtUrl<E> {
     async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
         self.0.backend(&self.url(config), table).await
     }
+
+    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
+        self.0.encoder()
+    }
 }
 
 /// A [`UrlEngine`] configured for a run.
@@ -92,10 +103,6 @@ impl<E: UrlEngine> Loader for UrlLoader<E> {
 
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
         self.engine.sink(&self.url, table).await
-    }
-
-    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
-        self.engine.encoder()
     }
 }
 
@@ -163,7 +170,13 @@ impl Registry {
     /// The cleaning policy: what every registered engine can store, whichever
     /// engines a run loads, so the data never depends on that choice.
     pub fn policy(&self) -> Policy {
-        Policy::strictest(self.plugins.iter().map(|p| &p.spec().limits))
+        let mut policy = Policy::strictest(self.plugins.iter().map(|p| &p.spec().limits));
+        for plugin in &self.plugins {
+            if let Some(encoder) = plugin.encoder() {
+                policy = policy.with_encoder(plugin.spec().engine.clone(), encoder);
+            }
+        }
+        policy
     }
 
     /// Every engine's options, each with the engine it belongs to.

@@ -16,16 +16,23 @@
 //! | nested deeper than an engine's limit    | quarantine                              |
 //!
 //! Each engine then encodes the clean document its own way (see
-//! `sink::Encoder`); an engine that cannot encode one refuses it, and the line
-//! is quarantined for every engine all the same.
+//! `sink::Encoder`), every registered engine on every line whether it loads
+//! this run or not: an engine that cannot encode a document refuses it, and
+//! the line is quarantined for every engine all the same.
 
 use std::borrow::Cow;
 use std::cell::RefCell;
 use std::fmt;
 
-use ghbench_core::DocumentLimits;
+use std::sync::Arc;
+
+use ghbench_core::{DocumentLimits, Engine};
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
 
+use crate::sink::{Encoded, Encoder};
+
+/// serde_json reads at most this many levels of nesting.
+const SERDE_JSON_MAX_DEPTH: usize = 128;
 /// 2^63: doubles this large may be integers serde_json could not read as integers.
 const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
 
@@ -98,14 +105,16 @@ impl Rejected {
     }
 }
 
-/// The cleaning policy: the strictest limits of the engines it serves.
-#[derive(Debug, Clone, Default)]
+/// The cleaning policy: the strictest limits of the engines it serves, and
+/// their encoders.
+#[derive(Clone, Default)]
 pub struct Policy {
     max_bytes: Option<usize>,
     max_depth: Option<usize>,
     integers_fit_i64: bool,
     reserved_keys: Vec<&'static str>,
     strip_nul: bool,
+    encoders: Vec<(Engine, Arc<dyn Encoder>)>,
 }
 
 impl Policy {
@@ -128,6 +137,19 @@ impl Policy {
             }
         }
         policy
+    }
+
+    /// Also runs `engine`'s encoder on every line (see [`Policy::encode`]).
+    pub fn with_encoder(mut self, engine: Engine, encoder: Arc<dyn Encoder>) -> Policy {
+        self.encoders.push((engine, encoder));
+        self
+    }
+
+    /// Every engine's encoding of a clean document, whether or not the engine
+    /// loads this run: any refusal refuses the line for all, so the data never
+    /// depends on the engines a run loads.
+    pub fn encode(&self, stem: &str, doc: &CleanDoc) -> Result<Vec<(&Engine, Encoded)>, Rejected> {
+        self.encoders.iter().map(|(engine, encoder)| Ok((engine, encoder.encode(stem, doc)?))).collect()
     }
 
     /// Applies the policy to one line (without its `\n`).
@@ -162,6 +184,9 @@ impl Policy {
         if let Err(e) = checked {
             return Err(self.classify_refusal(text, e.to_string()));
         }
+        if found.not_object {
+            return Err(Rejected::new(Defect::NotAnObject, "JSON value is not an object"));
+        }
         // serde_json reads an integer beyond u64 as a double: look at the text to
         // tell such an integer from a genuinely huge float (rare, so rarely looked at).
         if found.huge_double && self.integers_fit_i64 {
@@ -176,8 +201,9 @@ impl Policy {
     /// common path never pays for a second look at the text.
     fn classify_refusal(&self, text: &str, error: String) -> Rejected {
         let shape = scan_json(text);
-        if let Some(max) = self.max_depth.filter(|max| shape.max_depth > *max) {
-            // serde_json stops at 128 levels with a parse error; it is a depth problem.
+        // serde_json stops at 128 levels with a parse error; it is a depth problem.
+        let max = self.max_depth.unwrap_or(SERDE_JSON_MAX_DEPTH).min(SERDE_JSON_MAX_DEPTH);
+        if shape.max_depth > max {
             return Rejected::new(Defect::TooDeep, format!("nested {} levels, deeper than {max}", shape.max_depth));
         }
         match shape.integer_out_of_range {
@@ -194,6 +220,8 @@ impl Policy {
 struct Found {
     rejected: Option<Rejected>,
     huge_double: bool,
+    /// Valid JSON so far, but not an object: refused once the text proves valid.
+    not_object: bool,
 }
 
 /// Validates one value at nesting level `depth` (the document being 1).
@@ -251,9 +279,7 @@ impl<'de> Visitor<'de> for Check<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        if self.depth == 1 {
-            return Err(self.reject(Rejected::new(Defect::NotAnObject, "JSON value is not an object")));
-        }
+        self.not_an_object::<A::Error>()?;
         self.enter()?;
         while seq.next_element_seed(self.nested())?.is_some() {}
         Ok(())
@@ -263,36 +289,36 @@ impl<'de> Visitor<'de> for Check<'_> {
         if self.policy.integers_fit_i64 && n > i64::MAX as u64 {
             return Err(self.reject(out_of_range(&n.to_string())));
         }
-        self.scalar()
+        self.not_an_object()
     }
 
     fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
-        self.scalar()
+        self.not_an_object()
     }
 
     fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<(), E> {
         self.found.borrow_mut().huge_double |= x.abs() >= I64_RANGE_END;
-        self.scalar()
+        self.not_an_object()
     }
 
     fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
-        self.scalar()
+        self.not_an_object()
     }
 
     fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
-        self.scalar()
+        self.not_an_object()
     }
 
     fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        self.scalar()
+        self.not_an_object()
     }
 }
 
 impl Check<'_> {
-    /// A scalar is fine anywhere but as the whole document.
-    fn scalar<E: serde::de::Error>(&self) -> Result<(), E> {
+    /// Anything but an object is fine anywhere but as the whole document.
+    fn not_an_object<E: serde::de::Error>(&self) -> Result<(), E> {
         if self.depth == 1 {
-            return Err(self.reject(Rejected::new(Defect::NotAnObject, "JSON value is not an object")));
+            self.found.borrow_mut().not_object = true;
         }
         Ok(())
     }
@@ -432,6 +458,7 @@ mod tests {
         assert_eq!(defect(b"{\"a\":1} x"), Defect::InvalidJson);
         assert_eq!(defect(br#"{"a":"\ud800"}"#), Defect::InvalidJson);
         assert_eq!(defect(b"[1,2]"), Defect::NotAnObject);
+        assert_eq!(defect(b"[1,"), Defect::InvalidJson, "invalid before it is anything else");
         assert_eq!(defect(b"\"text\""), Defect::NotAnObject);
         assert_eq!(defect(b"17"), Defect::NotAnObject);
         assert_eq!(defect(br#"{"_id":1}"#), Defect::HasOwnId);
@@ -441,6 +468,9 @@ mod tests {
         // Beyond serde_json's own limit of 128 levels too.
         assert_eq!(defect(nested(200).as_bytes()), Defect::TooDeep);
         assert!(clean_line("2015-01-01-0", 1, nested(MAX_NESTING).as_bytes()).is_ok());
+        let unlimited = Policy::strictest([&DocumentLimits::default()]);
+        assert_eq!(unlimited.clean_line(1, nested(200).as_bytes()).unwrap_err().defect, Defect::TooDeep, "deeper than ghbench reads");
+        assert!(unlimited.clean_line(1, nested(120).as_bytes()).is_ok());
         let arrays = |levels: usize| format!("{{\"a\":{}1{}}}", "[".repeat(levels - 1), "]".repeat(levels - 1));
         assert_eq!(defect(arrays(MAX_NESTING + 1).as_bytes()), Defect::TooDeep);
         assert!(clean_line("2015-01-01-0", 1, arrays(MAX_NESTING).as_bytes()).is_ok());

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use flate2::read::MultiGzDecoder;
-use ghbench_core::Hour;
+use ghbench_core::{Engine, Hour};
 use tokio::sync::mpsc;
 
 use crate::clean::{CleanDoc, Defect, Policy, Rejected};
 use crate::quarantine::Quarantine;
-use crate::sink::{Encoded, Encoder};
+use crate::sink::Encoded;
 use crate::source::HourBytes;
 
 /// Documents per batch: large enough to amortise a round trip, small enough
@@ -49,11 +49,11 @@ impl EngineBatch {
     }
 }
 
-/// Where an hour's documents go for one engine: its encoder (run here, on the
-/// decode thread) and its channel (None in a dry run: encoded, then dropped).
+/// Where an hour's documents go for one engine, with its encodings (made
+/// here, on the decode thread, by the policy).
 pub struct Lane {
-    pub encoder: Option<Arc<dyn Encoder>>,
-    pub output: Option<mpsc::Sender<EngineBatch>>,
+    pub engine: Engine,
+    pub output: mpsc::Sender<EngineBatch>,
 }
 
 /// What reading one hour found.
@@ -151,7 +151,7 @@ pub fn decode_hour(
     let new_batch = || Batch { encoded: lanes.iter().map(|_| Vec::new()).collect(), ..Batch::default() };
     let mut batch = new_batch();
     let mut line = Vec::with_capacity(64 << 10);
-    let mut live: Vec<bool> = lanes.iter().map(|l| l.output.is_some()).collect();
+    let mut live = vec![true; lanes.len()];
 
     loop {
         line.clear();
@@ -177,7 +177,7 @@ pub fn decode_hour(
             // The bytes before the corruption are an incomplete line.
             Err(Rejected::new(Defect::TruncatedLine, "cut off by a gzip error"))
         } else {
-            policy.clean_line(number, content).and_then(|doc| encode(&stem, doc, lanes))
+            policy.clean_line(number, content).and_then(|doc| encode(&stem, doc, policy, lanes))
         };
         match cleaned {
             Ok((doc, encodings)) => {
@@ -218,31 +218,29 @@ fn corrupt_message(complete_lines: u64, e: &io::Error) -> String {
     format!("truncated or corrupt gzip after {complete_lines} complete lines: {e}")
 }
 
-/// Every engine's encoding of a clean document, by lane; any engine's refusal
-/// refuses the line for all, so all engines keep holding the same documents.
-fn encode(stem: &str, doc: CleanDoc, lanes: &[Lane]) -> Result<(CleanDoc, Vec<(usize, Encoded)>), Rejected> {
-    let mut encodings = Vec::new();
-    for (i, lane) in lanes.iter().enumerate() {
-        if let Some(encoder) = &lane.encoder {
-            encodings.push((i, encoder.encode(stem, &doc)?));
+/// Every engine's encoding of a clean document, kept for the lanes of the
+/// engines loading it (see [`Policy::encode`]).
+fn encode(stem: &str, doc: CleanDoc, policy: &Policy, lanes: &[Lane]) -> Result<(CleanDoc, Vec<(usize, Encoded)>), Rejected> {
+    let mut kept = Vec::new();
+    for (engine, encoded) in policy.encode(stem, &doc)? {
+        if let Some(lane) = lanes.iter().position(|l| &l.engine == engine) {
+            kept.push((lane, encoded));
         }
     }
-    Ok((doc, encodings))
+    Ok((doc, kept))
 }
 
 /// Sends to every engine still listening; an engine that failed has dropped its
 /// receiver and is skipped so the others still get the hour.
 fn send(batch: Batch, lanes: &[Lane], live: &mut [bool]) -> Result<(), DecodeError> {
     let batch = Arc::new(batch);
-    let mut listening = false;
     for (lane, (output, alive)) in lanes.iter().map(|l| &l.output).zip(live.iter_mut()).enumerate() {
-        if let Some(output) = output.as_ref().filter(|_| *alive) {
+        if *alive {
             *alive = output.blocking_send(EngineBatch { batch: batch.clone(), lane }).is_ok();
-            listening |= *alive;
         }
     }
-    // No outputs at all is a dry run, not a failure.
-    if listening || lanes.iter().all(|l| l.output.is_none()) {
+    // No lanes at all is a dry run, not a failure.
+    if live.is_empty() || live.iter().any(|a| *a) {
         Ok(())
     } else {
         Err(DecodeError::EnginesGone)

@@ -24,7 +24,7 @@ use crate::clean::Policy;
 use crate::decode::{decode_hour, DecodeError, DecodeReport, EngineBatch, Lane};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
-use crate::sink::{HourRecord, Loader, LockWatch, Sink, SinkError, TableLock};
+use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, TableLock};
 use crate::source::{Source, SourceError};
 
 const CHANNEL_BATCHES: usize = 4;
@@ -387,8 +387,6 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: AttemptState) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
     let options = &ctx.options;
     let stem = hour.stem();
-    // Each engine's time for the hour runs from here to its commit.
-    let attempt_started = Instant::now();
     let mut results: EngineResults = Vec::new();
     let mut sinks: Vec<&mut Sink> = Vec::new();
     for slot in slots.iter_mut() {
@@ -421,12 +419,8 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         .map_err(|e| Attempt::Failed(format!("quarantine file: {e}")))?;
 
     let (senders, receivers): (Vec<_>, Vec<_>) = sinks.iter().map(|_| mpsc::channel::<EngineBatch>(CHANNEL_BATCHES)).unzip();
-    let lanes: Vec<Lane> = if options.dry_run {
-        // Nothing is stored, but every engine's encoding is measured.
-        options.engines.iter().map(|loader| Lane { encoder: loader.encoder(), output: None }).collect()
-    } else {
-        sinks.iter().zip(senders).map(|(sink, tx)| Lane { encoder: sink.encoder(), output: Some(tx) }).collect()
-    };
+    // A dry run has no sinks and no lanes: every engine's encoding is made and dropped.
+    let lanes: Vec<Lane> = sinks.iter().zip(senders).map(|(sink, output)| Lane { engine: sink.engine().clone(), output }).collect();
     let policy = options.policy.clone();
     let compressed = Arc::new(AtomicU64::new(0));
     let decoder = tokio::task::spawn_blocking(move || {
@@ -434,7 +428,7 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         let file = quarantine.finish();
         (result, file)
     });
-    let fed = join_all(sinks.iter_mut().zip(receivers).map(|(sink, rx)| feed(ctx, sink, &stem, rx))).await;
+    let fed = join_all(sinks.iter_mut().zip(receivers).map(|(sink, rx)| timed(feed(ctx, sink, &stem, rx)))).await;
 
     let decoded = match decoder.await {
         Ok((Ok(mut report), Ok(file))) => {
@@ -452,7 +446,7 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
                 sink.abort_hour().await;
             }
             let engines = sinks.iter().map(|s| s.engine().clone());
-            results.extend(engines.zip(fed).map(|(engine, r)| (engine, r.map(|()| 0))));
+            results.extend(engines.zip(fed).map(|(engine, (r, _))| (engine, r.map(|()| 0))));
             return Ok((None, results));
         }
         Ok((Err(e), _)) => Err(Attempt::Failed(e.to_string())),
@@ -476,11 +470,13 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         sanitized: decoded.sanitized,
         compressed_bytes: decoded.compressed_bytes,
         file_defect: decoded.file_defect.clone(),
-        seconds: 0.0,
+        clock: LoadClock::committing_after(Duration::ZERO),
     };
-    for (sink, fed) in sinks.iter_mut().zip(fed) {
+    for (sink, (fed, feeding)) in sinks.iter_mut().zip(fed) {
         let result = match fed {
-            Ok(()) => sink.commit_hour(&HourRecord { seconds: attempt_started.elapsed().as_secs_f64(), ..record.clone() }).await,
+            // The engine's time: its feeding, then its own commit (not the other
+            // engines' commits, made one after another).
+            Ok(()) => sink.commit_hour(&HourRecord { clock: LoadClock::committing_after(feeding), ..record.clone() }).await,
             Err(e) => Err(e),
         };
         if result.is_err() {
@@ -519,6 +515,13 @@ fn read_differently(loaded: Option<&DecodeReport>, now: &DecodeReport) -> Option
             before.events, before.lines, now.events, now.lines
         ))
     })
+}
+
+/// `work`'s result and how long it took.
+async fn timed<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
+    let started = Instant::now();
+    let result = work.await;
+    (result, started.elapsed())
 }
 
 /// Streams the hour's batches into one engine. Returning early drops `rx`, which

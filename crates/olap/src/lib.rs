@@ -7,7 +7,6 @@
 //! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
 //! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
 //!   whether the engines hold the same data, checked before timing.
-//! - [`sql`]: SQL files cut into statements by a real tokenizer.
 //! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown, comparison).
 
 pub mod backend;
@@ -19,7 +18,6 @@ pub mod record;
 pub mod render;
 pub mod rows;
 pub mod runner;
-pub mod sql;
 pub mod verify;
 
 pub use backend::Backend;

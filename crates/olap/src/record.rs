@@ -14,8 +14,62 @@ use crate::rows::Row;
 /// 2: an engine's `server` may be missing (`server_error` says why); the
 /// "faster by" column compares with `context.baseline`.
 pub const SCHEMA: &str = "ghbench-olap/2";
-/// Older schemas this ghbench still reads (their missing fields take defaults).
-pub const READABLE_SCHEMAS: [&str; 2] = ["ghbench-olap/1", SCHEMA];
+/// Older schemas this ghbench still reads (see [`RunRecord::read`]).
+pub const READABLE_SCHEMAS: [&str; 2] = [V1, SCHEMA];
+const V1: &str = "ghbench-olap/1";
+
+/// Why a results file cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("not a ghbench query result: {0}")]
+    NotAResult(String),
+    #[error("schema {0}, which this ghbench cannot read (it reads {list}); re-render it with the ghbench that wrote it", list = READABLE_SCHEMAS.join(", "))]
+    Schema(String),
+}
+
+impl RunRecord {
+    /// A results file of this schema or an older readable one, as this schema.
+    pub fn read(text: &str) -> Result<RunRecord, ReadError> {
+        let mut value: serde_json::Value = serde_json::from_str(text).map_err(|e| ReadError::NotAResult(e.to_string()))?;
+        let schema = value.get("schema").and_then(|s| s.as_str()).ok_or_else(|| ReadError::NotAResult("no schema field".into()))?;
+        match schema {
+            SCHEMA => {}
+            V1 => upgrade_v1(&mut value),
+            other => return Err(ReadError::Schema(other.to_string())),
+        }
+        value["schema"] = SCHEMA.into();
+        serde_json::from_value(value).map_err(|e| ReadError::NotAResult(e.to_string()))
+    }
+}
+
+/// What a `ghbench-olap/1` file meant, said as `/2` says it. `/1` knew two
+/// engines: its "faster by" column was always PostgreSQL's against MongoDB's,
+/// and its reports told a MongoDB-wire server from MongoDB by the version the
+/// server reported beside its own.
+fn upgrade_v1(record: &mut serde_json::Value) {
+    const FIRST_BASELINE: &str = "postgres";
+    if let Some(published) = record.get_mut("published").and_then(|p| p.as_object_mut()) {
+        if let Some(faster_by) = published.remove("postgres_faster_by") {
+            published.insert("faster_by".into(), faster_by);
+        }
+        published.entry("baseline").or_insert_with(|| FIRST_BASELINE.into());
+    }
+    let Some(context) = record.get_mut("context").and_then(|c| c.as_object_mut()) else { return };
+    let ran_baseline = context["engines"].as_array().is_some_and(|e| e.iter().any(|e| e["engine"] == FIRST_BASELINE));
+    if ran_baseline {
+        context.entry("baseline").or_insert_with(|| FIRST_BASELINE.into());
+    }
+    for server in context.get_mut("engines").and_then(|e| e.as_array_mut()).into_iter().flatten().filter_map(|e| e.get_mut("server")) {
+        let wire = server["settings"].get("reported_mongodb_version").is_some() && server["product"] != "MongoDB";
+        if wire && server.get("caveat").is_none() {
+            let label = server["label"].as_str().unwrap_or("this server").to_string();
+            server["caveat"] = format!(
+                "{label} is a MongoDB-wire server, not MongoDB: its timings say nothing about MongoDB's speed; they only show this setup"
+            )
+            .into();
+        }
+    }
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -178,7 +232,8 @@ pub struct IndexRunRecord {
     pub engines: Vec<IndexEngineRecord>,
 }
 
-pub const INDEX_SCHEMA: &str = "ghbench-olap-index/1";
+/// 2: an engine's `server` may be null (see `SCHEMA`).
+pub const INDEX_SCHEMA: &str = "ghbench-olap-index/2";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IndexEngineRecord {

@@ -167,7 +167,7 @@ impl EngineSink for MongoSink {
             "file_defect": r.file_defect.clone(),
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
-            "seconds": r.seconds,
+            "seconds": r.seconds(),
         };
         let Some((_, attempt)) = self.hour.take() else {
             return Err(SinkError::Other("commit outside an hour".into()));

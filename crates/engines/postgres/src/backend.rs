@@ -12,10 +12,10 @@ use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
-use ghbench_olap::sql;
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::ledger::PgLedger;
+use crate::sql;
 use crate::SPEC;
 
 /// Tables larger than this get the planner's row estimate instead of a
@@ -58,7 +58,6 @@ impl Backend for PostgresBackend {
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        crate::ledger::upgrade(&self.client).await.context("bringing the ingest ledger up to date")?;
         let ledger = PgLedger { engine: &SPEC.engine, table: &self.table };
         Ok(Ledger::from_entries(ledger.entries(&self.client).await.context("reading the ingest ledger")?))
     }

@@ -4,7 +4,7 @@
 //! backend of every engine on PostgreSQL use it.
 //!
 //! Keyed by `(engine, tbl, hour)`, so engines sharing one server (the `jsonb`
-//! and the normalized layouts) never take each other's hours.
+//! and, to come, the normalized layouts) never take each other's hours.
 
 use std::collections::HashSet;
 
@@ -35,25 +35,30 @@ pub fn create_sql() -> String {
 }
 
 /// Brings a ledger written by an older ghbench up to date, if there is one:
-/// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds` column.
+/// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds`
+/// column. The default stays, so an older ghbench still writes (as the
+/// [`FIRST_OWNER`]) into the upgraded ledger.
 fn upgrade_sql() -> String {
     format!(
         "DO $$ BEGIN
             IF to_regclass('{LEDGER}') IS NOT NULL
                AND NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'engine') THEN
                 ALTER TABLE {LEDGER} ADD COLUMN engine text NOT NULL DEFAULT '{FIRST_OWNER}';
-                ALTER TABLE {LEDGER} ALTER COLUMN engine DROP DEFAULT;
                 ALTER TABLE {LEDGER} DROP CONSTRAINT {LEDGER}_pkey, ADD PRIMARY KEY (engine, tbl, hour);
+            END IF;
+            -- Only when missing: even a no-op ALTER takes the table's strongest lock.
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'seconds') THEN
                 ALTER TABLE {LEDGER} ADD COLUMN seconds double precision;
             END IF;
          END $$;"
     )
 }
 
-/// Brings an older ledger up to date before reading it (a no-op when there is
-/// none, or it is current).
-pub async fn upgrade(client: &Client) -> Result<(), Error> {
-    client.batch_execute(&format!("BEGIN; {SERIALIZE_DDL} {} COMMIT;", upgrade_sql())).await
+/// Whether the ledger has its `engine` key yet (queries read an older ledger
+/// as it is: they change nothing).
+async fn keyed_by_engine(client: &Client) -> Result<bool, Error> {
+    let sql = "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'engine')";
+    Ok(client.query_one(sql, &[&LEDGER]).await?.get(0))
 }
 
 /// Serialises ghbench's DDL: concurrent `CREATE ... IF NOT EXISTS` can still collide.
@@ -102,13 +107,22 @@ impl PgLedger<'_> {
         let version = env!("CARGO_PKG_VERSION");
         let params: [&(dyn ToSql + Sync); 11] = [
             &self.engine.name(), &self.table.as_str(), &r.hour, &n(r.events), &n(r.lines), &n(r.quarantined), &n(r.sanitized),
-            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds,
+            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds(),
         ];
         client.execute(&sql, &params).await.map(|_| ())
     }
 
-    /// Every entry for the reports: hour stem, events, seconds (None before ghbench recorded them).
+    /// Every entry for the reports: hour stem, events, seconds (None before
+    /// ghbench recorded them). An older ledger's entries are the first owner's.
     pub async fn entries(&self, client: &Client) -> Result<Vec<(String, i64, Option<f64>)>, Error> {
+        if !keyed_by_engine(client).await? {
+            if self.engine.name() != FIRST_OWNER {
+                return Ok(Vec::new());
+            }
+            let sql = format!("SELECT hour, events, NULL::float8 FROM {LEDGER} WHERE tbl = $1");
+            let rows = client.query(&sql, &[&self.table.as_str()]).await?;
+            return Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect());
+        }
         let sql = format!("SELECT hour, events, seconds FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
         let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())

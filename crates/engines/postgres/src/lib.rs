@@ -7,7 +7,8 @@
 //! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
 //! - [`backend`]: indexes, queries (`queries/postgres/`), plans, sizes.
 //!
-//! The normalized engine reuses [`connect`] and [`ledger`] (same server).
+//! Other engines on PostgreSQL (the normalized engine, to come) reuse
+//! [`connect`], [`ledger`] and [`sql`].
 
 pub mod backend;
 pub mod connect;
@@ -15,6 +16,7 @@ pub mod error;
 pub mod ledger;
 pub mod lock;
 pub mod sink;
+pub mod sql;
 
 use std::sync::Arc;
 

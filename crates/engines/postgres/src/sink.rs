@@ -70,6 +70,11 @@ impl EngineSink for PostgresSink {
     /// knows its reserved words, it quotes them.
     async fn check_name(&self) -> Result<(), SinkError> {
         let t = &self.table;
+        if t.as_str().starts_with("pg_") {
+            return Err(SinkError::Other(format!(
+                "table name '{t}' is reserved: names starting with pg_ belong to PostgreSQL's system catalogs; choose another --table"
+            )));
+        }
         let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await.sink()?.get(0);
         if plain {
             Ok(())

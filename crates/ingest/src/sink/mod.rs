@@ -13,8 +13,7 @@ pub mod lock;
 use std::any::Any;
 use std::collections::HashSet;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
@@ -35,8 +34,40 @@ pub struct HourRecord {
     pub sanitized: u64,
     pub compressed_bytes: u64,
     pub file_defect: Option<String>,
-    /// This engine's time for the hour, from starting it to committing it.
-    pub seconds: f64,
+    /// This engine's time for the hour; read with [`HourRecord::seconds`].
+    #[serde(skip)]
+    pub clock: LoadClock,
+}
+
+impl HourRecord {
+    /// This engine's time for the hour so far: from starting the hour to now,
+    /// leaving out the time other engines spent committing it. A sink reads it
+    /// just before it records the hour, so its commit's own work counts.
+    pub fn seconds(&self) -> f64 {
+        self.clock.fed.as_secs_f64() + self.clock.committing.elapsed().as_secs_f64()
+    }
+}
+
+/// See [`HourRecord::seconds`].
+#[derive(Debug, Clone, Copy)]
+pub struct LoadClock {
+    /// From starting the hour to its last batch written.
+    fed: Duration,
+    /// When this engine's commit began.
+    committing: Instant,
+}
+
+impl LoadClock {
+    /// The commit begins now, after `fed` of feeding.
+    pub fn committing_after(fed: Duration) -> LoadClock {
+        LoadClock { fed, committing: Instant::now() }
+    }
+}
+
+impl Default for LoadClock {
+    fn default() -> Self {
+        LoadClock::committing_after(Duration::ZERO)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,12 +133,6 @@ pub trait Loader: Send + Sync {
 
     /// A new connection for loading `table`.
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
-
-    /// The engine's own encoding of documents, if it does not take the clean
-    /// JSON text as it is. Needs no connection (a dry run encodes too).
-    fn encoder(&self) -> Option<Arc<dyn Encoder>> {
-        None
-    }
 }
 
 /// What loading needs from one connection to an engine: the table and its
@@ -168,7 +193,6 @@ pub struct Sink {
     server: String,
     timeout: Duration,
     broken: bool,
-    encoder: Option<Arc<dyn Encoder>>,
 }
 
 impl Sink {
@@ -176,12 +200,7 @@ impl Sink {
     pub async fn connect(loader: &dyn Loader, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
         let inner = loader.connect(table).await?;
         let engine = loader.spec().engine.clone();
-        Ok(Sink { inner, engine, server: loader.location(), timeout, broken: false, encoder: loader.encoder() })
-    }
-
-    /// How documents are encoded for this engine (on the decode thread).
-    pub fn encoder(&self) -> Option<Arc<dyn Encoder>> {
-        self.encoder.clone()
+        Ok(Sink { inner, engine, server: loader.location(), timeout, broken: false })
     }
     /// True when the connection is gone or in an unknown state and the sink
     /// must be replaced.

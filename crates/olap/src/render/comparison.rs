@@ -40,8 +40,14 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
     out
 }
 
+/// Which data each engine held (not how long loading it took, which runs on
+/// the same data may differ in, and older files lack).
 fn data_summary(r: &RunRecord) -> String {
-    let engines = r.context.engines.iter().map(|e| format!("{}: {}", e.engine, data_line(e)));
+    let held = |e: &crate::record::EngineRecord| {
+        let data = e.data.clone().map(|d| crate::record::DataLoaded { load_seconds: None, ..d });
+        data_line(&crate::record::EngineRecord { data, ..e.clone() })
+    };
+    let engines = r.context.engines.iter().map(|e| format!("{}: {}", e.engine, held(e)));
     format!("table {}; {}", r.context.table, engines.collect::<Vec<_>>().join("; "))
 }
 

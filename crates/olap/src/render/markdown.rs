@@ -62,7 +62,11 @@ fn paper_section(record: &RunRecord) -> String {
         q if !q.is_empty() => ("published", q),
         _ => ("corrected", ours("corrected")),
     };
-    let products: Vec<String> = paper.engines.iter().map(|(engine, product)| format!("{product} (`{engine}`)")).collect();
+    // The paper's baseline first, as the paper put it.
+    let engines: Vec<&Engine> =
+        std::iter::once(&paper.baseline).chain(paper.engines.keys().filter(|e| **e != paper.baseline)).collect();
+    let product = |e: &Engine| paper.engines.get(e).cloned().unwrap_or_else(|| e.to_string());
+    let products: Vec<String> = engines.iter().map(|e| format!("{} (`{e}`)", product(e))).collect();
     let md = format!(
         "## Beside the paper's published numbers\n\nThe paper: {} events, {}, {}, mean total query time. \
          Ours: the `{variant}` variant on the data above. Different data size, hardware and servers: context, \
@@ -73,10 +77,10 @@ fn paper_section(record: &RunRecord) -> String {
     );
     // Ours beside the paper's for the engines both ran, "faster by" from the paper's baseline.
     let view = ResultsView { baseline: Some(&paper.baseline), ..ResultsView::of(record) };
-    let ours: Vec<&Engine> = paper.engines.keys().filter(|e| view.engines.contains(e)).collect();
-    let others: Vec<&Engine> = paper.engines.keys().filter(|e| **e != paper.baseline).collect();
+    let ours: Vec<&Engine> = engines.iter().copied().filter(|e| view.engines.contains(e)).collect();
+    let others: Vec<&Engine> = engines[1..].to_vec();
     let mut header = vec!["query".to_string()];
-    header.extend(paper.engines.iter().map(|(_, product)| format!("paper {product} s")));
+    header.extend(engines.iter().map(|e| format!("paper {} s", product(e))));
     header.extend(others.iter().map(|o| format!("paper {}", view.faster_by_header(o))));
     header.extend(ours.iter().map(|e| format!("ours {e} s")));
     if ours.contains(&&paper.baseline) {
@@ -86,7 +90,7 @@ fn paper_section(record: &RunRecord) -> String {
     for (name, secs) in &paper.seconds {
         let q = queries.iter().find(|q| &q.query == name);
         let mut row = vec![name.clone()];
-        row.extend(paper.engines.keys().map(|e| secs.get(e).map(|s| format!("{s:.0}")).unwrap_or_default()));
+        row.extend(engines.iter().map(|e| secs.get(*e).map(|s| format!("{s:.0}")).unwrap_or_default()));
         row.extend(others.iter().map(|_| paper.faster_by.get(name).map(|f| percent(*f)).unwrap_or_default()));
         row.extend(ours.iter().map(|e| q.and_then(|q| median(q, e)).map(seconds).unwrap_or_else(|| "–".into())));
         if ours.contains(&&paper.baseline) {
