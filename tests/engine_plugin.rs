@@ -29,7 +29,7 @@ static SPEC: EngineSpec = EngineSpec {
     aliases: &[],
     about: "documents in this process's memory (a test's engine)",
     capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: false },
-    limits: DocumentLimits { max_bytes: None, max_depth: None, integers_fit_i64: false, reserved_keys: &[], refuses_nul: false },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false },
     options: &[],
     default: false,
     connect_hint: "nothing: it lives in the test",

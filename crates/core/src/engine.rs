@@ -58,20 +58,14 @@ pub struct Capabilities {
     pub durable: bool,
 }
 
-/// What documents an engine can store exactly as they are. ghbench quarantines
-/// a line that any registered engine could not store, for every engine, so all
-/// engines always hold the same documents (see `ghbench_ingest::clean`).
+/// What an engine's clean JSON text may not be. ghbench applies the strictest
+/// limits of every registered engine to every line, so all engines always hold
+/// the same documents (see `ghbench_ingest::clean`); what an engine cannot
+/// store beyond these, its encoder refuses (e.g. BSON's nesting limit).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DocumentLimits {
-    /// Largest document, in bytes of its JSON text. An engine whose own
-    /// encoding is larger refuses what does not fit in its encoder.
+    /// Largest document, in bytes of its JSON text.
     pub max_bytes: Option<usize>,
-    /// Deepest nesting of objects and arrays, the document itself being 1.
-    pub max_depth: Option<usize>,
-    /// Integers must fit a signed 64-bit integer (else they would be rounded).
-    pub integers_fit_i64: bool,
-    /// Top-level keys the engine keeps for itself, e.g. a document id.
-    pub reserved_keys: &'static [&'static str],
     /// Strings may not hold `\u0000` (such escapes are removed, the line kept).
     pub refuses_nul: bool,
 }

@@ -1,40 +1,32 @@
 //! One policy per defect, applied to every line before any engine sees it, so
-//! all engines receive exactly the same documents. The limits are the
-//! strictest of every registered engine's [`DocumentLimits`], whichever engines
-//! a run loads: the data never depends on the engines chosen.
+//! all engines receive exactly the same documents:
 //!
 //! | defect                                  | policy                                  |
 //! |-----------------------------------------|-----------------------------------------|
 //! | `\u0000` escape (an engine refuses it)  | sanitize: the escape is removed (as the usual `sed 's/\\u0000//g'` does, but only real escapes), line kept and counted |
 //! | invalid UTF-8                           | quarantine                              |
-//! | not valid JSON (incl. lone surrogates, numbers beyond f64) | quarantine           |
-//! | an integer beyond 64 bits (an engine could only round it) | quarantine            |
+//! | not valid JSON (incl. lone surrogates)  | quarantine                              |
 //! | valid JSON but not an object            | quarantine                              |
 //! | empty line                              | quarantine                              |
-//! | carries a key an engine keeps for itself (`_id`) | quarantine                     |
 //! | larger than an engine's document limit  | quarantine                              |
-//! | nested deeper than an engine's limit    | quarantine                              |
+//! | what an engine cannot encode (e.g. BSON's nesting, integer and `_id` rules) | quarantine |
 //!
-//! Each engine then encodes the clean document its own way (see
-//! `sink::Encoder`), every registered engine on every line whether it loads
-//! this run or not: an engine that cannot encode a document refuses it, and
-//! the line is quarantined for every engine all the same.
+//! The first five are every engine's; the limits are the strictest of every
+//! registered engine's [`DocumentLimits`]. Each engine then encodes the clean
+//! document its own way (see `sink::Encoder`), every registered engine on
+//! every line whether it loads this run or not: an engine that cannot encode a
+//! document refuses it with its defect, and the line is quarantined for every
+//! engine all the same. So the data never depends on the engines a run loads.
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::fmt;
 
 use std::sync::Arc;
 
 use ghbench_core::{DocumentLimits, Engine};
-use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+use serde::de::IgnoredAny;
 
 use crate::sink::{Encoded, Encoder};
 
-/// serde_json reads at most this many levels of nesting.
-const SERDE_JSON_MAX_DEPTH: usize = 128;
-/// 2^63: doubles this large may be integers serde_json could not read as integers.
-const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
 
 /// A line every engine will receive.
 #[derive(Debug, Clone)]
@@ -110,9 +102,6 @@ impl Rejected {
 #[derive(Clone, Default)]
 pub struct Policy {
     max_bytes: Option<usize>,
-    max_depth: Option<usize>,
-    integers_fit_i64: bool,
-    reserved_keys: Vec<&'static str>,
     strip_nul: bool,
     encoders: Vec<(Engine, Arc<dyn Encoder>)>,
 }
@@ -127,14 +116,7 @@ impl Policy {
         let mut policy = Policy::default();
         for l in limits {
             policy.max_bytes = min(policy.max_bytes, l.max_bytes);
-            policy.max_depth = min(policy.max_depth, l.max_depth);
-            policy.integers_fit_i64 |= l.integers_fit_i64;
             policy.strip_nul |= l.refuses_nul;
-            for key in l.reserved_keys {
-                if !policy.reserved_keys.contains(key) {
-                    policy.reserved_keys.push(key);
-                }
-            }
         }
         policy
     }
@@ -171,209 +153,23 @@ impl Policy {
         Ok(CleanDoc { line, json: text, sanitized })
     }
 
-    /// One pass of serde_json over the text, keeping nothing: valid JSON, an
-    /// object, no reserved key, nesting and integers within the limits.
+    /// Valid JSON and an object: serde_json reads the text keeping nothing
+    /// (the cheapest full check), and looks into `\u` escapes only on the rare
+    /// line that has one, since skipping strings does not decode them.
     fn validate(&self, text: &str) -> Result<(), Rejected> {
-        let found = RefCell::new(Found::default());
-        let mut json = serde_json::Deserializer::from_str(text);
-        let checked = Check { policy: self, depth: 1, found: &found }.deserialize(&mut json).and_then(|()| json.end());
-        let found = found.into_inner();
-        if let Some(rejected) = found.rejected {
-            return Err(rejected);
+        if let Err(e) = serde_json::from_str::<IgnoredAny>(text) {
+            return Err(Rejected::new(Defect::InvalidJson, e.to_string()));
         }
-        if let Err(e) = checked {
-            return Err(self.classify_refusal(text, e.to_string()));
+        if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
+            if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
+                return Err(Rejected::new(Defect::InvalidJson, e.to_string()));
+            }
         }
-        if found.not_object {
+        if !text.trim_start().starts_with('{') {
             return Err(Rejected::new(Defect::NotAnObject, "JSON value is not an object"));
         }
-        // serde_json reads an integer beyond u64 as a double: look at the text to
-        // tell such an integer from a genuinely huge float (rare, so rarely looked at).
-        if found.huge_double && self.integers_fit_i64 {
-            if let Some(integer) = scan_json(text).integer_out_of_range {
-                return Err(out_of_range(&integer));
-            }
-        }
         Ok(())
     }
-
-    /// Why a line serde_json refused is refused. Only on the error path, so the
-    /// common path never pays for a second look at the text.
-    fn classify_refusal(&self, text: &str, error: String) -> Rejected {
-        let shape = scan_json(text);
-        // serde_json stops at 128 levels with a parse error; it is a depth problem.
-        let max = self.max_depth.unwrap_or(SERDE_JSON_MAX_DEPTH).min(SERDE_JSON_MAX_DEPTH);
-        if shape.max_depth > max {
-            return Rejected::new(Defect::TooDeep, format!("nested {} levels, deeper than {max}", shape.max_depth));
-        }
-        match shape.integer_out_of_range {
-            // Valid JSON, but an integer beyond even f64's range, which serde_json
-            // refuses to read as a number (skipping it, as IgnoredAny does, is fine).
-            Some(integer) if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() => out_of_range(&integer),
-            _ => Rejected::new(Defect::InvalidJson, error),
-        }
-    }
-}
-
-/// What the validating pass found besides a parse error.
-#[derive(Default)]
-struct Found {
-    rejected: Option<Rejected>,
-    huge_double: bool,
-    /// Valid JSON so far, but not an object: refused once the text proves valid.
-    not_object: bool,
-}
-
-/// Validates one value at nesting level `depth` (the document being 1).
-struct Check<'p> {
-    policy: &'p Policy,
-    depth: usize,
-    found: &'p RefCell<Found>,
-}
-
-impl Check<'_> {
-    fn reject<E: serde::de::Error>(&self, rejected: Rejected) -> E {
-        let message = rejected.detail.clone();
-        self.found.borrow_mut().rejected.get_or_insert(rejected);
-        E::custom(message)
-    }
-
-    fn nested(&self) -> Check<'_> {
-        Check { policy: self.policy, depth: self.depth + 1, found: self.found }
-    }
-
-    fn enter<E: serde::de::Error>(&self) -> Result<(), E> {
-        match self.policy.max_depth {
-            Some(max) if self.depth > max => {
-                Err(self.reject(Rejected::new(Defect::TooDeep, format!("nested deeper than {max} levels"))))
-            }
-            _ => Ok(()),
-        }
-    }
-}
-
-impl<'de> DeserializeSeed<'de> for Check<'_> {
-    type Value = ();
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Check<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.enter()?;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-            if self.depth == 1 && self.policy.reserved_keys.contains(&key.as_ref()) {
-                return Err(self.reject(Rejected::new(Defect::HasOwnId, format!("document has its own {key}"))));
-            }
-            map.next_value_seed(self.nested())?;
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.not_an_object::<A::Error>()?;
-        self.enter()?;
-        while seq.next_element_seed(self.nested())?.is_some() {}
-        Ok(())
-    }
-
-    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<(), E> {
-        if self.policy.integers_fit_i64 && n > i64::MAX as u64 {
-            return Err(self.reject(out_of_range(&n.to_string())));
-        }
-        self.not_an_object()
-    }
-
-    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
-        self.not_an_object()
-    }
-
-    fn visit_f64<E: serde::de::Error>(self, x: f64) -> Result<(), E> {
-        self.found.borrow_mut().huge_double |= x.abs() >= I64_RANGE_END;
-        self.not_an_object()
-    }
-
-    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
-        self.not_an_object()
-    }
-
-    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
-        self.not_an_object()
-    }
-
-    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
-        self.not_an_object()
-    }
-}
-
-impl Check<'_> {
-    /// Anything but an object is fine anywhere but as the whole document.
-    fn not_an_object<E: serde::de::Error>(&self) -> Result<(), E> {
-        if self.depth == 1 {
-            self.found.borrow_mut().not_object = true;
-        }
-        Ok(())
-    }
-}
-
-fn out_of_range(integer: &str) -> Rejected {
-    let shown = if integer.len() > 40 { format!("{}… ({} digits)", &integer[..40], integer.len()) } else { integer.to_string() };
-    Rejected::new(Defect::IntegerOutOfRange, format!("integer {shown} is beyond 64 bits: an engine would round it"))
-}
-
-/// What a lexical pass over JSON text finds outside its strings.
-#[derive(Debug, Default, PartialEq)]
-struct JsonShape {
-    max_depth: usize,
-    /// The first integer literal outside the signed 64-bit range.
-    integer_out_of_range: Option<String>,
-}
-
-/// Nesting depth and integer literals of (possibly invalid) JSON text, without
-/// parsing it: strings are skipped with their escapes.
-fn scan_json(text: &str) -> JsonShape {
-    let bytes = text.as_bytes();
-    let mut shape = JsonShape::default();
-    let (mut depth, mut i) = (0usize, 0usize);
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => {
-                i += 1;
-                while i < bytes.len() && bytes[i] != b'"' {
-                    i += if bytes[i] == b'\\' { 2 } else { 1 };
-                }
-            }
-            b'{' | b'[' => {
-                depth += 1;
-                shape.max_depth = shape.max_depth.max(depth);
-            }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b'-' | b'0'..=b'9' => {
-                let start = i;
-                i += 1;
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                let is_float = matches!(bytes.get(i), Some(b'.' | b'e' | b'E'));
-                let literal = &text[start..i];
-                if !is_float && shape.integer_out_of_range.is_none() && literal.parse::<i64>().is_err() && literal != "-" {
-                    shape.integer_out_of_range = Some(literal.to_string());
-                }
-                continue;
-            }
-            _ => {}
-        }
-        i += 1;
-    }
-    shape
 }
 
 /// Removes every `\u0000` escape from JSON text. Only real escapes count: in
@@ -412,22 +208,15 @@ pub fn strip_nul_escapes(text: &str) -> Cow<'_, str> {
 mod tests {
     use super::*;
 
-    const MAX_NESTING: usize = 100;
-
-    /// Limits like the engines' (a jsonb-like one and a BSON-like one).
+    /// Limits like the built-in engines' (jsonb's, and BSON's, whose other
+    /// rules its encoder applies).
     fn policy() -> Policy {
-        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true, ..DocumentLimits::default() };
-        let binary_engine = DocumentLimits {
-            max_bytes: Some(16 << 20),
-            max_depth: Some(MAX_NESTING),
-            integers_fit_i64: true,
-            reserved_keys: &["_id"],
-            refuses_nul: false,
-        };
+        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true };
+        let binary_engine = DocumentLimits { max_bytes: Some(16 << 20), refuses_nul: false };
         Policy::strictest([&text_engine, &binary_engine])
     }
 
-    fn clean_line(_stem: &str, line: u64, raw: &[u8]) -> Result<CleanDoc, Rejected> {
+    fn clean_line(line: u64, raw: &[u8]) -> Result<CleanDoc, Rejected> {
         policy().clean_line(line, raw)
     }
 
@@ -439,7 +228,7 @@ mod tests {
         assert!(matches!(strip_nul_escapes(r#"{"a":"plain"}"#), Cow::Borrowed(_)));
         // A literal backslash before `u0000` removes nothing, so nothing is counted as sanitized.
         assert!(matches!(strip_nul_escapes(r#"{"a":"x\\u0000y"}"#), Cow::Borrowed(_)));
-        assert!(!clean_line("2015-01-01-0", 1, br#"{"a":"x\\u0000y"}"#).unwrap().sanitized);
+        assert!(!clean_line(1, br#"{"a":"x\\u0000y"}"#).unwrap().sanitized);
     }
 
     #[test]
@@ -451,60 +240,43 @@ mod tests {
 
     #[test]
     fn classifies_each_defect() {
-        let defect = |raw: &[u8]| clean_line("2015-01-01-0", 1, raw).unwrap_err().defect;
+        let defect = |raw: &[u8]| clean_line(1, raw).unwrap_err().defect;
         assert_eq!(defect(b""), Defect::EmptyLine);
         assert_eq!(defect(b"{\"a\":\xff}"), Defect::InvalidUtf8);
         assert_eq!(defect(b"{\"a\":"), Defect::InvalidJson);
         assert_eq!(defect(b"{\"a\":1} x"), Defect::InvalidJson);
-        assert_eq!(defect(br#"{"a":"\ud800"}"#), Defect::InvalidJson);
+        assert_eq!(defect(br#"{"a":"\ud800"}"#), Defect::InvalidJson, "a lone surrogate");
+        assert!(clean_line(1, br#"{"a":"\ud83d\ude00"}"#).is_ok(), "a surrogate pair");
         assert_eq!(defect(b"[1,2]"), Defect::NotAnObject);
         assert_eq!(defect(b"[1,"), Defect::InvalidJson, "invalid before it is anything else");
         assert_eq!(defect(b"\"text\""), Defect::NotAnObject);
         assert_eq!(defect(b"17"), Defect::NotAnObject);
-        assert_eq!(defect(br#"{"_id":1}"#), Defect::HasOwnId);
-        assert!(clean_line("2015-01-01-0", 1, br#"{"a":{"_id":1}}"#).is_ok(), "only the top level's keys are reserved");
-        let nested = |levels: usize| format!("{}1{}", r#"{"a":"#.repeat(levels), "}".repeat(levels));
-        assert_eq!(defect(nested(MAX_NESTING + 1).as_bytes()), Defect::TooDeep);
-        // Beyond serde_json's own limit of 128 levels too.
-        assert_eq!(defect(nested(200).as_bytes()), Defect::TooDeep);
-        assert!(clean_line("2015-01-01-0", 1, nested(MAX_NESTING).as_bytes()).is_ok());
-        let unlimited = Policy::strictest([&DocumentLimits::default()]);
-        assert_eq!(unlimited.clean_line(1, nested(200).as_bytes()).unwrap_err().defect, Defect::TooDeep, "deeper than ghbench reads");
-        assert!(unlimited.clean_line(1, nested(120).as_bytes()).is_ok());
-        let arrays = |levels: usize| format!("{{\"a\":{}1{}}}", "[".repeat(levels - 1), "]".repeat(levels - 1));
-        assert_eq!(defect(arrays(MAX_NESTING + 1).as_bytes()), Defect::TooDeep);
-        assert!(clean_line("2015-01-01-0", 1, arrays(MAX_NESTING).as_bytes()).is_ok());
         let big = format!(r#"{{"s":"{}"}}"#, "x".repeat(16 << 20));
         assert_eq!(defect(big.as_bytes()), Defect::TooLarge);
     }
 
     #[test]
-    fn integers_beyond_64_bits_are_refused_whatever_their_size() {
-        let defect = |raw: &str| clean_line("2015-01-01-0", 1, raw.as_bytes()).map(|_| ()).map_err(|r| r.defect);
-        // Beyond u64 (serde_json reads it as a double), beyond i64, and below i64.
-        for big in ["18446744073709551617", "10000000000000000000", "9223372036854775808", "-9223372036854775809", &"9".repeat(400)] {
-            assert_eq!(defect(&format!(r#"{{"n":{big}}}"#)), Err(Defect::IntegerOutOfRange), "{big}");
-            assert_eq!(defect(&format!(r#"{{"a":[1,{{"n":{big}}}]}}"#)), Err(Defect::IntegerOutOfRange), "{big} nested");
+    fn encoders_refuse_for_every_engine() {
+        /// An engine that cannot store the key `bad`.
+        struct NoBad;
+        impl Encoder for NoBad {
+            fn encode(&self, _: &str, doc: &CleanDoc) -> Result<Encoded, Rejected> {
+                match doc.json.contains("\"bad\"") {
+                    true => Err(Rejected::new(Defect::HasOwnId, "bad")),
+                    false => Ok(Box::new(())),
+                }
+            }
         }
-        // The ends of the range, huge floats and digits inside strings are fine.
-        for ok in ["9223372036854775807", "-9223372036854775808", "1e300", "18446744073709551617.0", r#""18446744073709551617""#] {
-            assert_eq!(defect(&format!(r#"{{"n":{ok}}}"#)), Ok(()), "{ok}");
-        }
-        // An engine set that keeps any integer keeps them.
-        let exact = Policy::strictest([&DocumentLimits::default()]);
-        assert!(exact.clean_line(1, br#"{"n":18446744073709551617}"#).is_ok());
-    }
-
-    #[test]
-    fn scanning_skips_strings_and_escapes() {
-        let shape = scan_json(r#"{"s":"[[[\"99999999999999999999","a":[[1]]}"#);
-        assert_eq!(shape, JsonShape { max_depth: 3, integer_out_of_range: None });
-        assert_eq!(scan_json("[-12345678901234567890]").integer_out_of_range.as_deref(), Some("-12345678901234567890"));
+        let policy = policy().with_encoder(Engine::named("picky"), Arc::new(NoBad));
+        let doc = policy.clean_line(1, br#"{"bad":1}"#).unwrap();
+        assert_eq!(policy.encode("2015-01-01-0", &doc).unwrap_err().defect, Defect::HasOwnId);
+        let doc = policy.clean_line(2, br#"{"good":1}"#).unwrap();
+        assert_eq!(policy.encode("2015-01-01-0", &doc).unwrap().len(), 1);
     }
 
     #[test]
     fn clean_documents_keep_their_text() {
-        let doc = clean_line("2015-01-01-0", 7, br#"{"id":"1","n":"a\u0000b","x":[1,2.5]}"#).unwrap();
+        let doc = clean_line(7, br#"{"id":"1","n":"a\u0000b","x":[1,2.5]}"#).unwrap();
         assert!(doc.sanitized);
         assert_eq!(doc.json, r#"{"id":"1","n":"ab","x":[1,2.5]}"#);
         assert_eq!(doc.line, 7);

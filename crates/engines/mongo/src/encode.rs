@@ -3,6 +3,11 @@
 //! `_id` of `<hour stem>/<line number>` first, so a retried hour can never
 //! duplicate. The event `id` is not used: GH Archive repeats some events across
 //! hours, and every engine keeps every line.
+//!
+//! BSON's limits are this engine's to check, and it checks them here: 16 MiB,
+//! 100 levels of nesting, signed 64-bit integers, and `_id` being ghbench's.
+//! The encoder runs on every line of every run (see `ghbench_ingest::clean`),
+//! so a line BSON cannot hold is quarantined for every engine alike.
 
 use std::sync::Arc;
 
@@ -15,6 +20,8 @@ use serde::ser::Error as _;
 pub const MAX_BSON_BYTES: usize = 16 * 1024 * 1024;
 /// MongoDB refuses documents nested more than 100 levels deep.
 pub const MAX_NESTING: usize = 100;
+/// 2^63: doubles this large may be integers serde_json could not read as integers.
+const I64_RANGE_END: f64 = 9_223_372_036_854_775_808.0;
 
 /// The `_id` of line `line` of the hour with stem `stem`.
 pub fn document_id(stem: &str, line: u64) -> String {
@@ -36,33 +43,115 @@ impl Encoder for BsonEncoder {
     }
 }
 
-/// Transcodes (validated) JSON text into BSON bytes and adds `_id` first, as
-/// MongoDB itself stores it: servers find it without a scan of the document
-/// (measured ~15% faster inserts on SecantusDB).
+/// Transcodes (valid) JSON text straight into BSON bytes (no tree in between)
+/// and adds `_id` first, as MongoDB itself stores it: servers find it without a
+/// scan of the document (measured ~15% faster inserts on SecantusDB). BSON's
+/// limits are checked on the way, at no extra pass.
 pub fn to_bson(text: &str, id: &str) -> Result<RawDocumentBuf, Rejected> {
     let mut json = serde_json::Deserializer::from_str(text);
     let transcoded = mongodb::bson::to_vec(&serde_transcode::Transcoder::new(&mut json)).and_then(|bytes| {
         json.end().map_err(mongodb::bson::ser::Error::custom)?;
         Ok(bytes)
     });
-    let bytes = transcoded.map_err(|e| Rejected::new(Defect::InvalidJson, e.to_string()))?;
+    let bytes = transcoded.map_err(|e| classify_refusal(text, e.to_string()))?;
     let parsed = RawDocumentBuf::from_bytes(bytes).map_err(|e| Rejected::new(Defect::InvalidJson, e.to_string()))?;
+    if parsed.get("_id").ok().flatten().is_some() {
+        return Err(Rejected::new(Defect::HasOwnId, "document has its own _id"));
+    }
     let mut doc = RawDocumentBuf::new();
     doc.append("_id", id);
-    narrow_into(&parsed, &mut doc)?;
+    let mut huge_double = false;
+    narrow_into(&parsed, &mut doc, 1, &mut huge_double)?;
+    // serde_json reads an integer beyond u64 as a double: look at the text to
+    // tell such an integer from a genuinely huge float (rare, so rarely looked at).
+    if huge_double {
+        if let Some(integer) = scan_json(text).integer_out_of_range {
+            return Err(out_of_range(&integer));
+        }
+    }
     if doc.as_bytes().len() > MAX_BSON_BYTES {
         return Err(Rejected::new(Defect::TooLarge, format!("{} bytes as BSON", doc.as_bytes().len())));
     }
     Ok(doc)
 }
 
+/// Why a line that did not transcode is refused. Only on the error path, so
+/// the common path never pays for a second look at the text.
+fn classify_refusal(text: &str, error: String) -> Rejected {
+    let shape = scan_json(text);
+    if shape.max_depth > MAX_NESTING {
+        // serde_json stops at 128 levels with a parse error; it is a depth problem.
+        return Rejected::new(Defect::TooDeep, format!("nested {} levels, deeper than {MAX_NESTING}", shape.max_depth));
+    }
+    match shape.integer_out_of_range {
+        // e.g. 10000000000000000000: a u64 that BSON's signed integers cannot hold
+        // (the cleaning policy let only valid JSON objects through).
+        Some(integer) => out_of_range(&integer),
+        None => Rejected::new(Defect::InvalidJson, error),
+    }
+}
+
+fn out_of_range(integer: &str) -> Rejected {
+    let shown = if integer.len() > 40 { format!("{}… ({} digits)", &integer[..40], integer.len()) } else { integer.to_string() };
+    Rejected::new(Defect::IntegerOutOfRange, format!("integer {shown} is beyond 64 bits: BSON could only store it rounded"))
+}
+
+/// What a lexical pass over JSON text finds outside its strings.
+#[derive(Debug, Default, PartialEq)]
+struct JsonShape {
+    max_depth: usize,
+    /// The first integer literal outside the signed 64-bit range.
+    integer_out_of_range: Option<String>,
+}
+
+/// Nesting depth and integer literals of (possibly invalid) JSON text, without
+/// parsing it: strings are skipped with their escapes.
+fn scan_json(text: &str) -> JsonShape {
+    let bytes = text.as_bytes();
+    let mut shape = JsonShape::default();
+    let (mut depth, mut i) = (0usize, 0usize);
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                shape.max_depth = shape.max_depth.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b'-' | b'0'..=b'9' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                let is_float = matches!(bytes.get(i), Some(b'.' | b'e' | b'E'));
+                let literal = &text[start..i];
+                if !is_float && shape.integer_out_of_range.is_none() && literal.parse::<i64>().is_err() && literal != "-" {
+                    shape.integer_out_of_range = Some(literal.to_string());
+                }
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    shape
+}
+
 /// Copies `from`'s elements into `into`, storing integers that fit as Int32,
 /// as mongoimport and the drivers do with JSON numbers (the transcoder writes
 /// every integer as Int64, which servers store and compare more slowly).
-fn narrow_into(from: &RawDocument, into: &mut RawDocumentBuf) -> Result<(), Rejected> {
+/// `depth` is `from`'s nesting level, the top-level document being 1.
+/// `huge_double` is set when a double reaches the 64-bit integer range.
+fn narrow_into(from: &RawDocument, into: &mut RawDocumentBuf, depth: usize, huge_double: &mut bool) -> Result<(), Rejected> {
     for element in from.iter() {
         let (key, value) = element.map_err(malformed)?;
-        match narrow(value)? {
+        match narrow(value, depth, huge_double)? {
             Some(owned) => into.append(key, owned),
             None => into.append_ref(key, value),
         }
@@ -70,20 +159,29 @@ fn narrow_into(from: &RawDocument, into: &mut RawDocumentBuf) -> Result<(), Reje
     Ok(())
 }
 
-/// The narrowed copy of `value`, or `None` when it is kept as it is.
-fn narrow(value: RawBsonRef<'_>) -> Result<Option<RawBson>, Rejected> {
+/// The narrowed copy of `value` (an element at nesting level `depth`), or
+/// `None` when it is kept as it is.
+fn narrow(value: RawBsonRef<'_>, depth: usize, huge_double: &mut bool) -> Result<Option<RawBson>, Rejected> {
+    let nested = matches!(value, RawBsonRef::Document(_) | RawBsonRef::Array(_));
+    if nested && depth >= MAX_NESTING {
+        return Err(Rejected::new(Defect::TooDeep, format!("nested deeper than {MAX_NESTING} levels")));
+    }
     Ok(match value {
         RawBsonRef::Int64(n) => i32::try_from(n).ok().map(RawBson::Int32),
+        RawBsonRef::Double(d) => {
+            *huge_double |= d.abs() >= I64_RANGE_END;
+            None
+        }
         RawBsonRef::Document(d) => {
             let mut copy = RawDocumentBuf::new();
-            narrow_into(d, &mut copy)?;
+            narrow_into(d, &mut copy, depth + 1, huge_double)?;
             Some(RawBson::Document(copy))
         }
         RawBsonRef::Array(a) => {
             let mut copy = RawArrayBuf::new();
             for item in a {
                 let item = item.map_err(malformed)?;
-                copy.push(narrow(item)?.unwrap_or_else(|| item.to_raw_bson()));
+                copy.push(narrow(item, depth + 1, huge_double)?.unwrap_or_else(|| item.to_raw_bson()));
             }
             Some(RawBson::Array(copy))
         }
@@ -95,10 +193,13 @@ fn malformed(e: mongodb::bson::raw::Error) -> Rejected {
     Rejected::new(Defect::InvalidJson, e.to_string())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn defect(json: &str) -> Result<(), Defect> {
+        to_bson(json, "x").map(|_| ()).map_err(|r| r.defect)
+    }
 
     #[test]
     fn documents_get_their_id_first_and_small_integers_as_int32() {
@@ -112,10 +213,32 @@ mod tests {
     }
 
     #[test]
-    fn a_document_too_large_as_bson_is_refused() {
+    fn what_bson_cannot_hold_is_refused() {
+        assert_eq!(defect(r#"{"_id":1}"#), Err(Defect::HasOwnId));
+        assert_eq!(defect(r#"{"a":{"_id":1}}"#), Ok(()), "only the document's own _id is ghbench's");
+        let nested = |levels: usize| format!("{}1{}", r#"{"a":"#.repeat(levels), "}".repeat(levels));
+        assert_eq!(defect(&nested(MAX_NESTING + 1)), Err(Defect::TooDeep));
+        // Beyond serde_json's own limit of 128 levels too.
+        assert_eq!(defect(&nested(200)), Err(Defect::TooDeep));
+        assert_eq!(defect(&nested(MAX_NESTING)), Ok(()));
+        // Beyond u64 (serde_json reads it as a double), beyond i64, below i64, beyond f64.
+        for big in ["18446744073709551617", "10000000000000000000", "9223372036854775808", "-9223372036854775809", &"9".repeat(400)] {
+            assert_eq!(defect(&format!(r#"{{"n":{big}}}"#)), Err(Defect::IntegerOutOfRange), "{big}");
+            assert_eq!(defect(&format!(r#"{{"a":[1,{{"n":{big}}}]}}"#)), Err(Defect::IntegerOutOfRange), "{big} nested");
+        }
+        // The ends of the range, huge floats and digits inside strings are fine.
+        for ok in ["9223372036854775807", "-9223372036854775808", "1e300", "18446744073709551617.0", r#""18446744073709551617""#] {
+            assert_eq!(defect(&format!(r#"{{"n":{ok}}}"#)), Ok(()), "{ok}");
+        }
         // Many tiny values: a little JSON, more BSON (each element carries a type and an index key).
         let values = vec!["1"; MAX_BSON_BYTES / 8].join(",");
-        let refused = to_bson(&format!(r#"{{"a":[{values}]}}"#), "x").unwrap_err();
-        assert_eq!(refused.defect, Defect::TooLarge, "{}", refused.detail);
+        assert_eq!(defect(&format!(r#"{{"a":[{values}]}}"#)), Err(Defect::TooLarge));
+    }
+
+    #[test]
+    fn scanning_skips_strings_and_escapes() {
+        let shape = scan_json(r#"{"s":"[[[\"99999999999999999999","a":[[1]]}"#);
+        assert_eq!(shape, JsonShape { max_depth: 3, integer_out_of_range: None });
+        assert_eq!(scan_json("[-12345678901234567890]").integer_out_of_range.as_deref(), Some("-12345678901234567890"));
     }
 }

@@ -45,15 +45,9 @@ pub static SPEC: EngineSpec = EngineSpec {
     aliases: &["mongodb"],
     about: "a MongoDB-wire server (mongod, or SecantusDB), one collection",
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
-    // BSON's: 100 levels, signed 64-bit integers, and `_id` is ghbench's;
-    // its 16 MiB are checked on the BSON itself, by the encoder.
-    limits: DocumentLimits {
-        max_bytes: None,
-        max_depth: Some(encode::MAX_NESTING),
-        integers_fit_i64: true,
-        reserved_keys: &["_id"],
-        refuses_nul: false,
-    },
+    // BSON's limits (16 MiB, 100 levels, 64-bit integers, `_id`) are checked
+    // by its encoder, on the BSON.
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false },
     options: &[URL],
     default: true,
     connect_hint: "--mongo-url or MONGODB_URI",

@@ -39,8 +39,6 @@ pub const URL: EngineOption = EngineOption {
 
 /// jsonb's largest value (`JENTRY_OFFLENMASK`, 2^28 - 1 bytes).
 const JSONB_MAX_BYTES: usize = (1 << 28) - 1;
-const NO_LIMITS: DocumentLimits =
-    DocumentLimits { max_bytes: None, max_depth: None, integers_fit_i64: false, reserved_keys: &[], refuses_nul: false };
 
 pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("postgres"),
@@ -49,7 +47,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
     // jsonb keeps numbers exactly and nests deeply, but refuses `\u0000` in
     // strings and values over 255 MB.
-    limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true, ..NO_LIMITS },
+    limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true },
     options: &[URL],
     default: true,
     connect_hint: "--pg-url or DATABASE_URL",
