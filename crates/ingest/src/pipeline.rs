@@ -470,7 +470,7 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         sanitized: decoded.sanitized,
         compressed_bytes: decoded.compressed_bytes,
         file_defect: decoded.file_defect.clone(),
-        clock: LoadClock::committing_after(Duration::ZERO),
+        clock: LoadClock::default(),
     };
     for (sink, (fed, feeding)) in sinks.iter_mut().zip(fed) {
         let result = match fed {

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{align_numbers, data_line, median, new_table, seconds, server_label, Style};
+use super::{align_numbers, held_line, median, new_table, seconds, server_label, Style};
 use crate::record::RunRecord;
 
 /// Two runs differ when their medians differ by more than this fraction.
@@ -43,11 +43,7 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
 /// Which data each engine held (not how long loading it took, which runs on
 /// the same data may differ in, and older files lack).
 fn data_summary(r: &RunRecord) -> String {
-    let held = |e: &crate::record::EngineRecord| {
-        let data = e.data.clone().map(|d| crate::record::DataLoaded { load_seconds: None, ..d });
-        data_line(&crate::record::EngineRecord { data, ..e.clone() })
-    };
-    let engines = r.context.engines.iter().map(|e| format!("{}: {}", e.engine, held(e)));
+    let engines = r.context.engines.iter().map(|e| format!("{}: {}", e.engine, held_line(e)));
     format!("table {}; {}", r.context.table, engines.collect::<Vec<_>>().join("; "))
 }
 

@@ -186,20 +186,25 @@ pub fn no_disagreement(record: &RunRecord) -> bool {
 /// Which data an engine held: hours and events from its ingest ledger, and
 /// how long loading them took.
 pub fn data_line(engine: &EngineRecord) -> String {
+    match &engine.data {
+        Some(d) => match (d.load_seconds, d.events_per_second()) {
+            (Some(s), Some(rate)) => format!("{}, loaded in {} s ({rate:.0} events/s, summed over hours)", held_line(engine), seconds(s)),
+            _ => held_line(engine),
+        },
+        None => held_line(engine),
+    }
+}
+
+/// Which data an engine held, without how long loading it took.
+pub fn held_line(engine: &EngineRecord) -> String {
     match (&engine.data, &engine.data_error) {
-        (Some(d), _) => {
-            let load = match (d.load_seconds, d.events_per_second()) {
-                (Some(s), Some(rate)) => format!(", loaded in {} s ({rate:.0} events/s, summed over hours)", seconds(s)),
-                _ => String::new(),
-            };
-            format!(
-                "{} hours ({} .. {}), {} events per the ingest ledger{load}",
-                d.hours,
-                d.first_hour.as_deref().unwrap_or("?"),
-                d.last_hour.as_deref().unwrap_or("?"),
-                d.events
-            )
-        }
+        (Some(d), _) => format!(
+            "{} hours ({} .. {}), {} events per the ingest ledger",
+            d.hours,
+            d.first_hour.as_deref().unwrap_or("?"),
+            d.last_hour.as_deref().unwrap_or("?"),
+            d.events
+        ),
         (None, Some(e)) => format!("data loaded: {e}"),
         (None, None) => "data loaded: unknown".into(),
     }
