@@ -84,6 +84,20 @@ fn stages(c: &mut Criterion) {
             }
         })
     });
+    // The normalized layout's row extraction (ToroDB's mapping), from parsed
+    // documents into a schema grown on the first pass.
+    let documents: Vec<serde_json::Map<String, serde_json::Value>> =
+        lines.iter().map(|l| serde_json::from_str(l).expect("an object")).collect();
+    let mut schema = ghbench_normalize::Schema::new("bench");
+    group.bench_function("normalize_rows", |b| {
+        b.iter(|| {
+            let mut rows = 0;
+            for (did, doc) in documents.iter().enumerate() {
+                rows += schema.derive(did as i64, doc).rows.len();
+            }
+            black_box(rows)
+        })
+    });
     group.bench_function("postgres_copy_encoding", |b| {
         let mut out = BytesMut::with_capacity(bytes as usize * 2);
         b.iter(|| {
