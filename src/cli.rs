@@ -10,9 +10,6 @@ use ghbench_engine::Registry;
 use crate::commands;
 use crate::options::Engines;
 
-/// The commands that reach engines, and so take `--engines` and every engine's options.
-const ENGINE_COMMANDS: [&str; 4] = ["ingest", "doctor", "index", "query"];
-
 #[derive(Parser)]
 #[command(name = "ghbench", version, about, long_about = "\
 Benchmark PostgreSQL jsonb against MongoDB (or a MongoDB-wire server) on GitHub Archive \
@@ -49,7 +46,14 @@ enum Command {
 /// registry's engines; errors are printed, the exit status says how it went.
 pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> ExitCode {
     let mut command = Cli::command();
-    for name in ENGINE_COMMANDS {
+    // The commands that reach engines are those that flatten `ConnOptions`
+    // (they have `--engines`): each also takes every engine's options.
+    let reaching: Vec<String> = command
+        .get_subcommands()
+        .filter(|sub| sub.get_arguments().any(|arg| arg.get_id() == "engines"))
+        .map(|sub| sub.get_name().to_string())
+        .collect();
+    for name in reaching {
         command = command.mut_subcommand(name, |sub| crate::options::add_engine_args(sub, &registry));
     }
     let matches = match command.try_get_matches_from(args) {
