@@ -20,12 +20,12 @@ build:
 doctor: setup build
     source .ghbench/env && {{ghbench}} doctor
 
-# Load the shared real hour into both engines, build the paper's indexes and
-# run Queries A-D on both (results in results/).
+# Load the shared real hour into every engine (jsonb, MongoDB-wire, normalized),
+# build the paper's indexes and run Queries A-D on all three (results in results/).
 demo: setup build
-    source .ghbench/env && {{ghbench}} ingest --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
-    source .ghbench/env && {{ghbench}} index
-    source .ghbench/env && {{ghbench}} query --all --repeat 3
+    source .ghbench/env && {{ghbench}} ingest --engines postgres,mongo,normalized --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
+    source .ghbench/env && {{ghbench}} index --engines postgres,mongo,normalized
+    source .ghbench/env && {{ghbench}} query --all --repeat 3 --engines postgres,mongo,normalized
 
 # The test suite, against the real servers `just setup` starts.
 test: setup
@@ -34,6 +34,11 @@ test: setup
 # Side-by-side ingest speed: ghbench vs psql \copy, vs pymongo, vs zcat; peak memory.
 bench-ingest hours="8": setup build
     bash scripts/bench-ingest.sh {{hours}}
+
+# jsonb against the normalized layout on the same PostgreSQL: 1M generated
+# events loaded both ways, Queries A-D hot, medians, ratios, load cost, sizes.
+bench-normalized hours="40" events="25000" repeat="5": setup build
+    bash scripts/bench-normalized.sh {{hours}} {{events}} {{repeat}}
 
 # Criterion microbenchmarks (gzip, cleaning, encodings) on small slices.
 bench:

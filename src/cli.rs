@@ -34,6 +34,8 @@ enum Command {
     Index(commands::index::IndexArgs),
     /// Run Queries A-D on every engine: timed, verified across engines, reported.
     Query(commands::query::QueryArgs),
+    /// Derive the normalized engine's relational tables from a loaded jsonb table, or --verify them.
+    Normalize(commands::normalize::NormalizeArgs),
     /// Show a saved query result again, or compare two.
     Report(commands::report::ReportArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
@@ -56,6 +58,8 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     for name in reaching {
         command = command.mut_subcommand(name, |sub| crate::options::add_engine_args(sub, &registry));
     }
+    // `normalize` makes one engine's tables: it takes that engine's options.
+    command = command.mut_subcommand("normalize", |sub| crate::options::add_options_of(sub, &registry, commands::normalize::ENGINE));
     let matches = match command.try_get_matches_from(args) {
         Ok(m) => m,
         Err(e) => e.exit(),
@@ -81,6 +85,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::Serve(args) => commands::serve::run(args),
             Command::Index(args) => commands::index::run(args, &engines).await,
             Command::Query(args) => commands::query::run(args, &engines).await,
+            Command::Normalize(args) => commands::normalize::run(args, &engines).await,
             Command::Report(args) => commands::report::run(args),
             Command::Gen(args) => commands::gen::run(args),
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 use clap::{Arg, ArgMatches, Args};
-use ghbench_core::{Engine, EngineConfig, Hour, HourRange, TableName};
+use ghbench_core::{Engine, EngineConfig, EngineOption, Hour, HourRange, TableName};
 use ghbench_engine::{Backend, EnginePlugin, Loader, Registry};
 
 #[derive(Args, Debug, Clone)]
@@ -30,11 +30,20 @@ impl ConnOptions {
 pub fn add_engine_args(command: clap::Command, registry: &Registry) -> clap::Command {
     let listed: Vec<String> = registry.plugins().map(|p| format!("{} ({})", p.spec().engine, p.spec().about)).collect();
     let default: &'static str = Box::leak(registry.default_engines().into_boxed_str());
-    let mut command = command.mut_arg("engines", |arg| {
+    let command = command.mut_arg("engines", |arg| {
         arg.default_value(default).help(format!("Engines to use, comma-separated: {}.", listed.join("; ")))
     });
+    add_options(command, registry.options())
+}
+
+/// Adds one engine's options to a command of its own (e.g. `normalize`).
+pub fn add_options_of(command: clap::Command, registry: &Registry, engine: &str) -> clap::Command {
+    add_options(command, registry.options().filter(|(e, _)| e.name() == engine))
+}
+
+fn add_options<'a>(mut command: clap::Command, options: impl Iterator<Item = (&'a Engine, &'a EngineOption)>) -> clap::Command {
     let mut added: Vec<&str> = Vec::new();
-    for (engine, option) in registry.options() {
+    for (engine, option) in options {
         // Engines on one server share its option (the same `EngineOption`).
         if added.contains(&option.long) {
             continue;
@@ -121,6 +130,13 @@ impl Engines {
     /// The cleaning policy of the registered engines.
     pub fn policy(&self) -> ghbench_ingest::clean::Policy {
         self.registry.policy()
+    }
+
+    /// One engine, by name, with its configuration.
+    pub fn one(&self, name: &str) -> Result<Selected> {
+        let plugin = self.registry.resolve(&[name])?.remove(0);
+        let config = self.configs.get(&plugin.spec().engine).cloned().unwrap_or_default();
+        Ok(Selected { plugin, config })
     }
 
     /// Resolves one engine name, e.g. `--baseline`'s.

@@ -21,19 +21,19 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
         let described: Result<ServerInfo> = async { engine.backend(&table).await?.describe().await }.await;
         match described {
             Ok(info) => {
-                println!("{:<9} ok  {}", engine.engine(), info.label);
-                println!("          url: {}", info.url);
-                println!("          build: {}", info.build);
+                println!("{:<10} ok  {}", engine.engine(), info.label);
+                println!("           url: {}", info.url);
+                println!("           build: {}", info.build);
                 for (k, v) in &info.settings {
-                    println!("          {k} = {v}");
+                    println!("           {k} = {v}");
                 }
                 if let Some(caveat) = &info.caveat {
-                    println!("          note: {caveat}");
+                    println!("           note: {caveat}");
                 }
             }
             Err(e) => {
                 healthy = false;
-                println!("{:<9} FAILED  {e:#}", engine.engine());
+                println!("{:<10} FAILED  {e:#}", engine.engine());
             }
         }
     }

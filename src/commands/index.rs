@@ -41,7 +41,7 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     for backend in &backends {
         let engine = backend.engine().clone();
         if !backend.spec().capabilities.indexes {
-            println!("{engine:<9} takes no indexes");
+            println!("{engine:<10} takes no indexes");
             engines.push(IndexEngineRecord { engine, indexes: Vec::new(), error: None });
             continue;
         }
@@ -50,7 +50,7 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         let (shown, name) = (bar.clone(), engine.clone());
         let on_built = move |b: &ghbench_olap::record::IndexBuild| {
-            shown.println(format!("{name:<9} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
+            shown.println(format!("{name:<10} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
         };
         let result = create_indexes(backend.as_ref(), &catalog, &on_built).await;
         bar.finish_and_clear();
@@ -76,11 +76,11 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
 }
 
 fn print_table(engines: &[IndexEngineRecord]) {
-    println!("{:<9} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
+    println!("{:<10} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
     for e in engines {
         for b in &e.indexes {
             let bytes = b.bytes.map_or("unavailable".into(), |n| n.to_string());
-            println!("{:<9} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
+            println!("{:<10} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
         }
     }
 }

@@ -174,9 +174,9 @@ fn print_summary(s: &IngestSummary) {
     let t = &s.totals;
     println!("ghbench {} ingest into '{}': {} .. {} from {}", s.ghbench_version, s.table, s.first_hour, s.last_hour, s.source);
     for server in &s.servers {
-        println!("  {:<9} {} at {}", server.engine, server.label, server.url);
+        println!("  {:<10} {} at {}", server.engine, server.label, server.url);
         if let Some(caveat) = &server.caveat {
-            println!("  {:<9} note: {caveat}", "");
+            println!("  {:<10} note: {caveat}", "");
         }
     }
     println!(
@@ -193,18 +193,22 @@ fn print_summary(s: &IngestSummary) {
     if t.retries > 0 {
         println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);
     }
-    println!("{:<10} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
+    println!("{:<11} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
     // In the order the engines were given (their servers are listed so).
     let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?)));
     for (engine, e) in ordered {
         println!(
-            "{:<10} {:>12} {:>12.0} {:>8} {:>14}",
+            "{:<11} {:>12} {:>12.0} {:>8} {:>14}",
             engine.to_string(),
             e.stored,
             e.events_per_second,
             e.hours_failed,
             e.table_events.map_or_else(|| "unknown".to_string(), |n| n.to_string())
         );
+    }
+    let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?.upkeep.as_ref()?)));
+    for (engine, upkeep) in ordered {
+        println!("{engine}: {} in {:.2} s (counted in its load time)", upkeep.step, upkeep.seconds);
     }
     let per_second = |v: f64| v / s.elapsed_seconds.max(1e-9);
     println!(

@@ -3,6 +3,7 @@ pub mod download;
 pub mod gen;
 pub mod index;
 pub mod ingest;
+pub mod normalize;
 pub mod olap;
 pub mod query;
 pub mod report;

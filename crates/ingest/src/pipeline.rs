@@ -227,6 +227,24 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Resu
     for (loader, sink) in control {
         // On a new connection when the first one died meanwhile (a server restarted).
         let mut slot = Slot::new(loader, Some(sink));
+        // Only after a load that went through: when hours failed (a server away
+        // or frozen), the rerun that loads them does it, rather than this run
+        // waiting on a server already known not to answer.
+        let loaded_all = summary.totals.engines.get(&slot.engine).is_some_and(|e| e.hours_stored > 0 && e.hours_failed == 0);
+        if loaded_all {
+            let upkeep = match slot.ready(ctx).await {
+                Ok(sink) => sink.after_load().await,
+                Err(e) => Err(e),
+            };
+            match upkeep {
+                Ok(done) => summary.totals.engines.entry(slot.engine.clone()).or_default().upkeep = done,
+                Err(e) => summary.warnings.push(format!(
+                    "{}: the work after loading (statistics for the planner) failed: {}; the next ingest that loads an hour does it again",
+                    slot.engine,
+                    e.detail()
+                )),
+            }
+        }
         let counted = match slot.ready(ctx).await {
             Ok(sink) => sink.ledger_events().await,
             Err(e) => Err(e),

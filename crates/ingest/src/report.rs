@@ -51,6 +51,9 @@ pub struct EngineTotals {
     /// Events the engine's ledger lists for the table after the run (all runs);
     /// None when the server could not be asked at the end (see `warnings`).
     pub table_events: Option<u64>,
+    /// Work on the whole table after this run loaded it, when the engine does any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upkeep: Option<crate::sink::Upkeep>,
 }
 
 #[derive(Debug, Clone, Default, serde::Serialize)]

@@ -62,6 +62,11 @@ impl Kind {
         }
     }
 
+    /// The kind a column suffix names (`s`, `i`, ...).
+    pub fn from_suffix(suffix: &str) -> Option<Kind> {
+        [Kind::Text, Kind::Int, Kind::Long, Kind::Double, Kind::Bool, Kind::Null, Kind::Child].into_iter().find(|k| k.suffix() == suffix)
+    }
+
     /// The PostgreSQL type of its column.
     pub fn sql_type(self) -> &'static str {
         match self {
@@ -117,6 +122,9 @@ pub struct TableDef {
     /// Dotted path from the root, e.g. `payload.commits`; `$2` for an array in an array.
     pub path: String,
     pub parent: Option<usize>,
+    /// What it holds in its parent: a key's value, or an array's nested arrays
+    /// ([`ColumnKey::Element`]); None for the root.
+    pub key: Option<ColumnKey>,
     /// Rows are array elements (they have `seq`).
     pub array: bool,
     pub columns: Vec<ColumnDef>,
@@ -182,6 +190,7 @@ impl Schema {
             name: collection.to_string(),
             path: String::new(),
             parent: None,
+            key: None,
             array: false,
             columns: Vec::new(),
             index: HashMap::new(),
@@ -192,6 +201,44 @@ impl Schema {
 
     pub fn tables(&self) -> &[TableDef] {
         &self.tables
+    }
+
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+
+    /// Adds a table known already (from the database's metadata), under its
+    /// recorded name; its parent must be there.
+    pub fn restore_table(&mut self, parent: usize, key: ColumnKey, array: bool, path: String, name: String) -> usize {
+        self.push_table(parent, key, array, path, name)
+    }
+
+    /// Adds a column known already, under its recorded name.
+    pub fn restore_column(&mut self, table: usize, key: ColumnKey, kind: Kind, name: String) -> usize {
+        self.push_column(table, key, kind, name)
+    }
+
+    /// Gives a table the name the database chose for it (another loader may
+    /// have named the same path first).
+    pub fn rename_table(&mut self, table: usize, name: String) {
+        let old = std::mem::replace(&mut self.tables[table].name, name.clone());
+        self.table_names.remove(&old);
+        self.table_names.insert(name);
+    }
+
+    /// Gives a column the name the database chose for it.
+    pub fn rename_column(&mut self, table: usize, column: usize, name: String) {
+        self.tables[table].columns[column].name = name;
+    }
+
+    /// The child table of `key` in `parent`, if known.
+    pub fn find_child(&self, parent: usize, key: &ColumnKey) -> Option<usize> {
+        self.tables[parent].child_of(key)
+    }
+
+    /// The column of `key` values of `kind` in `table`, if known.
+    pub fn find_column(&self, table: usize, key: &ColumnKey, kind: Kind) -> Option<usize> {
+        self.tables[table].index.get(&(key.clone(), kind)).copied()
     }
 
     /// The rows of document `did`.
@@ -266,13 +313,26 @@ impl Schema {
         let joined: Vec<String> = std::iter::once(self.collection.clone()).chain(path.split('.').map(sanitize)).collect();
         let name = fit(joined.join("_"), &format!("{}/{path}", self.collection));
         let name = distinct(name, &format!("{}/{path}", self.collection), |n| self.table_names.contains(n));
+        let child = self.push_table(table, key.clone(), array, path, name);
+        walk.out.new_tables.push(child);
+        child
+    }
+
+    fn push_table(&mut self, parent: usize, key: ColumnKey, array: bool, path: String, name: String) -> usize {
         self.table_names.insert(name.clone());
-        // `pid` refers to the parent's rows; the root's children need none.
-        let def = TableDef { name, path, parent: Some(table), array, columns: Vec::new(), index: HashMap::new(), children: HashMap::new() };
+        let def = TableDef {
+            name,
+            path,
+            parent: Some(parent),
+            key: Some(key.clone()),
+            array,
+            columns: Vec::new(),
+            index: HashMap::new(),
+            children: HashMap::new(),
+        };
         self.tables.push(def);
         let child = self.tables.len() - 1;
-        self.tables[table].children.insert(key.clone(), child);
-        walk.out.new_tables.push(child);
+        self.tables[parent].children.insert(key, child);
         child
     }
 
@@ -286,18 +346,40 @@ impl Schema {
             ColumnKey::Key(k) => sanitize(k),
             ColumnKey::Element => "v".to_string(),
         };
-        let origin = match &key {
-            ColumnKey::Key(k) => format!("{}/{k}/{}", def.path, kind.suffix()),
-            ColumnKey::Element => format!("{}/$v/{}", def.path, kind.suffix()),
-        };
+        let origin = column_origin(&def.path, &key, kind);
         let name = fit(format!("{base}_{}", kind.suffix()), &origin);
         // The linking columns have no suffix, so no key's column can take them.
         let name = distinct(name, &origin, |n| def.columns.iter().any(|c| c.name == n));
+        let column = self.push_column(table, key, kind, name);
+        walk.out.new_columns.push((table, column));
+        column
+    }
+
+    /// What a table's name stands for, which makes its suffix when shortened
+    /// or told apart (see [`crate::names`]).
+    pub fn table_origin(&self, table: usize) -> String {
+        format!("{}/{}", self.collection, self.tables[table].path)
+    }
+
+    /// What a column's name stands for (see [`Schema::table_origin`]).
+    pub fn column_origin(&self, table: usize, column: usize) -> String {
+        let (def, col) = (&self.tables[table], &self.tables[table].columns[column]);
+        column_origin(&def.path, &col.key, col.kind)
+    }
+
+    fn push_column(&mut self, table: usize, key: ColumnKey, kind: Kind, name: String) -> usize {
+        let def = &mut self.tables[table];
         def.columns.push(ColumnDef { name, key: key.clone(), kind });
         let column = def.columns.len() - 1;
         def.index.insert((key, kind), column);
-        walk.out.new_columns.push((table, column));
         column
+    }
+}
+
+fn column_origin(path: &str, key: &ColumnKey, kind: Kind) -> String {
+    match key {
+        ColumnKey::Key(k) => format!("{path}/{k}/{}", kind.suffix()),
+        ColumnKey::Element => format!("{path}/$v/{}", kind.suffix()),
     }
 }
 

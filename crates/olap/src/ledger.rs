@@ -19,6 +19,9 @@ pub struct Ledger {
     /// The engine's loading time summed over its hours, when every entry
     /// recorded one (ledgers written before ghbench timed hours did not).
     pub load_seconds: Option<f64>,
+    /// Work on the whole table after loading (`VACUUM (ANALYZE)`), part of
+    /// the load's cost, when the engine does and records any.
+    pub upkeep_seconds: Option<f64>,
 }
 
 impl Ledger {
@@ -36,6 +39,12 @@ impl Ledger {
         ledger
     }
 
+    /// The ledger, with the engine's upkeep after loading counted in its load time.
+    pub fn with_upkeep(mut self, seconds: Option<f64>) -> Ledger {
+        self.upkeep_seconds = seconds;
+        self
+    }
+
     /// Events of every entry, readable or not.
     pub fn events(&self) -> u64 {
         self.hours.values().chain(self.unreadable.values()).sum()
@@ -48,7 +57,8 @@ impl Ledger {
             events: self.events(),
             first_hour: self.hours.keys().next().map(Hour::to_string),
             last_hour: self.hours.keys().next_back().map(Hour::to_string),
-            load_seconds: self.load_seconds.filter(|_| self.events() > 0),
+            load_seconds: self.load_seconds.filter(|_| self.events() > 0).map(|s| s + self.upkeep_seconds.unwrap_or(0.0)),
+            upkeep_seconds: self.upkeep_seconds.filter(|_| self.events() > 0),
         }
     }
 }

@@ -195,9 +195,15 @@ pub struct DataLoaded {
     pub last_hour: Option<String>,
     /// Seconds the engine spent loading these hours, summed hour by hour (each
     /// from starting the hour to committing it; hours load side by side, so the
-    /// wall time was shorter). None when some hour was not timed.
+    /// wall time was shorter), plus `upkeep_seconds`. None when some hour was
+    /// not timed.
     #[serde(default)]
     pub load_seconds: Option<f64>,
+    /// Of `load_seconds`: work on the whole table after loading it (PostgreSQL
+    /// engines: `VACUUM (ANALYZE)`, so the planner has statistics and a
+    /// visibility map before anything is timed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upkeep_seconds: Option<f64>,
 }
 
 impl DataLoaded {

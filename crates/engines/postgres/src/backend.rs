@@ -33,18 +33,80 @@ impl PostgresBackend {
     pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
         Ok(PostgresBackend { client: crate::connect::connect(&SPEC, url).await?, url: url.to_string(), table: table.clone() })
     }
+}
 
-    /// Every row the statement returns, as text cells (None for NULL).
-    async fn text_rows(&self, sql: &str) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
-        let messages = self.client.simple_query(sql).await?;
-        Ok(messages
-            .iter()
-            .filter_map(|m| match m {
-                SimpleQueryMessage::Row(row) => Some((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect()),
-                _ => None,
-            })
-            .collect())
+/// Every row the statement returns, as text cells (None for NULL).
+pub async fn text_rows(client: &Client, sql: &str) -> Result<Vec<Vec<Option<String>>>, tokio_postgres::Error> {
+    let messages = client.simple_query(sql).await?;
+    Ok(messages
+        .iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(row) => Some((0..row.len()).map(|i| row.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect())
+}
+
+/// A query's result rows, as every engine's are compared.
+pub async fn result_rows(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_postgres::Error> {
+    Ok(text_rows(client, sql).await?.into_iter().map(normalise).collect())
+}
+
+/// Runs each `CREATE INDEX IF NOT EXISTS` statement of `file` (already made
+/// for its tables), timing it and reporting it as built.
+pub async fn create_indexes(client: &Client, file: &QueryFile, text: &str, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+    let mut builds = Vec::new();
+    for statement in sql::statements(text).with_context(|| file.path.clone())? {
+        let name = sql::created_index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
+        let exists = "SELECT to_regclass($1) IS NOT NULL";
+        let existed: bool = client.query_one(exists, &[&name.as_str()]).await?.get(0);
+        let started = Instant::now();
+        client.batch_execute(&statement).await.with_context(|| format!("creating {name}"))?;
+        let seconds = started.elapsed().as_secs_f64();
+        let size = "SELECT pg_relation_size(to_regclass($1))";
+        let bytes: Option<i64> = client.query_one(size, &[&name.as_str()]).await?.get(0);
+        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64) };
+        built(&build);
+        builds.push(build);
     }
+    Ok(builds)
+}
+
+/// The plan of `sql`, with the indexes it uses.
+pub async fn explain(client: &Client, sql: &str) -> Plan {
+    let mut plan = Plan { command: EXPLAIN.into(), ..Plan::default() };
+    // The query file may start with comments: they are white space after EXPLAIN.
+    match text_rows(client, &format!("{EXPLAIN}\n{sql}")).await {
+        Ok(lines) => {
+            let text: Vec<String> = lines.into_iter().filter_map(|mut l| l.pop().flatten()).collect();
+            plan.indexes = indexes_in_plan(&text);
+            plan.index_used = Some(!plan.indexes.is_empty());
+            plan.text = Some(text.join("\n"));
+        }
+        Err(e) => plan.error = Some(format!("{e:#}")),
+    }
+    plan
+}
+
+/// What can be cleared between runs without restarting the server.
+pub async fn clear_caches(client: &Client) -> Vec<String> {
+    let done = match client.batch_execute("DISCARD ALL").await {
+        Ok(()) => "DISCARD ALL (session plans and temp state dropped)".to_string(),
+        Err(e) => format!("DISCARD ALL failed: {e}"),
+    };
+    vec![format!("PostgreSQL: {done}; shared_buffers stay warm: server not restarted")]
+}
+
+/// Sizes of the indexes on the tables `regclasses` names (qualified where needed).
+pub async fn index_sizes(client: &Client, tables: &[String]) -> Result<Vec<IndexSize>, tokio_postgres::Error> {
+    let rows = client
+        .query(
+            "SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)
+             FROM pg_index i WHERE i.indrelid = ANY (SELECT to_regclass(t) FROM unnest($1::text[]) t) ORDER BY 1",
+            &[&tables],
+        )
+        .await?;
+    Ok(rows.iter().map(|r| IndexSize { name: r.get(0), bytes: r.get::<_, i64>(1) as u64 }).collect())
 }
 
 #[async_trait]
@@ -59,7 +121,9 @@ impl Backend for PostgresBackend {
 
     async fn ledger(&self) -> BackendResult<Ledger> {
         let ledger = PgLedger { engine: &SPEC.engine, table: &self.table };
-        Ok(Ledger::from_entries(ledger.entries(&self.client).await.context("reading the ingest ledger")?))
+        let entries = ledger.entries(&self.client).await.context("reading the ingest ledger")?;
+        let upkeep = ledger.upkeep_seconds(&self.client).await.context("reading the ingest ledger's upkeep")?;
+        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {
@@ -80,37 +144,12 @@ impl Backend for PostgresBackend {
         } else {
             estimate
         };
-        let indexes = self
-            .client
-            .query(
-                "SELECT i.indexrelid::regclass::text, pg_relation_size(i.indexrelid)
-                 FROM pg_index i WHERE i.indrelid = to_regclass($1) ORDER BY 1",
-                &[&t],
-            )
-            .await?
-            .iter()
-            .map(|r| IndexSize { name: r.get(0), bytes: r.get::<_, i64>(1) as u64 })
-            .collect();
+        let indexes = index_sizes(&self.client, &[t.to_string()]).await?;
         Ok(Storage { rows: rows as u64, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        let mut builds = Vec::new();
-        for statement in sql::statements(&file.for_table(&self.table)).with_context(|| file.path.clone())? {
-            let name = sql::created_index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
-            let exists = "SELECT to_regclass($1) IS NOT NULL";
-            let existed: bool = self.client.query_one(exists, &[&name.as_str()]).await?.get(0);
-            let started = Instant::now();
-            self.client.batch_execute(&statement).await.with_context(|| format!("creating {name}"))?;
-            let seconds = started.elapsed().as_secs_f64();
-            let size = "SELECT pg_relation_size(to_regclass($1))";
-            let bytes: Option<i64> = self.client.query_one(size, &[&name.as_str()]).await?.get(0);
-            let build =
-                IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64) };
-            built(&build);
-            builds.push(build);
-        }
-        Ok(builds)
+        create_indexes(&self.client, file, &file.for_table(&self.table), built).await
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
@@ -119,30 +158,15 @@ impl Backend for PostgresBackend {
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let sql: &String = prepared(self.engine(), query)?;
-        Ok(self.text_rows(sql).await?.into_iter().map(normalise).collect())
+        Ok(result_rows(&self.client, sql).await?)
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {
-        let mut plan = Plan { command: EXPLAIN.into(), ..Plan::default() };
-        // The query file may start with comments: they are white space after EXPLAIN.
-        match self.text_rows(&format!("{EXPLAIN}\n{}", query.for_table(&self.table))).await {
-            Ok(lines) => {
-                let text: Vec<String> = lines.into_iter().filter_map(|mut l| l.pop().flatten()).collect();
-                plan.indexes = indexes_in_plan(&text);
-                plan.index_used = Some(!plan.indexes.is_empty());
-                plan.text = Some(text.join("\n"));
-            }
-            Err(e) => plan.error = Some(format!("{e:#}")),
-        }
-        plan
+        explain(&self.client, &query.for_table(&self.table)).await
     }
 
     async fn clear_caches(&self) -> Vec<String> {
-        let done = match self.client.batch_execute("DISCARD ALL").await {
-            Ok(()) => "DISCARD ALL (session plans and temp state dropped)".to_string(),
-            Err(e) => format!("DISCARD ALL failed: {e}"),
-        };
-        vec![format!("PostgreSQL: {done}; shared_buffers stay warm: server not restarted")]
+        clear_caches(&self.client).await
     }
 }
 

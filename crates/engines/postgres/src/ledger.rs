@@ -15,6 +15,9 @@ use tokio_postgres::{Client, Error};
 
 /// The ledger table.
 pub const LEDGER: &str = "ghbench_ledger";
+/// Work done on a whole table after loading it (e.g. `VACUUM (ANALYZE)`), by
+/// engine, table and step: the last run of each, part of the load's cost.
+pub const UPKEEP: &str = "ghbench_upkeep";
 /// Rows written before the ledger had an `engine` column were this engine's
 /// (the only engine on PostgreSQL then).
 const FIRST_OWNER: &str = "postgres";
@@ -29,6 +32,9 @@ pub fn create_sql() -> String {
             file_defect text, ghbench_version text NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
             seconds double precision,
             PRIMARY KEY (engine, tbl, hour));
+         CREATE TABLE IF NOT EXISTS {UPKEEP} (
+            engine text NOT NULL, tbl text NOT NULL, step text NOT NULL, seconds double precision NOT NULL,
+            done_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (engine, tbl, step));
          {}",
         upgrade_sql()
     )
@@ -74,7 +80,32 @@ impl PgLedger<'_> {
     /// Deletes the table's entries (it was dropped, or is about to be).
     /// Names are validated identifiers, safe to splice.
     pub fn forget_sql(&self) -> String {
-        format!("DELETE FROM {LEDGER} WHERE engine = '{}' AND tbl = '{}';", self.engine, self.table)
+        let (engine, table) = (self.engine, self.table);
+        format!(
+            "DELETE FROM {LEDGER} WHERE engine = '{engine}' AND tbl = '{table}';
+             DELETE FROM {UPKEEP} WHERE engine = '{engine}' AND tbl = '{table}';"
+        )
+    }
+
+    /// Records the time of a step done on the whole table after loading it
+    /// (its last run replaces the one before).
+    pub async fn record_upkeep(&self, client: &Client, step: &str, seconds: f64) -> Result<(), Error> {
+        let sql = format!(
+            "INSERT INTO {UPKEEP} (engine, tbl, step, seconds) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (engine, tbl, step) DO UPDATE SET seconds = excluded.seconds, done_at = now()"
+        );
+        client.execute(&sql, &[&self.engine.name(), &self.table.as_str(), &step, &seconds]).await.map(|_| ())
+    }
+
+    /// The upkeep steps' seconds summed (None when none was recorded, or the
+    /// ledger predates them).
+    pub async fn upkeep_seconds(&self, client: &Client) -> Result<Option<f64>, Error> {
+        let exists: bool = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&UPKEEP]).await?.get(0);
+        if !exists {
+            return Ok(None);
+        }
+        let sql = format!("SELECT sum(seconds) FROM {UPKEEP} WHERE engine = $1 AND tbl = $2");
+        client.query_one(&sql, &[&self.engine.name(), &self.table.as_str()]).await.map(|r| r.get(0))
     }
 
     pub async fn completed_hours(&self, client: &Client) -> Result<HashSet<String>, Error> {
@@ -110,6 +141,26 @@ impl PgLedger<'_> {
             &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds(),
         ];
         client.execute(&sql, &params).await.map(|_| ())
+    }
+
+    /// Lists as loaded every hour `other` lists, for a table derived from
+    /// `other`'s whole table at once: each hour's seconds are its share, by
+    /// events, of `seconds`. Returns the events listed.
+    pub async fn copy_from(&self, client: &Client, other: &PgLedger<'_>, seconds: f64) -> Result<u64, Error> {
+        let sql = format!(
+            "WITH source AS (SELECT * FROM {LEDGER} WHERE engine = $3 AND tbl = $4),
+                  total AS (SELECT greatest(sum(events), 1)::float8 AS events FROM source)
+             INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds)
+             SELECT $1, $2, s.hour, s.events, s.lines, s.quarantined, s.sanitized, s.compressed_bytes, s.file_defect, $5,
+                    $6::float8 * s.events / total.events
+             FROM source s, total
+             RETURNING events"
+        );
+        let version = env!("CARGO_PKG_VERSION");
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&self.engine.name(), &self.table.as_str(), &other.engine.name(), &other.table.as_str(), &version, &seconds];
+        let rows = client.query(&sql, &params).await?;
+        Ok(rows.iter().map(|r| r.get::<_, i64>(0).max(0) as u64).sum())
     }
 
     /// Every entry for the reports: hour stem, events, seconds (None before

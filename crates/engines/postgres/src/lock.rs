@@ -1,7 +1,7 @@
 //! PostgreSQL's table lock: a session advisory lock on a connection of its
 //! own. It goes away with the session, so a killed run never leaves it behind.
 
-use ghbench_core::TableName;
+use ghbench_core::{Engine, TableName};
 use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
 use ghbench_ingest::sink::SinkError;
 use tokio_postgres::Client;
@@ -12,25 +12,20 @@ use crate::SPEC;
 /// First key of ghbench's advisory locks on tables (the second is the name's hash).
 const PG_LOCK_SPACE: i32 = 4714;
 
-/// The lock's name: the table this engine writes (an engine writing other
-/// tables in the same server locks those), the same key older ghbench used.
-fn lock_key(table: &TableName) -> &str {
-    table.as_str()
-}
-
-/// Takes the table's lock, kept by a task until released.
-pub async fn lock(url: &str, table: &TableName) -> Result<TableLock, SinkError> {
-    let client = pg_lock(url, table).await?;
+/// Takes the lock named `key` for loading `table`, kept by a task until
+/// released. The key names what is written: the `jsonb` engine's is the table's
+/// name (the key older ghbench used), another engine's says whose it is.
+pub async fn lock(url: &str, engine: &Engine, key: &str, table: &TableName) -> Result<TableLock, SinkError> {
+    let client = pg_lock(url, engine, key, table).await?;
     let lost = Lost::default();
-    let keeper = tokio::spawn(keep_postgres(client, url.to_string(), table.clone(), lost.clone()));
+    let keeper = tokio::spawn(keep_postgres(client, url.to_string(), engine.clone(), key.to_string(), table.clone(), lost.clone()));
     Ok(TableLock::kept(keeper, lost, None))
 }
 
-/// A new session holding the table's advisory lock.
-async fn pg_lock(url: &str, table: &TableName) -> Result<Client, SinkError> {
+/// A new session holding the advisory lock `key`.
+async fn pg_lock(url: &str, engine: &Engine, key: &str, table: &TableName) -> Result<Client, SinkError> {
     let client = crate::connect::connect(&SPEC, url).await?;
     client.batch_execute(&format!("SET lock_timeout = {}", LOCK_WAIT.as_millis())).await.sink()?;
-    let key = lock_key(table);
     match client.execute("SELECT pg_advisory_lock($1, hashtext($2))", &[&PG_LOCK_SPACE, &key]).await {
         Ok(_) => return Ok(client),
         Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::LOCK_NOT_AVAILABLE) => {}
@@ -55,18 +50,18 @@ async fn pg_lock(url: &str, table: &TableName) -> Result<Client, SinkError> {
         })
         .unwrap_or_default();
     Err(SinkError::Locked(format!(
-        "another ghbench run is loading table '{table}' into postgres{holder}: wait for it to finish (or stop it), then rerun"
+        "another ghbench run is loading table '{table}' into {engine}{holder}: wait for it to finish (or stop it), then rerun"
     )))
 }
 
 /// Takes the lock again whenever its session ends (e.g. a server restart).
-async fn keep_postgres(mut client: Client, url: String, table: TableName, lost: Lost) {
+async fn keep_postgres(mut client: Client, url: String, engine: Engine, key: String, table: TableName, lost: Lost) {
     loop {
         tokio::time::sleep(KEEP_EVERY).await;
         if !client.is_closed() {
             continue;
         }
-        match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, pg_lock(&url, &table)).await {
+        match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, pg_lock(&url, &engine, &key, &table)).await {
             Ok(Ok(fresh)) => client = fresh,
             Ok(Err(SinkError::Locked(holder))) => {
                 set(&lost, format!("lost the lock while PostgreSQL was away: {holder}"));

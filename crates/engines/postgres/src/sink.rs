@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock};
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock, Upkeep};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Client;
@@ -46,6 +46,38 @@ impl ToSql for JsonbText<'_> {
     to_sql_checked!();
 }
 
+/// `VACUUM (ANALYZE)` of `tables`, timed and recorded in `ledger`'s upkeep:
+/// without statistics the planner guesses, and without a visibility map no
+/// index-only scan happens, so nothing is timed before it.
+pub async fn vacuum_analyze(client: &Client, ledger: PgLedger<'_>, tables: &[String]) -> Result<Upkeep, SinkError> {
+    const STEP: &str = "VACUUM (ANALYZE)";
+    let started = std::time::Instant::now();
+    client.batch_execute(&format!("{STEP} {}", tables.join(", "))).await.sink()?;
+    let seconds = started.elapsed().as_secs_f64();
+    ledger.record_upkeep(client, STEP, seconds).await.sink()?;
+    let what = match tables {
+        [one] => one.clone(),
+        many => format!("{} tables", many.len()),
+    };
+    Ok(Upkeep { step: format!("{STEP} {what}"), seconds })
+}
+
+/// Refuses a table name PostgreSQL reserves (`pg_...`, `user`, `table`, ...):
+/// the server knows its reserved words, it quotes them.
+pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), SinkError> {
+    if t.as_str().starts_with("pg_") {
+        return Err(SinkError::Other(format!(
+            "table name '{t}' is reserved: names starting with pg_ belong to PostgreSQL's system catalogs; choose another --table"
+        )));
+    }
+    let plain: bool = client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await.sink()?.get(0);
+    if plain {
+        Ok(())
+    } else {
+        Err(SinkError::Other(format!("'{t}' is a reserved word in PostgreSQL and cannot name a table unquoted: choose another --table")))
+    }
+}
+
 impl PostgresSink {
     pub fn new(client: Client, url: String, table: TableName) -> Self {
         PostgresSink { client, url, table, copy: None }
@@ -66,21 +98,8 @@ impl EngineSink for PostgresSink {
         self.client.is_closed()
     }
 
-    /// Refuses a name PostgreSQL reserves (`user`, `table`, ...): the server
-    /// knows its reserved words, it quotes them.
     async fn check_name(&self) -> Result<(), SinkError> {
-        let t = &self.table;
-        if t.as_str().starts_with("pg_") {
-            return Err(SinkError::Other(format!(
-                "table name '{t}' is reserved: names starting with pg_ belong to PostgreSQL's system catalogs; choose another --table"
-            )));
-        }
-        let plain: bool = self.client.query_one("SELECT quote_ident($1) = $1", &[&t.as_str()]).await.sink()?.get(0);
-        if plain {
-            Ok(())
-        } else {
-            Err(SinkError::Other(format!("'{t}' is a reserved word in PostgreSQL and cannot name a table unquoted: choose another --table")))
-        }
+        check_table_name(&self.client, &self.table).await
     }
 
     /// The events the ledger records for `stem`, if the hour is done.
@@ -153,6 +172,11 @@ impl EngineSink for PostgresSink {
     }
 
     async fn lock(&self, _limit: Duration) -> Result<TableLock, SinkError> {
-        crate::lock::lock(&self.url, &self.table).await
+        crate::lock::lock(&self.url, &SPEC.engine, self.table.as_str(), &self.table).await
+    }
+
+    async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
+        let tables = [self.table.to_string()];
+        Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
     }
 }

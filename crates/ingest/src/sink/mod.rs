@@ -70,6 +70,19 @@ impl Default for LoadClock {
     }
 }
 
+/// Work an engine did on the whole table after a run loaded it (e.g. PostgreSQL's
+/// `VACUUM (ANALYZE)`), timed: part of the load's cost, recorded by the engine.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Upkeep {
+    /// What was done, e.g. `VACUUM (ANALYZE) github2015`.
+    pub step: String,
+    pub seconds: f64,
+}
+
+/// How long upkeep after a load may take, in steps of the sink's timeout: it
+/// reads the whole table (minutes on a year of data), not one hour.
+const UPKEEP_STEPS: u32 = 30;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
     /// The engine refused or failed, in its own words (the whole cause chain).
@@ -181,6 +194,12 @@ pub trait EngineSink: Send + Sync {
 
     /// Leaves nothing of the hour behind that a later attempt would not replace.
     async fn abort_hour(&mut self);
+
+    /// Work on the whole table once a run has loaded hours into it, before
+    /// anything is timed on it; recorded by the engine with the ledger.
+    async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
+        Ok(None)
+    }
 }
 
 /// One engine's connection for loading one table, every step bounded by a
@@ -268,6 +287,16 @@ impl Sink {
 
     pub async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
         self.step("committing the hour", |s| s.commit_hour(record)).await
+    }
+
+    /// See [`EngineSink::after_load`]; allowed [`UPKEEP_STEPS`] times the timeout.
+    pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
+        let limit = self.timeout * UPKEEP_STEPS;
+        let result = bounded(&self.engine, &self.server, "vacuuming and analysing the loaded table", limit, self.inner.after_load()).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
     }
 
     /// A server that does not answer leaves the sink broken: the next attempt

@@ -1,0 +1,116 @@
+//! Queries over the derived tables: plain SQL (`queries/normalized/`), the
+//! names taken from the recorded metadata (see [`crate::template`]).
+
+use anyhow::{anyhow, Context as _};
+use async_trait::async_trait;
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_normalize::Schema;
+use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
+use ghbench_olap::catalog::QueryFile;
+use ghbench_olap::ledger::Ledger;
+use ghbench_olap::record::{IndexBuild, Plan, Storage};
+use ghbench_olap::rows::Row;
+use ghbench_postgres::backend as pg;
+use tokio_postgres::Client;
+
+use crate::meta::{self, qualified, SCHEMA};
+use crate::sink::ledger_of;
+use crate::{template, SPEC};
+
+/// Tables larger than this get the planner's row estimate, not a `count(*)`.
+const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
+
+pub struct NormalizedBackend {
+    client: Client,
+    url: String,
+    table: TableName,
+}
+
+impl NormalizedBackend {
+    pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
+        let client = ghbench_postgres::connect::connect(&SPEC, url).await?;
+        // Query files name derived tables unqualified.
+        client.batch_execute(&format!("SET search_path = {SCHEMA}, public")).await?;
+        Ok(NormalizedBackend { client, url: url.to_string(), table: table.clone() })
+    }
+
+    async fn schema(&self) -> BackendResult<Schema> {
+        Ok(meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")?)
+    }
+
+    /// `file`'s text with the derived tables' names in place.
+    async fn resolve(&self, file: &QueryFile) -> BackendResult<String> {
+        let schema = self.schema().await?;
+        template::resolve(&file.text, &schema).map_err(|e| anyhow!("{}: {e}", file.path))
+    }
+
+    async fn tables(&self) -> BackendResult<Vec<String>> {
+        let names = meta::table_names(&self.client, self.table.as_str()).await?;
+        Ok(names.iter().map(|t| qualified(t)).collect())
+    }
+}
+
+#[async_trait]
+impl Backend for NormalizedBackend {
+    fn spec(&self) -> &EngineSpec {
+        &SPEC
+    }
+
+    async fn describe(&self) -> BackendResult<ServerInfo> {
+        Ok(ghbench_postgres::connect::describe(&SPEC, &self.client, &self.url).await?)
+    }
+
+    async fn ledger(&self) -> BackendResult<Ledger> {
+        let ledger = ledger_of(&self.table);
+        let entries = ledger.entries(&self.client).await.context("reading the ingest ledger")?;
+        let upkeep = ledger.upkeep_seconds(&self.client).await.context("reading the ingest ledger's upkeep")?;
+        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
+    }
+
+    /// Every derived table of the collection together; rows are documents (the root's).
+    async fn sizes(&self) -> BackendResult<Storage> {
+        let tables = self.tables().await?;
+        if tables.is_empty() {
+            return Err(anyhow!("no normalized tables for '{}' (load them with --engines normalized or ghbench normalize)", self.table));
+        }
+        let row = self
+            .client
+            .query_one(
+                "SELECT coalesce(sum(pg_table_size(to_regclass(t))), 0)::bigint, coalesce(sum(pg_indexes_size(to_regclass(t))), 0)::bigint,
+                        pg_table_size(to_regclass($1[1])), (SELECT reltuples::bigint FROM pg_class WHERE oid = to_regclass($1[1]))
+                 FROM unnest($1::text[]) t",
+                &[&tables],
+            )
+            .await?;
+        let (table_bytes, index_bytes, root_bytes, estimate): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+        let rows_exact = root_bytes <= EXACT_COUNT_MAX_BYTES;
+        let rows = if rows_exact { self.client.query_one(&format!("SELECT count(*) FROM {}", tables[0]), &[]).await?.get::<_, i64>(0) } else { estimate };
+        let indexes = pg::index_sizes(&self.client, &tables).await?;
+        Ok(Storage { rows: rows.max(0) as u64, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+    }
+
+    async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+        let text = self.resolve(file).await?;
+        pg::create_indexes(&self.client, file, &text, built).await
+    }
+
+    async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        Ok(Box::new(self.resolve(query).await?))
+    }
+
+    async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
+        let sql: &String = prepared(self.engine(), query)?;
+        Ok(pg::result_rows(&self.client, sql).await?)
+    }
+
+    async fn explain(&self, query: &QueryFile) -> Plan {
+        match self.resolve(query).await {
+            Ok(sql) => pg::explain(&self.client, &sql).await,
+            Err(e) => Plan { error: Some(format!("{e:#}")), ..Plan::default() },
+        }
+    }
+
+    async fn clear_caches(&self) -> Vec<String> {
+        pg::clear_caches(&self.client).await
+    }
+}

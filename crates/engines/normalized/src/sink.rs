@@ -1,0 +1,176 @@
+//! Loading the normalized layout: each hour's documents are derived as they
+//! come and sent at the hour's commit: first any new tables and columns (a
+//! short transaction of their own, see `meta`), then one transaction with
+//! every table's COPY and the hour's ledger row, so a crash leaves no partial
+//! hour and a rerun loads it again.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ghbench_core::{Hour, ServerInfo, TableName};
+use ghbench_ingest::decode::EngineBatch;
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock, Upkeep};
+use ghbench_postgres::error::OrSink;
+use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
+use tokio_postgres::Client;
+
+use crate::deriver::Deriver;
+use crate::rows::SendError;
+use crate::{did, meta, SPEC};
+
+pub struct NormalizedSink {
+    client: Client,
+    url: String,
+    table: TableName,
+    /// Read from the database once the tables exist (after `prepare`).
+    deriver: Option<Deriver>,
+    /// The hour being loaded.
+    hour: Option<Hour>,
+}
+
+impl NormalizedSink {
+    pub fn new(client: Client, url: String, table: TableName) -> Self {
+        NormalizedSink { client, url, table, deriver: None, hour: None }
+    }
+
+    fn ledger(&self) -> PgLedger<'_> {
+        ledger_of(&self.table)
+    }
+
+    async fn deriver(&mut self) -> Result<&mut Deriver, SinkError> {
+        if self.deriver.is_none() {
+            self.deriver = Some(Deriver::load(&self.client, self.table.as_str()).await.sink()?);
+        }
+        Ok(self.deriver.as_mut().expect("loaded above"))
+    }
+
+    async fn commit(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
+        let deriver = self.deriver.as_mut().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
+        deriver.extend(&self.client).await.sink()?;
+        self.client.batch_execute("BEGIN").await.sink()?;
+        let stored = deriver.send(&self.client).await.map_err(send_error)?;
+        let documents = stored.iter().find(|(table, _)| *table == ghbench_normalize::ROOT).map_or(0, |(_, rows)| *rows);
+        check_stored(documents, r)?;
+        // The primary key refuses a second record of the hour, which rolls it back.
+        ledger_of(&self.table).record(&self.client, r).await.sink()?;
+        self.client.batch_execute("COMMIT").await.sink()?;
+        deriver.clear();
+        Ok(documents)
+    }
+}
+
+/// The normalized engine's ledger entries for a collection.
+pub fn ledger_of(table: &TableName) -> PgLedger<'_> {
+    PgLedger { engine: &SPEC.engine, table }
+}
+
+pub fn send_error(e: SendError) -> SinkError {
+    match e {
+        SendError::Db(e) => ghbench_postgres::error::to_sink_error(&e),
+        SendError::Count { table, sent, took } => SinkError::Other(format!("COPY into {table} took {took} of {sent} rows")),
+    }
+}
+
+#[async_trait]
+impl EngineSink for NormalizedSink {
+    async fn describe(&self) -> Result<ServerInfo, SinkError> {
+        ghbench_postgres::connect::describe(&SPEC, &self.client, &self.url).await.sink()
+    }
+
+    fn is_broken(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    async fn check_name(&self) -> Result<(), SinkError> {
+        ghbench_postgres::sink::check_table_name(&self.client, &self.table).await
+    }
+
+    async fn lock(&self, _limit: Duration) -> Result<TableLock, SinkError> {
+        // Its own key: the jsonb engine may load the same name in the same run.
+        let key = format!("{}:{}", SPEC.engine, self.table);
+        ghbench_postgres::lock::lock(&self.url, &SPEC.engine, &key, &self.table).await
+    }
+
+    async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+        let t = self.table.as_str();
+        let forget = self.ledger().forget_sql();
+        let ddl = format!("BEGIN; {SERIALIZE_DDL} {} {}", ledger::create_sql(), meta::create_sql());
+        self.client.batch_execute(&ddl).await.sink()?;
+        let prepared = async {
+            if drop {
+                meta::drop_collection(&self.client, t).await.sink()?;
+                self.client.batch_execute(&forget).await.sink()?;
+            }
+            match meta::create_root(&self.client, t).await.sink()? {
+                // New tables hold nothing: whatever the ledger says of them is gone.
+                Ok(true) => self.client.batch_execute(&forget).await.sink(),
+                Ok(false) => Ok(()),
+                Err(refused) => Err(SinkError::Other(refused)),
+            }
+        };
+        match prepared.await {
+            Ok(()) => self.client.batch_execute("COMMIT").await.sink()?,
+            Err(e) => {
+                let _ = self.client.batch_execute("ROLLBACK").await;
+                return Err(e);
+            }
+        }
+        self.deriver = None;
+        self.deriver().await?;
+        Ok(())
+    }
+
+    async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
+        self.ledger().completed_hours(&self.client).await.sink()
+    }
+
+    async fn ledger_events(&self) -> Result<u64, SinkError> {
+        self.ledger().events(&self.client).await.sink()
+    }
+
+    async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+        self.ledger().hour_done(&self.client, stem).await.sink()
+    }
+
+    async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        let hour: Hour = stem.parse().map_err(|e| SinkError::Other(format!("{e}")))?;
+        self.deriver().await?.clear();
+        self.hour = Some(hour);
+        Ok(())
+    }
+
+    async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
+        let hour = self.hour.ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
+        let deriver = self.deriver().await?;
+        for doc in batch.docs() {
+            let did = did::of_line(hour, doc.line).map_err(SinkError::Other)?;
+            deriver.add(did, &doc.json).map_err(SinkError::Other)?;
+        }
+        Ok(())
+    }
+
+    async fn commit_hour(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
+        let result = self.commit(r).await;
+        if result.is_err() {
+            self.abort_hour().await;
+        }
+        self.hour = None;
+        result
+    }
+
+    async fn abort_hour(&mut self) {
+        // Outside a transaction this only warns; the tables and columns made
+        // for the hour stay (empty), recorded, for the next attempt.
+        let _ = self.client.batch_execute("ROLLBACK").await;
+        if let Some(deriver) = self.deriver.as_mut() {
+            deriver.clear();
+        }
+        self.hour = None;
+    }
+
+    async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
+        let tables: Vec<String> = meta::table_names(&self.client, self.table.as_str()).await.sink()?.iter().map(|t| meta::qualified(t)).collect();
+        Ok(Some(ghbench_postgres::sink::vacuum_analyze(&self.client, self.ledger(), &tables).await?))
+    }
+}

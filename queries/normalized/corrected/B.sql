@@ -1,0 +1,7 @@
+-- B corrected, over the normalized tables: event types ordered by frequency.
+-- The type is a column of the root table: no join.
+-- Correction: ties in count are broken by type ascending, bytewise (COLLATE
+-- "C", like MongoDB), nulls first (like MongoDB).
+SELECT e.{column:type:s} AS type, count(*) AS count FROM {table} e
+GROUP BY 1
+ORDER BY count DESC, e.{column:type:s} COLLATE "C" NULLS FIRST

@@ -1,0 +1,184 @@
+//! The normalized engine against the real PostgreSQL (and the MongoDB-wire
+//! server): loaded by ingest beside jsonb and MongoDB, its Queries A–D give
+//! the same answers; every document comes back from its rows as it was, from
+//! either way of loading; a load killed with SIGKILL and run again leaves
+//! exact row counts in every derived table, with hours loading side by side.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use ghbench_normalize::Schema;
+
+/// Runs ghbench with the servers' URLs in the environment.
+fn ghbench(args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command.args(args).env("DATABASE_URL", pg_url()).env("MONGODB_URI", mongo_url());
+    let out = output_within(&mut command, Duration::from_secs(600));
+    eprintln!("ghbench {}:\n{}", args.join(" "), text(&out));
+    out
+}
+
+/// Rows per path of every derived table of `table`, as the database holds them.
+async fn derived_counts(table: &str) -> BTreeMap<String, u64> {
+    let pg = pg().await;
+    let sql = "SELECT table_name, path FROM normalized.ghbench_tables WHERE collection = $1";
+    let mut counts = BTreeMap::new();
+    for row in pg.query(sql, &[&table]).await.unwrap() {
+        let (name, path): (String, String) = (row.get(0), row.get(1));
+        let n: i64 = pg.query_one(&format!("SELECT count(*) FROM normalized.\"{name}\""), &[]).await.unwrap().get(0);
+        counts.insert(path, n as u64);
+    }
+    counts
+}
+
+/// Rows per path the mapping derives from `hours` copies of the real hour,
+/// computed here without any database.
+fn expected_counts(real: &Path, hours: u64) -> BTreeMap<String, u64> {
+    let mut schema = Schema::new("x");
+    let mut counts: BTreeMap<String, u64> = BTreeMap::new();
+    for (did, line) in real_lines(real).iter().enumerate() {
+        let doc: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(line).unwrap();
+        for row in schema.derive(did as i64, &doc).rows {
+            *counts.entry(schema.tables()[row.table].path.clone()).or_default() += hours;
+        }
+    }
+    counts
+}
+
+/// Removes the collection's derived tables, its jsonb table and every ledger entry.
+async fn drop_all(table: &str) {
+    let pg = pg().await;
+    let exists: bool = pg.query_one("SELECT to_regclass('normalized.ghbench_tables') IS NOT NULL", &[]).await.unwrap().get(0);
+    if exists {
+        ghbench_normalized::meta::drop_collection(&pg, table).await.unwrap();
+    }
+    let _ = pg.execute("DELETE FROM ghbench_upkeep WHERE tbl = $1", &[&table]).await;
+    drop_table(table).await;
+}
+
+#[tokio::test]
+async fn the_real_hour_gives_the_same_answers_and_comes_back_document_by_document() {
+    let Some(real) = real_hour() else { return };
+    let shared = real.parent().unwrap().to_str().unwrap().to_string();
+    let table = table("norm_real");
+    drop_all(&table).await;
+    let work = tempfile::tempdir().unwrap();
+    let quarantine = work.path().join("q");
+    let engines = ["--engines", "postgres,mongo,normalized", "--table", &table];
+
+    let mut ingest = vec!["ingest", "--source", &shared, "--from", "2015-01-01T00", "--quarantine-dir", quarantine.to_str().unwrap()];
+    ingest.extend(engines);
+    let out = ghbench(&ingest);
+    assert!(out.status.success());
+    assert!(text(&out).contains("normalized: VACUUM (ANALYZE) 51 tables"), "the load ends with statistics for the planner");
+    let expected = expected_counts(&real, 1);
+    assert_eq!(derived_counts(&table).await, expected, "rows per derived table");
+
+    let mut index = vec!["index"];
+    index.extend(engines);
+    assert!(ghbench(&index).status.success());
+    let results = work.path().join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", results.to_str().unwrap()];
+    query.extend(engines);
+    assert!(ghbench(&query).status.success());
+    let file = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+    let queries = record["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 8, "A-D, both variants");
+    for q in queries {
+        assert_eq!(q["verification"]["status"], "agree", "{} {}: {}", q["query"], q["variant"], q["verification"]);
+    }
+    let normalized = record["context"]["engines"].as_array().unwrap().iter().find(|e| e["engine"] == "normalized").expect("the normalized engine's record");
+    assert_eq!(normalized["data"]["events"], 7702);
+    assert!(normalized["data"]["upkeep_seconds"].as_f64().unwrap() > 0.0, "VACUUM (ANALYZE) is part of the load time");
+    assert!(normalized["storage"]["indexes"].as_array().unwrap().len() >= 6, "the five indexes and the join's");
+
+    // Every document, rebuilt from its rows, is its line of the hour's file.
+    let out = ghbench(&["normalize", "--table", &table, "--verify", "100000", "--source", &shared]);
+    assert!(out.status.success());
+    assert!(text(&out).contains("verified 7702 documents"), "every document checked");
+
+    // Derived again from the jsonb table: the same rows, and the same round trip.
+    let out = ghbench(&["normalize", "--table", &table]);
+    assert!(out.status.success());
+    assert!(text(&out).contains("normalized 7702 documents"));
+    assert_eq!(derived_counts(&table).await, expected, "rows per derived table, derived from jsonb");
+    let out = ghbench(&["normalize", "--table", &table, "--verify", "100000"]);
+    assert!(out.status.success());
+    assert!(text(&out).contains("verified 7702 documents"));
+
+    // A document changed behind the mapping's back is named with its path.
+    let pg = pg().await;
+    pg.execute(&format!("UPDATE normalized.\"{table}_actor\" SET login_s = 'someone-else' WHERE did = (SELECT min(did) FROM normalized.\"{table}_actor\")"), &[])
+        .await
+        .unwrap();
+    let out = ghbench(&["normalize", "--table", &table, "--verify", "100000"]);
+    assert!(!out.status.success(), "a difference fails the check");
+    assert!(text(&out).contains("$.actor.login: expected"), "the path that differs is named");
+    drop_all(&table).await;
+}
+
+#[tokio::test]
+async fn a_killed_normalized_load_leaves_exact_rows_after_the_rerun() {
+    let Some(real) = real_hour() else { return };
+    let hours = 6u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    for h in 0..hours {
+        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    let table = table("norm_crash");
+    drop_all(&table).await;
+    let quarantine = work.path().join("q");
+    // Two hours at a time: both find every table and column at once, and must
+    // agree on one schema.
+    let args = [
+        "ingest", "--engines", "normalized", "--table", &table, "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00",
+        "--hours", "6", "--concurrency", "2", "--quarantine-dir", quarantine.to_str().unwrap(),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(args)
+        .env("DATABASE_URL", pg_url())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pg = pg().await;
+    let done = "SELECT count(*) FROM ghbench_ledger WHERE engine = 'normalized' AND tbl = $1";
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let n: i64 = pg.query_one(done, &[&table]).await.map(|r| r.get(0)).unwrap_or(0);
+        if n >= 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "ingest never committed an hour");
+        assert!(child.try_wait().unwrap().is_none(), "ingest ended before it could be killed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL, with the other worker's hour under way
+    child.wait().unwrap();
+    let after_kill: i64 = pg.query_one(done, &[&table]).await.unwrap().get(0);
+    assert!((after_kill as u64) < hours, "the kill came too late to test anything");
+
+    let out = ghbench(&args);
+    assert!(out.status.success());
+    assert_eq!(derived_counts(&table).await, expected_counts(&real, hours), "rows per derived table after the rerun");
+    let listed: i64 = pg.query_one("SELECT sum(events)::bigint FROM ghbench_ledger WHERE engine = 'normalized' AND tbl = $1", &[&table]).await.unwrap().get(0);
+    assert_eq!(listed as u64, hours * 7702);
+    // One name per path, whichever worker found it first.
+    let names: i64 = pg
+        .query_one("SELECT count(DISTINCT path) - count(*) FROM normalized.ghbench_tables WHERE collection = $1", &[&table])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(names, 0);
+    let out = ghbench(&["normalize", "--table", &table, "--verify", "300", "--source", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    drop_all(&table).await;
+}
