@@ -15,3 +15,6 @@ CREATE INDEX IF NOT EXISTS {table}_idx_issue_comments ON {table:payload.issue} (
 -- What the joins need beyond the primary keys (did, rid): a document's
 -- repository name by did, from the index alone (Queries A and D).
 CREATE INDEX IF NOT EXISTS {table}_idx_repo_did ON {table:repo} (did) INCLUDE ({column:repo.name:s});
+-- Query C: the documents without an actor object, counted under a null login,
+-- from an index that holds only them (none, in GH Archive).
+CREATE INDEX IF NOT EXISTS {table}_idx_no_actor ON {table} (did) WHERE {column:actor:e} IS DISTINCT FROM false;

@@ -129,8 +129,10 @@ pub struct TableDef {
     pub array: bool,
     pub columns: Vec<ColumnDef>,
     index: HashMap<(ColumnKey, Kind), usize>,
-    /// The child table of each key (or of an array's nested arrays).
-    children: HashMap<ColumnKey, usize>,
+    /// The child table of each key (or of an array's nested arrays), by
+    /// shape: a key that holds an object in one document and an array in
+    /// another gets a table for each (an array's rows have `seq`).
+    children: HashMap<(ColumnKey, bool), usize>,
 }
 
 impl TableDef {
@@ -143,9 +145,10 @@ impl TableDef {
         self.parent.is_none()
     }
 
-    /// The child table of `key` (or of the nested arrays, for [`ColumnKey::Element`]).
-    pub fn child_of(&self, key: &ColumnKey) -> Option<usize> {
-        self.children.get(key).copied()
+    /// The child table of `key` (or of the nested arrays, for
+    /// [`ColumnKey::Element`]) holding an object, or an array's elements.
+    pub fn child_of(&self, key: &ColumnKey, array: bool) -> Option<usize> {
+        self.children.get(&(key.clone(), array)).copied()
     }
 }
 
@@ -231,10 +234,6 @@ impl Schema {
         self.tables[table].columns[column].name = name;
     }
 
-    /// The child table of `key` in `parent`, if known.
-    pub fn find_child(&self, parent: usize, key: &ColumnKey) -> Option<usize> {
-        self.tables[parent].child_of(key)
-    }
 
     /// The column of `key` values of `kind` in `table`, if known.
     pub fn find_column(&self, table: usize, key: &ColumnKey, kind: Kind) -> Option<usize> {
@@ -301,7 +300,7 @@ impl Schema {
 
     /// The child table of `key` in `table`, created on first sight.
     fn child(&mut self, table: usize, key: &ColumnKey, array: bool, depth: u32, walk: &mut Walk) -> usize {
-        if let Some(&child) = self.tables[table].children.get(key) {
+        if let Some(child) = self.tables[table].child_of(key, array) {
             return child;
         }
         let segment = match key {
@@ -332,7 +331,7 @@ impl Schema {
         };
         self.tables.push(def);
         let child = self.tables.len() - 1;
-        self.tables[parent].children.insert(key, child);
+        self.tables[parent].children.insert((key, array), child);
         child
     }
 
@@ -499,6 +498,18 @@ mod tests {
         derive(&mut again, 1, json!({ long: 1, "A-b": 1, "a_b": 2, "did": "x", "user": {"rid": 1}}));
         let again: Vec<&str> = again.tables()[ROOT].columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(again, columns);
+    }
+
+    #[test]
+    fn a_key_holding_an_object_here_and_an_array_there_gets_a_table_for_each() {
+        let mut schema = Schema::new("t");
+        derive(&mut schema, 1, json!({"x": {"a": 1}}));
+        let d = derive(&mut schema, 2, json!({"x": [1, 2]}));
+        let names: Vec<(&str, bool)> = schema.tables().iter().map(|t| (t.name.as_str(), t.array)).collect();
+        assert_eq!(names.len(), 3, "{names:?}");
+        assert_eq!(names[1], ("t_x", false));
+        assert!(names[2].0.starts_with("t_x_") && names[2].1, "the array's table is told apart: {names:?}");
+        assert!(d.rows.iter().filter(|r| r.table == 2).all(|r| r.seq.is_some()), "array rows keep their order");
     }
 
     #[test]

@@ -44,7 +44,7 @@ impl Rebuild<'_> {
         match (kind, cell) {
             (Kind::Null, _) => Value::Null,
             (Kind::Child, Cell::Bool(is_array)) => {
-                let child = self.schema.tables()[row.table].child_of(key);
+                let child = self.schema.tables()[row.table].child_of(key, *is_array);
                 let rows = child.and_then(|c| self.children.get(&(c, row.rid))).map(Vec::as_slice).unwrap_or(&[]);
                 if *is_array {
                     Value::Array(rows.iter().map(|r| self.element(r)).collect())
@@ -85,7 +85,8 @@ mod tests {
             "actor": {"login": "a", "id": 3},
             "payload": {"commits": [{"sha": "x"}, {}, {"sha": "y", "files": ["a", "b"]}], "labels": ["bug", 3, null, 1.5]},
             "m": [[1, [2, 3]], [], "s", {"k": [true]}],
-            "empty": {}, "none": []
+            "empty": {}, "none": [],
+            "shape": {"a": 1}, "shapes": [{"shape": [1, {"a": 2}]}, {"shape": {"b": 3}}]
         });
         let mut schema = Schema::new("t");
         let derived = schema.derive(9, doc.as_object().unwrap());

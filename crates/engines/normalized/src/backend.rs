@@ -82,7 +82,12 @@ impl Backend for NormalizedBackend {
                 &[&tables],
             )
             .await?;
-        let (table_bytes, index_bytes, root_bytes, estimate): (i64, i64, i64, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
+        let (table_bytes, index_bytes): (i64, i64) = (row.get(0), row.get(1));
+        let (root_bytes, estimate): (Option<i64>, Option<i64>) = (row.get(2), row.get(3));
+        let (root_bytes, estimate) = match root_bytes.zip(estimate) {
+            Some(both) => both,
+            None => return Err(anyhow!("the root table {} is recorded but missing: reload with --drop", tables[0])),
+        };
         let rows_exact = root_bytes <= EXACT_COUNT_MAX_BYTES;
         let rows = if rows_exact { self.client.query_one(&format!("SELECT count(*) FROM {}", tables[0]), &[]).await?.get::<_, i64>(0) } else { estimate };
         let indexes = pg::index_sizes(&self.client, &tables).await?;
@@ -111,6 +116,11 @@ impl Backend for NormalizedBackend {
     }
 
     async fn clear_caches(&self) -> Vec<String> {
-        pg::clear_caches(&self.client).await
+        let mut done = pg::clear_caches(&self.client).await;
+        // DISCARD ALL resets the session's search_path, which the queries need.
+        if let Err(e) = self.client.batch_execute(&format!("SET search_path = {SCHEMA}, public")).await {
+            done.push(format!("restoring search_path failed: {e}"));
+        }
+        done
     }
 }

@@ -66,7 +66,11 @@ pub async fn create_root(client: &Client, collection: &str) -> Result<Result<boo
             )))
         }
         None => {
-            client.batch_execute(&format!("CREATE TABLE IF NOT EXISTS {} (did bigint PRIMARY KEY)", qualified(collection))).await?;
+            let taken: bool = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&qualified(collection)]).await?.get(0);
+            if taken {
+                return Ok(Err(format!("'{collection}' already names something else in schema {SCHEMA} (an index or sequence): choose another --table")));
+            }
+            client.batch_execute(&format!("CREATE TABLE {} (did bigint PRIMARY KEY)", qualified(collection))).await?;
             let sql = format!("INSERT INTO {TABLES} (table_name, collection, path, parent_table, key, is_array) VALUES ($1, $1, '', NULL, NULL, false)");
             client.execute(&sql, &[&collection]).await?;
             return Ok(Ok(true));
@@ -139,7 +143,10 @@ pub async fn extend(client: &Client, schema: &mut Schema, known: &mut Known) -> 
     if known.is_all(schema) {
         return Ok(());
     }
-    client.batch_execute(&format!("BEGIN; SET LOCAL lock_timeout = '60s'; {SERIALIZE_DDL}")).await?;
+    if let Err(e) = client.batch_execute(&format!("BEGIN; SET LOCAL lock_timeout = '60s'; {SERIALIZE_DDL}")).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(e);
+    }
     match extend_in(client, schema, known).await {
         Ok(()) => {
             client.batch_execute("COMMIT").await?;
@@ -158,15 +165,15 @@ async fn extend_in(client: &Client, schema: &mut Schema, known: &Known) -> Resul
     // Every name in the schema `normalized` is taken: tables, indexes, sequences.
     let taken_sql = format!("SELECT relname::text FROM pg_class WHERE relnamespace = '{SCHEMA}'::regnamespace");
     let mut taken: HashSet<String> = client.query(&taken_sql, &[]).await?.iter().map(|r| r.get(0)).collect();
-    let recorded_sql = format!("SELECT parent_table, key, table_name FROM {TABLES} WHERE collection = $1 AND parent_table IS NOT NULL");
-    let recorded: HashMap<(String, Option<String>), String> =
-        client.query(&recorded_sql, &[&collection]).await?.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect();
+    let recorded_sql = format!("SELECT parent_table, key, is_array, table_name FROM {TABLES} WHERE collection = $1 AND parent_table IS NOT NULL");
+    let recorded: HashMap<(String, Option<String>, bool), String> =
+        client.query(&recorded_sql, &[&collection]).await?.iter().map(|r| ((r.get(0), r.get(1), r.get(2)), r.get(3))).collect();
 
     for table in known.tables..schema.tables().len() {
         let def = &schema.tables()[table];
         let parent = &schema.tables()[def.parent.unwrap_or(ROOT)];
         let key = def.key.as_ref().and_then(|k| key_text(k).map(str::to_string));
-        if let Some(name) = recorded.get(&(parent.name.clone(), key.clone())) {
+        if let Some(name) = recorded.get(&(parent.name.clone(), key.clone(), def.array)) {
             schema.rename_table(table, name.clone());
             continue;
         }
@@ -180,7 +187,12 @@ async fn extend_in(client: &Client, schema: &mut Schema, known: &Known) -> Resul
         client.execute(&sql, &[&name, &collection, &def.path, &parent_name, &key, &def.array]).await?;
     }
 
-    for table in 0..schema.tables().len() {
+    // Tables are altered in name order, the order every hour's COPY takes
+    // them in (see `rows`): two transactions never wait on each other's tables
+    // crosswise.
+    let mut by_name: Vec<usize> = (0..schema.tables().len()).collect();
+    by_name.sort_by(|a, b| schema.tables()[*a].name.cmp(&schema.tables()[*b].name));
+    for table in by_name {
         let from = known.columns.get(table).copied().unwrap_or(0);
         if from == schema.tables()[table].columns.len() {
             continue;

@@ -72,8 +72,11 @@ impl PendingRows {
     /// rows each table took, by table index.
     pub async fn send(&self, client: &Client, schema: &Schema) -> Result<Vec<(usize, u64)>, SendError> {
         let mut stored = Vec::new();
-        for (table, segments) in self.tables.iter().enumerate() {
-            let def = &schema.tables()[table];
+        // In name order, the order schema changes take tables in (see `meta::extend`).
+        let mut by_name: Vec<usize> = (0..self.tables.len()).collect();
+        by_name.sort_by(|a, b| schema.tables()[*a].name.cmp(&schema.tables()[*b].name));
+        for table in by_name {
+            let (segments, def) = (&self.tables[table], &schema.tables()[table]);
             let mut rows = 0;
             for segment in segments.iter().filter(|s| s.rows > 0) {
                 let mut columns: Vec<String> = linking_columns(def).into_iter().map(str::to_string).collect();

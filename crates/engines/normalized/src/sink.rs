@@ -45,6 +45,24 @@ impl NormalizedSink {
         Ok(self.deriver.as_mut().expect("loaded above"))
     }
 
+    /// Documents no ledger entry lists can only be an interrupted `ghbench
+    /// normalize`'s (an hour's rows commit with its entry): nothing listed is
+    /// lost by starting from empty, and loading beside them would store
+    /// documents twice.
+    async fn drop_unlisted(&self) -> Result<(), SinkError> {
+        let listed = !self.ledger().completed_hours(&self.client).await.sink()?.is_empty();
+        let sql = format!("SELECT EXISTS (SELECT 1 FROM {})", meta::qualified(self.table.as_str()));
+        let holds: bool = self.client.query_one(&sql, &[]).await.sink()?.get(0);
+        if listed || !holds {
+            return Ok(());
+        }
+        meta::drop_collection(&self.client, self.table.as_str()).await.sink()?;
+        match meta::create_root(&self.client, self.table.as_str()).await.sink()? {
+            Ok(_) => Ok(()),
+            Err(refused) => Err(SinkError::Other(refused)),
+        }
+    }
+
     async fn commit(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
         let deriver = self.deriver.as_mut().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
         deriver.extend(&self.client).await.sink()?;
@@ -105,7 +123,7 @@ impl EngineSink for NormalizedSink {
             match meta::create_root(&self.client, t).await.sink()? {
                 // New tables hold nothing: whatever the ledger says of them is gone.
                 Ok(true) => self.client.batch_execute(&forget).await.sink(),
-                Ok(false) => Ok(()),
+                Ok(false) => self.drop_unlisted().await,
                 Err(refused) => Err(SinkError::Other(refused)),
             }
         };

@@ -18,12 +18,14 @@ pub fn to_sink_error(e: &tokio_postgres::Error) -> SinkError {
     SinkError::Engine { message: format!("PostgreSQL: {}", ghbench_core::error_chain(e)), transient: is_transient(e) }
 }
 
-/// A lost connection, an I/O error, or a server going away or not yet back
-/// (SQLSTATE classes 57P: shutdown and crash, 08: cannot connect now).
+/// A lost connection, an I/O error, a server going away or not yet back
+/// (SQLSTATE classes 57P: shutdown and crash, 08: cannot connect now), or a
+/// lock another session held too long (40P01 deadlock, 55P03 lock timeout):
+/// the same work may go through a moment later.
 fn is_transient(e: &tokio_postgres::Error) -> bool {
     let going_away = e.as_db_error().is_some_and(|db| {
         let code = db.code().code();
-        code.starts_with("57P") || code.starts_with("08")
+        code.starts_with("57P") || code.starts_with("08") || code == "40P01" || code == "55P03"
     });
     let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
     e.is_closed() || going_away || io
