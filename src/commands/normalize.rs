@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
+use anyhow::Result;
 use clap::Args;
 use ghbench_core::TableName;
 use ghbench_ingest::source::{Source, DEFAULT_SOURCE};
@@ -95,9 +95,8 @@ async fn verify(args: &NormalizeArgs, url: &str, table: &TableName, n: u64, engi
 }
 
 fn write_json(args: &NormalizeArgs, value: &impl serde::Serialize) -> Result<()> {
-    if let Some(path) = &args.json {
-        let text = serde_json::to_string_pretty(value)?;
-        std::fs::write(path, text + "\n").with_context(|| format!("writing {}", path.display()))?;
+    match &args.json {
+        Some(path) => super::olap::write(path, &(serde_json::to_string_pretty(value)? + "\n")),
+        None => Ok(()),
     }
-    Ok(())
 }

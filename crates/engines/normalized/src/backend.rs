@@ -17,8 +17,11 @@ use crate::meta::{self, qualified, SCHEMA};
 use crate::sink::ledger_of;
 use crate::{template, SPEC};
 
-/// Tables larger than this get the planner's row estimate, not a `count(*)`.
-const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
+/// Query files name derived tables unqualified (see [`crate::template`]):
+/// the session reads schema `normalized` first.
+async fn read_derived_tables_first(client: &Client) -> Result<(), tokio_postgres::Error> {
+    client.batch_execute(&format!("SET search_path = {SCHEMA}, public")).await
+}
 
 pub struct NormalizedBackend {
     client: Client,
@@ -29,13 +32,12 @@ pub struct NormalizedBackend {
 impl NormalizedBackend {
     pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
         let client = ghbench_postgres::connect::connect(&SPEC, url).await?;
-        // Query files name derived tables unqualified.
-        client.batch_execute(&format!("SET search_path = {SCHEMA}, public")).await?;
+        read_derived_tables_first(&client).await?;
         Ok(NormalizedBackend { client, url: url.to_string(), table: table.clone() })
     }
 
     async fn schema(&self) -> BackendResult<Schema> {
-        Ok(meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")?)
+        meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")
     }
 
     /// `file`'s text with the derived tables' names in place.
@@ -61,10 +63,7 @@ impl Backend for NormalizedBackend {
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let ledger = ledger_of(&self.table);
-        let entries = ledger.entries(&self.client).await.context("reading the ingest ledger")?;
-        let upkeep = ledger.upkeep_seconds(&self.client).await.context("reading the ingest ledger's upkeep")?;
-        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
+        ledger_of(&self.table).report(&self.client).await
     }
 
     /// Every derived table of the collection together; rows are documents (the root's).
@@ -88,10 +87,9 @@ impl Backend for NormalizedBackend {
             Some(both) => both,
             None => return Err(anyhow!("the root table {} is recorded but missing: reload with --drop", tables[0])),
         };
-        let rows_exact = root_bytes <= EXACT_COUNT_MAX_BYTES;
-        let rows = if rows_exact { self.client.query_one(&format!("SELECT count(*) FROM {}", tables[0]), &[]).await?.get::<_, i64>(0) } else { estimate };
+        let (rows, rows_exact) = pg::row_count(&self.client, &tables[0], root_bytes, estimate).await?;
         let indexes = pg::index_sizes(&self.client, &tables).await?;
-        Ok(Storage { rows: rows.max(0) as u64, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
@@ -118,7 +116,7 @@ impl Backend for NormalizedBackend {
     async fn clear_caches(&self) -> Vec<String> {
         let mut done = pg::clear_caches(&self.client).await;
         // DISCARD ALL resets the session's search_path, which the queries need.
-        if let Err(e) = self.client.batch_execute(&format!("SET search_path = {SCHEMA}, public")).await {
+        if let Err(e) = read_derived_tables_first(&self.client).await {
             done.push(format!("restoring search_path failed: {e}"));
         }
         done

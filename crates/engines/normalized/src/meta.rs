@@ -187,12 +187,7 @@ async fn extend_in(client: &Client, schema: &mut Schema, known: &Known) -> Resul
         client.execute(&sql, &[&name, &collection, &def.path, &parent_name, &key, &def.array]).await?;
     }
 
-    // Tables are altered in name order, the order every hour's COPY takes
-    // them in (see `rows`): two transactions never wait on each other's tables
-    // crosswise.
-    let mut by_name: Vec<usize> = (0..schema.tables().len()).collect();
-    by_name.sort_by(|a, b| schema.tables()[*a].name.cmp(&schema.tables()[*b].name));
-    for table in by_name {
+    for table in in_lock_order(schema) {
         let from = known.columns.get(table).copied().unwrap_or(0);
         if from == schema.tables()[table].columns.len() {
             continue;
@@ -220,16 +215,20 @@ async fn extend_in(client: &Client, schema: &mut Schema, known: &Known) -> Resul
     Ok(())
 }
 
+/// The schema's tables in the order every transaction that writes several of
+/// them takes them (by name): schema changes (`extend`) and each hour's COPY
+/// (`rows`) never wait on each other's tables crosswise.
+pub fn in_lock_order(schema: &Schema) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..schema.tables().len()).collect();
+    order.sort_by(|a, b| schema.tables()[*a].name.cmp(&schema.tables()[*b].name));
+    order
+}
+
 /// A derived table's linking columns; its key columns are added one by one.
 /// `(did, rid)` is the key: `rid` counts a document's rows in the table.
 fn create_table_sql(def: &TableDef) -> String {
-    let mut columns = vec!["did bigint NOT NULL", "rid integer NOT NULL"];
-    if def.has_pid() {
-        columns.push("pid integer NOT NULL");
-    }
-    if def.array {
-        columns.push("seq integer NOT NULL");
-    }
+    let columns: Vec<String> =
+        linking_columns(def).iter().map(|c| format!("{c} {} NOT NULL", if *c == "did" { "bigint" } else { "integer" })).collect();
     format!("CREATE TABLE {} ({}, PRIMARY KEY (did, rid))", qualified(&def.name), columns.join(", "))
 }
 

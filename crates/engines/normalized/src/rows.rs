@@ -11,7 +11,7 @@ use futures_util::SinkExt;
 use ghbench_normalize::{Cell, Row, Schema};
 use tokio_postgres::{Client, Error};
 
-use crate::meta::{linking_columns, qualified};
+use crate::meta::{in_lock_order, linking_columns, qualified};
 
 /// Bytes sent to the server per message.
 const CHUNK: usize = 1 << 20;
@@ -51,7 +51,12 @@ impl PendingRows {
         for row in rows {
             let def = &schema.tables()[row.table];
             let segments = &mut self.tables[row.table];
-            if segments.last().map_or(true, |s| s.columns < def.columns.len()) {
+            // A new segment when the table has gained columns since the last one began.
+            let behind = match segments.last() {
+                Some(last) => last.columns < def.columns.len(),
+                None => true,
+            };
+            if behind {
                 segments.push(Segment { columns: def.columns.len(), ..Segment::default() });
             }
             let segment = segments.last_mut().expect("pushed above");
@@ -60,7 +65,7 @@ impl PendingRows {
             for (column, cell) in &row.cells {
                 values[*column] = Some(cell);
             }
-            write_row(&mut segment.text, row, def.is_root(), def.has_pid(), def.array, &values);
+            write_row(&mut segment.text, row, &linking_columns(def), &values);
             segment.rows += 1;
             if def.is_root() {
                 self.documents += 1;
@@ -72,10 +77,7 @@ impl PendingRows {
     /// rows each table took, by table index.
     pub async fn send(&self, client: &Client, schema: &Schema) -> Result<Vec<(usize, u64)>, SendError> {
         let mut stored = Vec::new();
-        // In name order, the order schema changes take tables in (see `meta::extend`).
-        let mut by_name: Vec<usize> = (0..self.tables.len()).collect();
-        by_name.sort_by(|a, b| schema.tables()[*a].name.cmp(&schema.tables()[*b].name));
-        for table in by_name {
+        for table in in_lock_order(schema).into_iter().filter(|t| *t < self.tables.len()) {
             let (segments, def) = (&self.tables[table], &schema.tables()[table]);
             let mut rows = 0;
             for segment in segments.iter().filter(|s| s.rows > 0) {
@@ -113,18 +115,18 @@ impl From<Error> for SendError {
     }
 }
 
-/// One row in COPY's text format: tab-separated, `\N` for NULL.
-fn write_row(out: &mut Vec<u8>, row: &Row, root: bool, pid: bool, array: bool, values: &[Option<&Cell>]) {
+/// One row in COPY's text format: its `links` (the table's linking columns),
+/// then its values; tab-separated, `\N` for NULL.
+fn write_row(out: &mut Vec<u8>, row: &Row, links: &[&str], values: &[Option<&Cell>]) {
     let mut line = String::new();
-    let _ = write!(line, "{}", row.did);
-    if !root {
-        let _ = write!(line, "\t{}", row.rid.unwrap_or(0));
-        if pid {
-            let _ = write!(line, "\t{}", row.pid.unwrap_or(0));
-        }
-        if array {
-            let _ = write!(line, "\t{}", row.seq.unwrap_or(0));
-        }
+    for (i, link) in links.iter().enumerate() {
+        let value = match *link {
+            "did" => row.did,
+            "rid" => i64::from(row.rid.unwrap_or(0)),
+            "pid" => i64::from(row.pid.unwrap_or(0)),
+            _ => i64::from(row.seq.unwrap_or(0)),
+        };
+        let _ = write!(line, "{}{value}", if i == 0 { "" } else { "\t" });
     }
     out.extend_from_slice(line.as_bytes());
     for value in values {

@@ -57,10 +57,12 @@ impl NormalizedSink {
             return Ok(());
         }
         meta::drop_collection(&self.client, self.table.as_str()).await.sink()?;
-        match meta::create_root(&self.client, self.table.as_str()).await.sink()? {
-            Ok(_) => Ok(()),
-            Err(refused) => Err(SinkError::Other(refused)),
-        }
+        self.create_root().await.map(|_| ())
+    }
+
+    /// The root table, made if missing (true then), or why the name cannot be one.
+    async fn create_root(&self) -> Result<bool, SinkError> {
+        meta::create_root(&self.client, self.table.as_str()).await.sink()?.map_err(SinkError::Other)
     }
 
     async fn commit(&mut self, r: &HourRecord) -> Result<u64, SinkError> {
@@ -120,11 +122,11 @@ impl EngineSink for NormalizedSink {
                 meta::drop_collection(&self.client, t).await.sink()?;
                 self.client.batch_execute(&forget).await.sink()?;
             }
-            match meta::create_root(&self.client, t).await.sink()? {
+            if self.create_root().await? {
                 // New tables hold nothing: whatever the ledger says of them is gone.
-                Ok(true) => self.client.batch_execute(&forget).await.sink(),
-                Ok(false) => self.drop_unlisted().await,
-                Err(refused) => Err(SinkError::Other(refused)),
+                self.client.batch_execute(&forget).await.sink()
+            } else {
+                self.drop_unlisted().await
             }
         };
         match prepared.await {

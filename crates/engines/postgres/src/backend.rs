@@ -97,6 +97,16 @@ pub async fn clear_caches(client: &Client) -> Vec<String> {
     vec![format!("PostgreSQL: {done}; shared_buffers stay warm: server not restarted")]
 }
 
+/// Rows of `table` (of `bytes` on disk), and whether exactly: a `count(*)`
+/// up to [`EXACT_COUNT_MAX_BYTES`], the planner's `estimate` beyond.
+pub async fn row_count(client: &Client, table: &str, bytes: i64, estimate: i64) -> Result<(u64, bool), tokio_postgres::Error> {
+    if bytes > EXACT_COUNT_MAX_BYTES {
+        return Ok((estimate.max(0) as u64, false));
+    }
+    let rows: i64 = client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await?.get(0);
+    Ok((rows.max(0) as u64, true))
+}
+
 /// Sizes of the indexes on the tables `regclasses` names (qualified where needed).
 pub async fn index_sizes(client: &Client, tables: &[String]) -> Result<Vec<IndexSize>, tokio_postgres::Error> {
     let rows = client
@@ -120,10 +130,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let ledger = PgLedger { engine: &SPEC.engine, table: &self.table };
-        let entries = ledger.entries(&self.client).await.context("reading the ingest ledger")?;
-        let upkeep = ledger.upkeep_seconds(&self.client).await.context("reading the ingest ledger's upkeep")?;
-        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
+        PgLedger { engine: &SPEC.engine, table: &self.table }.report(&self.client).await
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {
@@ -138,14 +145,9 @@ impl Backend for PostgresBackend {
             .await
             .with_context(|| format!("table {t} not found"))?;
         let (table_bytes, index_bytes, estimate): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-        let rows_exact = table_bytes <= EXACT_COUNT_MAX_BYTES;
-        let rows = if rows_exact {
-            self.client.query_one(&format!("SELECT count(*) FROM {t}"), &[]).await?.get::<_, i64>(0)
-        } else {
-            estimate
-        };
+        let (rows, rows_exact) = row_count(&self.client, t, table_bytes, estimate).await?;
         let indexes = index_sizes(&self.client, &[t.to_string()]).await?;
-        Ok(Storage { rows: rows as u64, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {

@@ -13,6 +13,9 @@ use ghbench_ingest::sink::HourRecord;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error};
 
+use anyhow::Context as _;
+use ghbench_olap::ledger::Ledger;
+
 /// The ledger table.
 pub const LEDGER: &str = "ghbench_ledger";
 /// Work done on a whole table after loading it (e.g. `VACUUM (ANALYZE)`), by
@@ -161,6 +164,14 @@ impl PgLedger<'_> {
             [&self.engine.name(), &self.table.as_str(), &other.engine.name(), &other.table.as_str(), &version, &seconds];
         let rows = client.query(&sql, &params).await?;
         Ok(rows.iter().map(|r| r.get::<_, i64>(0).max(0) as u64).sum())
+    }
+
+    /// What the reports show of the ledger: every hour, and the load time with
+    /// the upkeep after it.
+    pub async fn report(&self, client: &Client) -> anyhow::Result<Ledger> {
+        let entries = self.entries(client).await.context("reading the ingest ledger")?;
+        let upkeep = self.upkeep_seconds(client).await.context("reading the ingest ledger's upkeep")?;
+        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
     }
 
     /// Every entry for the reports: hour stem, events, seconds (None before
