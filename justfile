@@ -20,12 +20,12 @@ build:
 doctor: setup build
     source .ghbench/env && {{ghbench}} doctor
 
-# Load the shared real hour into every engine (jsonb, MongoDB-wire, normalized),
-# build the paper's indexes and run Queries A-D on all three (results in results/).
+# Load the shared real hour into every engine (jsonb, MongoDB-wire, normalized, polars),
+# build the paper's indexes and run Queries A-D on all four (results in results/).
 demo: setup build
-    source .ghbench/env && {{ghbench}} ingest --engines postgres,mongo,normalized --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
-    source .ghbench/env && {{ghbench}} index --engines postgres,mongo,normalized
-    source .ghbench/env && {{ghbench}} query --all --repeat 3 --engines postgres,mongo,normalized
+    source .ghbench/env && {{ghbench}} ingest --engines postgres,mongo,normalized,polars --source ../shared/data/gharchive --from 2015-01-01T00 --to 2015-01-01T00
+    source .ghbench/env && {{ghbench}} index --engines postgres,mongo,normalized,polars
+    source .ghbench/env && {{ghbench}} query --all --repeat 3 --engines postgres,mongo,normalized,polars
 
 # The test suite, against the real servers `just setup` starts.
 test: setup
@@ -39,6 +39,12 @@ bench-ingest hours="8": setup build
 # events loaded both ways, Queries A-D hot, medians, ratios, load cost, sizes.
 bench-normalized hours="40" events="25000" repeat="5": setup build
     bash scripts/bench-normalized.sh {{hours}} {{events}} {{repeat}}
+
+# The embedded polars engine against DuckDB on the same Parquet files (1M generated
+# events by default): Queries A-D hot, medians of 5, ratio; load time and size
+# of the Parquet files beside PostgreSQL's and MongoDB's.
+bench-polars hours="40" events="25000" repeat="5": setup build
+    bash scripts/bench-polars.sh {{hours}} {{events}} {{repeat}}
 
 # Criterion microbenchmarks (gzip, cleaning, encodings) on small slices.
 bench:

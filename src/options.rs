@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Result};
+use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args};
 use ghbench_core::{Engine, EngineConfig, EngineOption, Hour, HourRange, TableName};
 use ghbench_engine::{Backend, EnginePlugin, Loader, Registry};
@@ -69,7 +71,14 @@ fn add_options<'a>(mut command: clap::Command, options: impl Iterator<Item = (&'
 pub struct Engines {
     registry: Registry,
     configs: BTreeMap<Engine, EngineConfig>,
+    /// `--engines` was left to its default: the embedded engines may stand in
+    /// for servers that do not answer (see [`Engines::select_reachable`]).
+    engines_defaulted: bool,
 }
+
+/// How long a server of the default engines may take to answer before the
+/// embedded engines stand in (a refused connection fails at once).
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// One engine chosen for the run, with its configuration.
 #[derive(Clone)]
@@ -107,7 +116,10 @@ impl Engines {
             }
             configs.insert(plugin.spec().engine.clone(), config);
         }
-        Engines { registry, configs }
+        let engines_defaulted = matches.is_some_and(|m| {
+            m.try_contains_id("engines").unwrap_or(false) && m.value_source("engines") == Some(ValueSource::DefaultValue)
+        });
+        Engines { registry, configs, engines_defaulted }
     }
 
     /// The engines `--engines` names, each once, in the order given.
@@ -117,14 +129,42 @@ impl Engines {
         } else {
             conn.engines.clone()
         };
-        let chosen = self.registry.resolve(&names)?;
-        Ok(chosen
-            .into_iter()
-            .map(|plugin| {
-                let config = self.configs.get(&plugin.spec().engine).cloned().unwrap_or_default();
-                Selected { plugin, config }
-            })
-            .collect())
+        Ok(self.registry.resolve(&names)?.into_iter().map(|plugin| self.configured(plugin)).collect())
+    }
+
+    /// The engines for a run on `table`: those of `--engines`; but when
+    /// `--engines` was left to its default and no server of the default
+    /// engines answers, the engines that need no server (polars), said in one
+    /// line, so ghbench works on a machine without a database.
+    pub async fn select_reachable(&self, conn: &ConnOptions, table: &TableName) -> Result<Vec<Selected>> {
+        let selected = self.select(conn)?;
+        let needs_server = |s: &Selected| s.plugin.spec().capabilities.server;
+        let embedded: Vec<Selected> = self
+            .registry
+            .plugins()
+            .filter(|p| !p.spec().capabilities.server)
+            .map(|p| self.configured(p.clone()))
+            .collect();
+        if !self.engines_defaulted || embedded.is_empty() || !selected.iter().all(needs_server) {
+            return Ok(selected);
+        }
+        let mut unreachable = Vec::new();
+        for engine in &selected {
+            let loader = engine.loader();
+            match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(table)).await {
+                Ok(Ok(_)) => return Ok(selected),
+                Ok(Err(e)) => unreachable.push(format!("{} at {}: {}", engine.engine(), e.url, e.reason)),
+                Err(_) => unreachable.push(format!("{} at {}: no answer in {} s", engine.engine(), loader.location(), PROBE_TIMEOUT.as_secs())),
+            }
+        }
+        let names = embedded.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(",");
+        eprintln!("note: no database server answers ({}); using the embedded engine {names} alone (--engines chooses)", unreachable.join("; "));
+        Ok(embedded)
+    }
+
+    fn configured(&self, plugin: Arc<dyn EnginePlugin>) -> Selected {
+        let config = self.configs.get(&plugin.spec().engine).cloned().unwrap_or_default();
+        Selected { plugin, config }
     }
 
     /// The cleaning policy of the registered engines.
@@ -134,9 +174,7 @@ impl Engines {
 
     /// One engine, by name, with its configuration.
     pub fn one(&self, name: &str) -> Result<Selected> {
-        let plugin = self.registry.resolve(&[name])?.remove(0);
-        let config = self.configs.get(&plugin.spec().engine).cloned().unwrap_or_default();
-        Ok(Selected { plugin, config })
+        Ok(self.configured(self.registry.resolve(&[name])?.remove(0)))
     }
 
     /// Resolves one engine name, e.g. `--baseline`'s.

@@ -5,4 +5,5 @@ use ghbench_engine::Registry;
 
 pub fn builtin() -> Registry {
     Registry::default().with(ghbench_postgres::plugin()).with(ghbench_mongo::plugin()).with(ghbench_normalized::plugin())
+        .with(ghbench_polars::plugin())
 }

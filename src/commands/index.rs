@@ -35,7 +35,7 @@ pub struct IndexArgs {
 pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     let catalog = args.catalog.load()?;
     let table = args.conn.table_or(DEFAULT_YEAR);
-    let backends = connect_backends(&registry.select(&args.conn)?, &table).await?;
+    let backends = connect_backends(&registry.select_reachable(&args.conn, &table).await?, &table).await?;
     let mut engines = Vec::new();
     let mut ok = true;
     for backend in &backends {

@@ -88,13 +88,13 @@ pub struct IngestArgs {
 pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     let range = args.hours.range()?;
     let source = Source::parse(&args.source)?;
-    let selected = registry.select(&args.conn)?;
-    let engines: Vec<_> = selected.iter().map(|s| s.engine().clone()).collect();
     let concurrency = args.concurrency.unwrap_or_else(default_concurrency);
     if concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
     let table = args.conn.table_or(range.first.date().year());
+    let selected = if args.dry_run { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &table).await? };
+    let engines: Vec<_> = selected.iter().map(|s| s.engine().clone()).collect();
     // Found out now, not after hours of loading.
     if let Some(path) = &args.report {
         check_writable(path)?;
@@ -137,7 +137,8 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     if args.index {
-        let conn = ConnOptions { table: Some(table), ..args.conn };
+        let names = engines.iter().map(|e| e.to_string()).collect();
+        let conn = ConnOptions { table: Some(table), engines: names };
         let index = super::index::IndexArgs { conn, catalog: Default::default(), output: "results".into() };
         return super::index::run(index, registry).await;
     }

@@ -78,7 +78,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
         repeat: args.repeat as usize,
         cold: args.cold,
     };
-    let selected = registry.select(&args.conn)?;
+    let selected = registry.select_reachable(&args.conn, &table).await?;
     let baseline = match &args.baseline {
         Some(name) => {
             let engine = registry.find(name)?;

@@ -1,0 +1,124 @@
+//! Querying: the table's loaded hour files, scanned lazily and registered in
+//! a polars SQL context under the table's name, run the query files of
+//! `queries/polars/` (SQL, so they read side by side with PostgreSQL's).
+//! Planning is done in `prepare`; `execute` collects, reading the files.
+
+use std::fs::File;
+
+use async_trait::async_trait;
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared};
+use ghbench_olap::catalog::QueryFile;
+use ghbench_olap::ledger::Ledger;
+use ghbench_olap::record::{Plan, Storage};
+use ghbench_olap::rows::{Cell, Row};
+use polars::prelude::*;
+use polars::sql::SQLContext;
+
+use crate::schema::table_schema;
+use crate::store::TableDir;
+
+/// How a plan is shown: polars' own optimised plan.
+const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
+
+pub struct PolarsBackend {
+    table: TableDir,
+    name: TableName,
+}
+
+/// A query planned against the table's files, ready to collect.
+struct Planned(LazyFrame);
+
+impl PolarsBackend {
+    pub fn open(dir: &std::path::Path, table: &TableName) -> anyhow::Result<PolarsBackend> {
+        Ok(PolarsBackend { table: TableDir::new(dir, table), name: table.clone() })
+    }
+
+    /// Every loaded hour's file, as one lazy frame of the declared schema.
+    fn scan(&self) -> anyhow::Result<LazyFrame> {
+        let files = self.table.hour_files()?;
+        if files.is_empty() {
+            return Ok(DataFrame::empty_with_schema(&table_schema()).lazy());
+        }
+        let paths: Vec<PlRefPath> = files.values().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
+        let args = ScanArgsParquet { schema: Some(Arc::new(table_schema())), ..ScanArgsParquet::default() };
+        Ok(LazyFrame::scan_parquet_files(paths.into(), args)?)
+    }
+
+    fn plan(&self, query: &QueryFile) -> anyhow::Result<LazyFrame> {
+        let mut context = SQLContext::new();
+        context.register(self.name.as_str(), self.scan()?);
+        anyhow::Context::with_context(context.execute(&query.for_table(&self.name)), || format!("polars SQL in {}", query.path))
+    }
+}
+
+#[async_trait]
+impl Backend for PolarsBackend {
+    fn spec(&self) -> &EngineSpec {
+        &crate::SPEC
+    }
+
+    async fn describe(&self) -> BackendResult<ServerInfo> {
+        Ok(crate::info(&self.table))
+    }
+
+    async fn ledger(&self) -> BackendResult<Ledger> {
+        let entries = self.table.ledger()?;
+        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events as i64, Some(e.seconds)))))
+    }
+
+    /// Rows counted from the files' own footers, not the ledger.
+    async fn sizes(&self) -> BackendResult<Storage> {
+        let mut rows = 0;
+        for path in self.table.hour_files()?.values() {
+            let file = anyhow::Context::with_context(File::open(path), || format!("opening {}", path.display()))?;
+            let count = ParquetReader::new(file).num_rows();
+            rows += anyhow::Context::with_context(count, || format!("reading {}", path.display()))? as u64;
+        }
+        Ok(Storage { rows, rows_exact: true, table_bytes: self.table.data_bytes()?, ..Storage::default() })
+    }
+
+    async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        Ok(Box::new(Planned(self.plan(query)?)))
+    }
+
+    async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
+        let Planned(frame) = prepared(self.engine(), query)?;
+        let frame = frame.clone();
+        let result = tokio::task::spawn_blocking(move || frame.collect()).await??;
+        rows(&result)
+    }
+
+    async fn explain(&self, query: &QueryFile) -> Plan {
+        let mut plan = Plan { command: EXPLAIN.into(), index_used: Some(false), ..Plan::default() };
+        match self.plan(query).and_then(|frame| Ok(frame.explain(true)?)) {
+            Ok(text) => plan.text = Some(text),
+            Err(e) => plan.error = Some(format!("{e:#}")),
+        }
+        plan
+    }
+
+    async fn clear_caches(&self) -> Vec<String> {
+        vec!["polars: nothing to clear: each query reads the Parquet files anew; the OS page cache stays warm".into()]
+    }
+}
+
+/// A result frame as rows ghbench compares: the key as text, the value as
+/// an integer (counts) or f64 (averages).
+fn rows(frame: &DataFrame) -> anyhow::Result<Vec<Row>> {
+    let columns = frame.columns();
+    let mut rows = vec![Vec::with_capacity(columns.len()); frame.height()];
+    for (index, column) in columns.iter().enumerate() {
+        let series = column.as_materialized_series();
+        let cells: Vec<Cell> = match series.dtype() {
+            DataType::String => series.str()?.iter().map(|v| v.map_or(Cell::Null, |s| Cell::Text(s.to_string()))).collect(),
+            DataType::Float32 | DataType::Float64 => series.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.map_or(Cell::Null, Cell::Float)).collect(),
+            dtype if dtype.is_integer() => series.cast(&DataType::Int64)?.i64()?.iter().map(|v| v.map_or(Cell::Null, Cell::Int)).collect(),
+            dtype => anyhow::bail!("column {index} ({}) is {dtype}: the queries return text and numbers", series.name()),
+        };
+        for (row, cell) in rows.iter_mut().zip(cells) {
+            row.push(cell);
+        }
+    }
+    Ok(rows)
+}

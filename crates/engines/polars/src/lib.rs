@@ -1,0 +1,123 @@
+//! The `polars` engine: embedded, no server. Each loaded hour is one Parquet
+//! file, its columns built from ghbench's own decoded documents with an
+//! explicit schema ([`schema`]); Queries A–D are polars SQL files
+//! (`queries/polars/`) run by polars' SQL context over the table's files.
+//! Everything this engine is lives in this folder:
+//!
+//! - [`schema`]: the Arrow schema (structs for the fields the queries read,
+//!   the whole event as JSON text) and the columns built from documents;
+//! - [`store`]: a table's folder: hour files written atomically, the ledger
+//!   they make, the lock file;
+//! - [`sink`]: loading, an hour at a time;
+//! - [`backend`]: describing, sizes, and running the SQL files.
+
+pub mod backend;
+pub mod schema;
+pub mod sink;
+pub mod store;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec, ServerInfo, TableName};
+use ghbench_engine::{Backend, EnginePlugin, EngineSink, Loader};
+
+/// Where the engine keeps its tables unless told otherwise: beside the
+/// servers' data that `just setup` keeps in `.ghbench/`.
+pub const DEFAULT_DIR: &str = ".ghbench/polars";
+
+/// `--polars-dir` / `GHBENCH_POLARS_DIR`.
+pub const DIR: EngineOption = EngineOption {
+    long: "polars-dir",
+    env: Some("GHBENCH_POLARS_DIR"),
+    default: Some(DEFAULT_DIR),
+    value_name: "DIR",
+    help: "Folder of the embedded polars engine's data: one folder per table, one Parquet file per loaded hour.",
+    secret: false,
+};
+
+pub static SPEC: EngineSpec = EngineSpec {
+    engine: Engine::named("polars"),
+    aliases: &["parquet", "embedded"],
+    about: "embedded polars (no server): one Parquet file per hour, polars SQL",
+    // Files are fsynced before they are renamed into place: durable. There is
+    // no server to restart and nothing to index.
+    capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: true },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false },
+    options: &[DIR],
+    default: false,
+    connect_hint: "--polars-dir or GHBENCH_POLARS_DIR (a folder ghbench can write)",
+};
+
+/// What answers: the polars library in this process, on the table's folder.
+pub fn info(table: &store::TableDir) -> ServerInfo {
+    let build = format!("polars {} (Rust crate, embedded in ghbench {})", polars::VERSION, env!("CARGO_PKG_VERSION"));
+    let mut info = ServerInfo::new(SPEC.engine.clone(), "polars", polars::VERSION, build, "");
+    // A folder, not a URL: nothing to hide in it.
+    info.url = table.path().display().to_string();
+    // polars sizes its thread pool from POLARS_MAX_THREADS, else the CPUs.
+    let threads = std::env::var("POLARS_MAX_THREADS")
+        .ok()
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.to_string()))
+        .unwrap_or_else(|| "unknown".into());
+    info.settings.insert("threads".into(), threads);
+    info.settings.insert("compression".into(), sink::COMPRESSION.into());
+    info.settings.insert("row_group_rows".into(), sink::ROW_GROUP_ROWS.to_string());
+    info.caveat = Some(
+        "embedded: polars runs inside ghbench's process on Parquet files (hot runs read them from the OS page cache), \
+         with no server, no client round trip and no indexes; a columnar reference point, not a database server"
+            .into(),
+    );
+    info
+}
+
+/// The engine for the registry.
+pub fn plugin() -> Arc<dyn EnginePlugin> {
+    Arc::new(Polars)
+}
+
+struct Polars;
+
+/// The data folder a run was given.
+fn data_dir(config: &EngineConfig) -> PathBuf {
+    PathBuf::from(config.get(&DIR).unwrap_or(DEFAULT_DIR))
+}
+
+#[async_trait]
+impl EnginePlugin for Polars {
+    fn spec(&self) -> &EngineSpec {
+        &SPEC
+    }
+
+    fn loader(&self, config: &EngineConfig) -> Arc<dyn Loader> {
+        Arc::new(PolarsLoader { dir: data_dir(config) })
+    }
+
+    async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
+        Ok(Box::new(backend::PolarsBackend::open(&data_dir(config), table)?))
+    }
+}
+
+/// The engine configured for a run: its data folder.
+struct PolarsLoader {
+    dir: PathBuf,
+}
+
+#[async_trait]
+impl Loader for PolarsLoader {
+    fn spec(&self) -> &EngineSpec {
+        &SPEC
+    }
+
+    fn location(&self) -> String {
+        self.dir.display().to_string()
+    }
+
+    async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
+        let store = store::TableDir::new(&self.dir, table);
+        // The one thing that can fail before loading: a folder ghbench cannot make.
+        store.create().map_err(|e| ConnectError::new(&SPEC, &self.location(), e))?;
+        Ok(Box::new(sink::PolarsSink::new(store)))
+    }
+}

@@ -1,0 +1,212 @@
+//! Loading an hour: its documents become columns of the declared schema,
+//! written as Parquet row groups to a temporary file as they fill; the commit
+//! finishes and fsyncs the file and names it (see [`crate::store`]).
+
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{Read as _, Seek as _, Write as _};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use ghbench_core::ServerInfo;
+use ghbench_ingest::decode::EngineBatch;
+use ghbench_ingest::sink::lock::{Lost, TableLock};
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError};
+use polars::prelude::*;
+
+use crate::schema::{table_schema, Columns};
+use crate::store::{annotate, HourEntry, TableDir};
+
+/// Rows per Parquet row group: large enough for column statistics and
+/// compression to pay, small enough that an hour of a million events is not
+/// held in memory whole (the `event` column is most of a row).
+pub const ROW_GROUP_ROWS: usize = 65_536;
+
+/// How the files are compressed.
+pub const COMPRESSION: &str = "zstd";
+
+/// An hour being written.
+struct HourFile {
+    stem: String,
+    path: PathBuf,
+    writer: polars::io::parquet::write::BatchedWriter<File>,
+    columns: Columns,
+    rows: u64,
+}
+
+pub struct PolarsSink {
+    table: TableDir,
+    hour: Option<HourFile>,
+}
+
+impl PolarsSink {
+    pub fn new(table: TableDir) -> PolarsSink {
+        PolarsSink { table, hour: None }
+    }
+
+    fn io(error: std::io::Error) -> SinkError {
+        SinkError::Other(error.to_string())
+    }
+
+    fn polars(error: PolarsError, doing: &str) -> SinkError {
+        SinkError::Other(format!("polars, {doing}: {error}"))
+    }
+
+    fn hour_file(&mut self) -> Result<&mut HourFile, SinkError> {
+        self.hour.as_mut().ok_or_else(|| SinkError::Other("no hour was begun".into()))
+    }
+
+    /// Writes the buffered rows as row groups, off the async threads (it
+    /// compresses); `all` also writes a last, partial group.
+    async fn flush(&mut self, all: bool) -> Result<(), SinkError> {
+        let hour = self.hour_file()?;
+        if hour.columns.is_empty() || (!all && hour.columns.len() < ROW_GROUP_ROWS) {
+            return Ok(());
+        }
+        let frame = hour.columns.take_frame().map_err(|e| Self::polars(e, "building columns"))?;
+        hour.rows += frame.height() as u64;
+        let mut taken = self.hour.take().expect("checked above");
+        let (taken, written) = tokio::task::spawn_blocking(move || {
+            let written = taken.writer.write_batch(&frame);
+            (taken, written)
+        })
+        .await
+        .map_err(|e| SinkError::Other(format!("writing a row group: {e}")))?;
+        self.hour = Some(taken);
+        written.map_err(|e| Self::polars(e, "writing a row group"))
+    }
+}
+
+#[async_trait]
+impl EngineSink for PolarsSink {
+    async fn describe(&self) -> Result<ServerInfo, SinkError> {
+        Ok(crate::info(&self.table))
+    }
+
+    async fn lock(&self, _: Duration) -> Result<TableLock, SinkError> {
+        let path = self.table.lock_path();
+        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(|e| Self::io(annotate(e, "opening", &path)))?;
+        if let Err(e) = file.try_lock() {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            return Err(match e {
+                std::fs::TryLockError::WouldBlock => SinkError::Locked(format!(
+                    "another ghbench run ({}) is loading table {} into {}; wait for it or stop it",
+                    holder.trim(),
+                    self.table.path().display(),
+                    crate::SPEC.engine
+                )),
+                std::fs::TryLockError::Error(e) => Self::io(annotate(e, "locking", &path)),
+            });
+        }
+        // Who holds it, for the message another run shows.
+        let _ = file.set_len(0).and_then(|_| file.rewind()).and_then(|_| write!(file, "pid {}", std::process::id()));
+        // The keeper owns the file: the lock is released when it is stopped or
+        // the process ends. A `flock` is never lost while held.
+        let keeper = tokio::spawn(async move {
+            let _held = file;
+            std::future::pending::<()>().await
+        });
+        Ok(TableLock::kept(keeper, Lost::default(), None))
+    }
+
+    async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+        if drop {
+            self.table.drop_all().map_err(Self::io)?;
+        }
+        self.table.create().map_err(Self::io)?;
+        self.table.clean().map_err(Self::io)?;
+        Ok(())
+    }
+
+    async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
+        Ok(self.table.hour_files().map_err(Self::io)?.into_keys().collect())
+    }
+
+    async fn ledger_events(&self) -> Result<u64, SinkError> {
+        Ok(self.table.ledger().map_err(Self::io)?.values().map(|e| e.events).sum())
+    }
+
+    async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
+        Ok(self.table.entry(stem).map_err(Self::io)?.map(|e| e.events))
+    }
+
+    async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.abort_hour().await;
+        let path = self.table.temporary_data_path(stem);
+        let file = File::create(&path).map_err(|e| Self::io(annotate(e, "creating", &path)))?;
+        let writer = ParquetWriter::new(file)
+            .with_compression(ParquetCompression::Zstd(None))
+            .with_statistics(StatisticsOptions::full())
+            .batched(&table_schema())
+            .map_err(|e| Self::polars(e, "starting a Parquet file"))?;
+        self.hour = Some(HourFile { stem: stem.to_string(), path, writer, columns: Columns::default(), rows: 0 });
+        Ok(())
+    }
+
+    async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
+        let hour = self.hour_file()?;
+        for doc in batch.docs() {
+            hour.columns.push(doc.line, &doc.json).map_err(SinkError::Other)?;
+        }
+        self.flush(false).await
+    }
+
+    async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
+        self.flush(true).await?;
+        let hour = self.hour.take().ok_or_else(|| SinkError::Other("no hour was begun".into()))?;
+        check_stored(hour.rows, record)?;
+        if hour.stem != record.hour {
+            return Err(SinkError::Other(format!("the hour begun was {}, the one committed {}", hour.stem, record.hour)));
+        }
+        let path = hour.path.clone();
+        tokio::task::spawn_blocking(move || -> Result<(), SinkError> {
+            let hour = hour;
+            hour.writer.finish().map_err(|e| Self::polars(e, "finishing the Parquet file"))?;
+            // fsync is per file, whichever descriptor asks.
+            File::open(&hour.path).and_then(|f| f.sync_all()).map_err(|e| Self::io(annotate(e, "syncing", &hour.path)))
+        })
+        .await
+        .map_err(|e| SinkError::Other(format!("finishing {}: {e}", path.display())))??;
+        let entry = HourEntry {
+            events: record.events,
+            lines: record.lines,
+            quarantined: record.quarantined,
+            sanitized: record.sanitized,
+            compressed_bytes: record.compressed_bytes,
+            file_defect: record.file_defect.clone(),
+            seconds: record.seconds(),
+        };
+        self.table.commit(&record.hour, &entry).map_err(Self::io)?;
+        Ok(record.events)
+    }
+
+    async fn abort_hour(&mut self) {
+        if let Some(hour) = self.hour.take() {
+            drop(hour.writer);
+            let _ = std::fs::remove_file(&hour.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn one_run_at_a_time_holds_a_table_and_its_lock_dies_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = TableDir::new(dir.path(), &"t".parse().unwrap());
+        table.create().unwrap();
+        let (first, second) = (PolarsSink::new(table.clone()), PolarsSink::new(table.clone()));
+        let held = first.lock(Duration::from_secs(1)).await.unwrap();
+        match second.lock(Duration::from_secs(1)).await {
+            Err(SinkError::Locked(message)) => assert!(message.contains(&format!("pid {}", std::process::id())), "{message}"),
+            other => panic!("a second run must be refused, got {:?}", other.map(|_| ())),
+        }
+        held.release().await;
+        tokio::task::yield_now().await;
+        assert!(second.lock(Duration::from_secs(1)).await.is_ok(), "released, the table can be taken again");
+    }
+}

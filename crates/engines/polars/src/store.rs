@@ -1,0 +1,224 @@
+//! A table's folder, `<data dir>/<table>/`: one Parquet file per loaded hour,
+//! and the ledger those files make.
+//!
+//! An hour is written under a temporary name, then its ledger entry
+//! (`<hour>.ledger.json`: the hour's counts and load time) is written and
+//! renamed into place, then the Parquet file is renamed to `<hour>.parquet`,
+//! each fsynced. The last rename is the commit: an hour is loaded exactly when
+//! its `.parquet` file exists, and an interrupted hour leaves only temporary
+//! files or an entry without data, which [`TableDir::clean`] removes under
+//! the table's lock before anything loads.
+//!
+//! The lock is a file beside the folder, `<table>.lock`, held with an
+//! exclusive `flock` by the loading run: the kernel releases it when the run
+//! ends, however it ends.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+use ghbench_core::TableName;
+use serde::{Deserialize, Serialize};
+
+const DATA: &str = ".parquet";
+const ENTRY: &str = ".ledger.json";
+/// Every temporary name ends so (`<hour>.parquet.tmp`, `<hour>.ledger.json.tmp`).
+const TEMPORARY: &str = ".tmp";
+
+/// What the ledger records for an hour (the same counts as every engine's ledger).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HourEntry {
+    pub events: u64,
+    pub lines: u64,
+    pub quarantined: u64,
+    pub sanitized: u64,
+    pub compressed_bytes: u64,
+    pub file_defect: Option<String>,
+    /// This engine's load time for the hour.
+    pub seconds: f64,
+}
+
+/// One table of the engine.
+#[derive(Debug, Clone)]
+pub struct TableDir {
+    root: PathBuf,
+    table: TableName,
+}
+
+impl TableDir {
+    pub fn new(root: &Path, table: &TableName) -> TableDir {
+        TableDir { root: root.to_path_buf(), table: table.clone() }
+    }
+
+    /// The folder of the table's files.
+    pub fn path(&self) -> PathBuf {
+        self.root.join(self.table.as_str())
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        self.root.join(format!("{}.lock", self.table))
+    }
+
+    pub fn data_path(&self, stem: &str) -> PathBuf {
+        self.path().join(format!("{stem}{DATA}"))
+    }
+
+    fn entry_path(&self, stem: &str) -> PathBuf {
+        self.path().join(format!("{stem}{ENTRY}"))
+    }
+
+    /// The data folder and the table's folder, made if missing.
+    pub fn create(&self) -> io::Result<()> {
+        fs::create_dir_all(self.path()).map_err(|e| annotate(e, "creating", &self.path()))
+    }
+
+    /// Deletes the table's files (not its lock).
+    pub fn drop_all(&self) -> io::Result<()> {
+        match fs::remove_dir_all(self.path()) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", &self.path())),
+            _ => self.create(),
+        }
+    }
+
+    /// Removes what interrupted hours left: temporary files, and entries
+    /// whose data file never got its name. Only with the table's lock held.
+    pub fn clean(&self) -> io::Result<Vec<PathBuf>> {
+        let mut removed = Vec::new();
+        for (name, path) in self.files()? {
+            let orphan_entry = name.strip_suffix(ENTRY).is_some_and(|stem| !self.data_path(stem).exists());
+            if name.ends_with(TEMPORARY) || orphan_entry {
+                fs::remove_file(&path).map_err(|e| annotate(e, "removing", &path))?;
+                removed.push(path);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// The file names and paths in the table's folder (none if it does not exist).
+    fn files(&self) -> io::Result<Vec<(String, PathBuf)>> {
+        let dir = self.path();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(annotate(e, "reading", &dir)),
+        };
+        let mut files = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| annotate(e, "reading", &dir))?;
+            if let Ok(name) = entry.file_name().into_string() {
+                files.push((name, entry.path()));
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    /// The loaded hours' data files, by hour stem, in hour order.
+    pub fn hour_files(&self) -> io::Result<BTreeMap<String, PathBuf>> {
+        Ok(self
+            .files()?
+            .into_iter()
+            .filter_map(|(name, path)| Some((name.strip_suffix(DATA)?.to_string(), path)))
+            .collect())
+    }
+
+    /// The ledger: every loaded hour's entry. A data file whose entry cannot
+    /// be read is an error naming it, never a silent gap.
+    pub fn ledger(&self) -> io::Result<BTreeMap<String, HourEntry>> {
+        let mut ledger = BTreeMap::new();
+        for stem in self.hour_files()?.into_keys() {
+            if let Some(entry) = self.entry(&stem)? {
+                ledger.insert(stem, entry);
+            }
+        }
+        Ok(ledger)
+    }
+
+    /// The hour's entry, if the hour is loaded.
+    pub fn entry(&self, stem: &str) -> io::Result<Option<HourEntry>> {
+        if !self.data_path(stem).exists() {
+            return Ok(None);
+        }
+        let path = self.entry_path(stem);
+        let text = fs::read_to_string(&path).map_err(|e| match e.kind() {
+            io::ErrorKind::NotFound => io::Error::new(e.kind(), format!("{} has no ledger entry {}", self.data_path(stem).display(), path.display())),
+            _ => annotate(e, "reading", &path),
+        })?;
+        serde_json::from_str(&text).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
+    }
+
+    /// Where an hour's data is written before it is committed.
+    pub fn temporary_data_path(&self, stem: &str) -> PathBuf {
+        self.path().join(format!("{stem}{DATA}{TEMPORARY}"))
+    }
+
+    /// Commits an hour whose data is complete (fsynced) at its temporary path:
+    /// its entry first, then the data file's own name. See the module's note.
+    pub fn commit(&self, stem: &str, entry: &HourEntry) -> io::Result<()> {
+        let entry_path = self.entry_path(stem);
+        let temporary_entry = self.path().join(format!("{stem}{ENTRY}{TEMPORARY}"));
+        let mut file = File::create(&temporary_entry).map_err(|e| annotate(e, "creating", &temporary_entry))?;
+        file.write_all(&serde_json::to_vec_pretty(entry).map_err(io::Error::other)?)?;
+        file.sync_all().map_err(|e| annotate(e, "syncing", &temporary_entry))?;
+        rename(&temporary_entry, &entry_path)?;
+        rename(&self.temporary_data_path(stem), &self.data_path(stem))?;
+        // The renames are durable once the folder is.
+        File::open(self.path()).and_then(|dir| dir.sync_all()).map_err(|e| annotate(e, "syncing", &self.path()))
+    }
+
+    /// Total bytes of the loaded hours' data files.
+    pub fn data_bytes(&self) -> io::Result<u64> {
+        let mut bytes = 0;
+        for path in self.hour_files()?.values() {
+            bytes += fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
+        }
+        Ok(bytes)
+    }
+}
+
+fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to).map_err(|e| io::Error::new(e.kind(), format!("renaming {} to {}: {e}", from.display(), to.display())))
+}
+
+/// The error with what was being done to which path.
+pub fn annotate(error: io::Error, doing: &str, path: &Path) -> io::Error {
+    io::Error::new(error.kind(), format!("{doing} {}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(events: u64) -> HourEntry {
+        HourEntry { events, lines: events, quarantined: 0, sanitized: 0, compressed_bytes: 1, file_defect: None, seconds: 0.5 }
+    }
+
+    #[test]
+    fn an_hour_exists_only_once_committed_and_leftovers_are_cleaned() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = TableDir::new(dir.path(), &"t".parse::<TableName>().unwrap());
+        table.create().unwrap();
+        fs::write(table.temporary_data_path("2015-01-01-0"), b"data").unwrap();
+        assert!(table.ledger().unwrap().is_empty(), "a temporary file is no hour");
+
+        table.commit("2015-01-01-0", &entry(3)).unwrap();
+        assert_eq!(table.ledger().unwrap(), BTreeMap::from([("2015-01-01-0".to_string(), entry(3))]));
+        assert_eq!(table.data_bytes().unwrap(), 4);
+
+        // An hour interrupted after its entry was written but before its data was named.
+        fs::write(table.temporary_data_path("2015-01-01-1"), b"half").unwrap();
+        fs::write(table.entry_path("2015-01-01-1"), b"{}").unwrap();
+        let removed = table.clean().unwrap();
+        assert_eq!(removed.len(), 2, "{removed:?}");
+        assert_eq!(table.hour_files().unwrap().len(), 1);
+        assert!(table.entry("2015-01-01-1").unwrap().is_none());
+
+        fs::remove_file(table.entry_path("2015-01-01-0")).unwrap();
+        let err = table.ledger().unwrap_err().to_string();
+        assert!(err.contains("no ledger entry"), "{err}");
+
+        table.drop_all().unwrap();
+        assert!(table.hour_files().unwrap().is_empty() && table.path().is_dir());
+    }
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The embedded polars engine against DuckDB on the same Parquet files, and the
+# size of those files beside PostgreSQL's and MongoDB's (issue 10's benchmark):
+#   1. `ghbench gen`: HOURS hours of EVENTS events each (default 40 x 25,000 = 1M);
+#   2. load them into polars (Parquet), PostgreSQL (jsonb) and the MongoDB-wire
+#      server, each in a run of its own, so no load waits on another;
+#   3. `ghbench query --all --repeat REPEAT --engines polars`: Queries A-D, both
+#      variants, hot (the files were just written: the OS page cache holds them);
+#   4. DuckDB (PyPI `duckdb`) runs the same SQL files (queries/polars/) on the
+#      same files, REPEAT times each, and its answers are checked against polars';
+#   5. prints per query both medians and the ratio, then load time and size per
+#      engine. `ghbench query B` on all three engines verifies them at this scale.
+# Usage: scripts/bench-polars.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-polars`)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+hours=${1:-40}
+events=${2:-25000}
+repeat=${3:-5}
+work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
+[ -n "${GHBENCH_BENCH_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
+source .ghbench/env
+bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
+[ -x "$bin" ] || cargo build --release
+python=.ghbench/venv/bin/python
+"$python" -c 'import duckdb' 2>/dev/null || "$python" -m pip install -q --disable-pip-version-check duckdb
+table=bench_polars
+data="$work/polars"
+mkdir -p "$work/hours" "$work/results"
+
+echo "== bench-polars: $hours hours x $events events, $repeat hot runs per query, table $table"
+if ! ls "$work/hours"/*.json.gz >/dev/null 2>&1; then
+    "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --out "$work/hours" | tail -n 1
+fi
+for engine in polars postgres mongo; do
+    "$bin" ingest --engines "$engine" --polars-dir "$data" --table "$table" --source "$work/hours" \
+        --from 2015-01-01T00 --hours "$hours" --quarantine-dir "$work/q" --drop | grep -E "^($engine |$engine:|elapsed)"
+done
+"$bin" query --all --repeat "$repeat" --engines polars --polars-dir "$data" --table "$table" \
+    --output "$work/results/polars" >"$work/polars.txt" || { cat "$work/polars.txt"; exit 1; }
+"$bin" query B --variant corrected --repeat 1 --engines postgres,mongo,polars --polars-dir "$data" --table "$table" \
+    --output "$work/results/all" >"$work/all.txt" || { cat "$work/all.txt"; echo "the engines disagree at this scale" >&2; exit 1; }
+"$python" scripts/bench_polars.py --repeat "$repeat" --table "$table" --files "$data/$table" \
+    --polars "$(ls "$work"/results/polars/olap-*.json | tail -n 1)" --sizes "$(ls "$work"/results/all/olap-*.json | tail -n 1)"

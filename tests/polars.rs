@@ -1,0 +1,199 @@
+//! The embedded polars engine through the real commands: the real hour
+//! loaded beside PostgreSQL and the MongoDB-wire server gives the same
+//! answers to Queries A–D; a key first seen late in an hour is kept (polars'
+//! own NDJSON inference would drop it); with no server answering, ingest and
+//! query work on polars alone; a load killed with SIGKILL leaves no partial
+//! hour, and the rerun stores every hour once.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::Value;
+
+/// Runs ghbench with `env` (the servers' URLs, or ones nothing answers at).
+fn ghbench_with(env: &[(&str, &str)], args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command.args(args).env_remove("GHBENCH_POLARS_DIR");
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let out = output_within(&mut command, Duration::from_secs(600));
+    eprintln!("ghbench {}:\n{}", args.join(" "), text(&out));
+    out
+}
+
+fn ghbench(args: &[&str]) -> std::process::Output {
+    ghbench_with(&[("DATABASE_URL", &pg_url()), ("MONGODB_URI", &mongo_url())], args)
+}
+
+/// The one results JSON `ghbench query --output dir` wrote.
+fn results(dir: &Path) -> Value {
+    let file = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).expect("a results file");
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}
+
+fn engine<'a>(record: &'a Value, name: &str) -> &'a Value {
+    record["context"]["engines"].as_array().unwrap().iter().find(|e| e["engine"] == name).unwrap_or_else(|| panic!("no {name} in {record}"))
+}
+
+/// The names of the files in a table's folder.
+fn files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn the_real_hour_gives_the_same_answers_on_polars_postgres_and_mongo() {
+    let Some(real) = real_hour() else { return };
+    let shared = real.parent().unwrap().to_str().unwrap();
+    let table = table("polars_real");
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("polars");
+    let quarantine = work.path().join("q");
+    let common = ["--engines", "postgres,mongo,polars", "--table", &table, "--polars-dir", data.to_str().unwrap()];
+
+    let mut ingest = vec!["ingest", "--source", shared, "--from", "2015-01-01T00", "--drop", "--quarantine-dir", quarantine.to_str().unwrap()];
+    ingest.extend(common);
+    assert!(ghbench(&ingest).status.success());
+    assert_eq!(files(&data.join(&table)), ["2015-01-01-0.ledger.json", "2015-01-01-0.parquet"], "one file per hour and its ledger entry, nothing temporary");
+    let entry: Value = serde_json::from_slice(&std::fs::read(data.join(&table).join("2015-01-01-0.ledger.json")).unwrap()).unwrap();
+    assert_eq!((entry["events"].as_u64(), entry["lines"].as_u64()), (Some(7702), Some(7702)));
+
+    let mut index = vec!["index"];
+    index.extend(common);
+    let out = ghbench(&index);
+    assert!(out.status.success());
+    assert!(text(&out).contains("polars") && text(&out).contains("takes no indexes"));
+
+    let output = work.path().join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", output.to_str().unwrap()];
+    query.extend(common);
+    assert!(ghbench(&query).status.success(), "every query agrees on every engine");
+    let record = results(&output);
+    let queries = record["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 8, "A-D, both variants");
+    for q in queries {
+        assert_eq!(q["verification"]["status"], "agree", "{} {}: {}", q["query"], q["variant"], q["verification"]);
+        let polars = q["engines"].as_array().unwrap().iter().find(|e| e["engine"] == "polars").unwrap();
+        assert!(polars["plan"]["text"].as_str().is_some_and(|t| t.contains("Parquet") || t.contains("SCAN")), "{}", polars["plan"]);
+    }
+    let corrected_a = queries.iter().find(|q| q["query"] == "A" && q["variant"] == "corrected").unwrap();
+    assert!(corrected_a["engines"][0]["rows"].as_u64().unwrap() > 100, "A has real rows to compare");
+    let polars = engine(&record, "polars");
+    assert_eq!(polars["data"]["events"], 7702);
+    assert!(polars["data"]["load_seconds"].as_f64().unwrap() > 0.0);
+    assert_eq!(polars["storage"]["rows"], 7702, "rows counted from the files' footers");
+    let parquet = polars["storage"]["table_bytes"].as_u64().unwrap();
+    assert!(parquet > 100_000 && parquet < std::fs::metadata(&real).unwrap().len() * 3, "{parquet} bytes of Parquet");
+    assert_eq!(polars["server"]["product"], "polars");
+    assert!(polars["server"]["caveat"].as_str().unwrap().contains("embedded"));
+    drop_everywhere(&table);
+}
+
+fn drop_everywhere(table: &str) {
+    tokio::runtime::Runtime::new().unwrap().block_on(drop_table(table));
+}
+
+/// `n` JSON lines, the last the only one with `payload.issue.comments`.
+fn late_key_hour(dir: &Path, n: usize) -> PathBuf {
+    let mut lines: Vec<Vec<u8>> = (0..n)
+        .map(|i| format!(r#"{{"id":"{i}","type":"IssueCommentEvent","actor":{{"login":"a{}"}},"repo":{{"name":"r/early"}},"payload":{{"action":"created"}}}}"#, i % 7).into_bytes())
+        .collect();
+    lines.push(br#"{"id":"late","type":"IssueCommentEvent","actor":{"login":"z"},"repo":{"name":"r/late"},"payload":{"action":"created","issue":{"comments":7}}}"#.to_vec());
+    write_hour(dir, "2015-01-01-0.json.gz", &lines)
+}
+
+#[test]
+fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_keys() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    late_key_hour(&source, 5000);
+    // Nothing listens on port 1: both servers refuse at once.
+    let nowhere = [("DATABASE_URL", "postgresql://ghbench@127.0.0.1:1/ghbench"), ("MONGODB_URI", "mongodb://127.0.0.1:1/ghbench?serverSelectionTimeoutMS=2000")];
+    let data = work.path().join("polars");
+    let dir = ["--polars-dir", data.to_str().unwrap()];
+
+    let mut ingest = vec!["ingest", "--source", source.to_str().unwrap(), "--from", "2015-01-01T00"];
+    ingest.extend(dir);
+    let out = ghbench_with(&nowhere, &ingest);
+    assert!(out.status.success());
+    let said = text(&out);
+    assert_eq!(said.matches("no database server answers").count(), 1, "one notice: {said}");
+    assert!(said.contains("postgres at") && said.contains("mongo at"), "names what did not answer");
+    assert!(data.join("github2015/2015-01-01-0.parquet").is_file());
+
+    let output = work.path().join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", output.to_str().unwrap()];
+    query.extend(dir);
+    let out = ghbench_with(&nowhere, &query);
+    assert!(out.status.success());
+    let record = results(&output);
+    let engines: Vec<&Value> = record["context"]["engines"].as_array().unwrap().iter().map(|e| &e["engine"]).collect();
+    assert_eq!(engines, ["polars"]);
+    let d = record["queries"].as_array().unwrap().iter().find(|q| q["query"] == "D" && q["variant"] == "corrected").unwrap();
+    assert_eq!(d["engines"][0]["rows"], 1, "the one event with comments, first seen on the last line: {d}");
+    let b = record["queries"].as_array().unwrap().iter().find(|q| q["query"] == "B" && q["variant"] == "corrected").unwrap();
+    assert_eq!(b["engines"][0]["rows"], 1, "one event type");
+    assert_eq!(engine(&record, "polars")["data"]["events"], 5001);
+
+    // Asked for by name, an unreachable server is an error, not replaced.
+    let mut named = vec!["query", "B", "--engines", "postgres", "--output", output.to_str().unwrap()];
+    named.extend(dir);
+    let out = ghbench_with(&nowhere, &named);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("cannot reach postgres"), "{}", text(&out));
+}
+
+#[test]
+fn a_killed_polars_load_leaves_no_partial_hour_and_the_rerun_stores_each_hour_once() {
+    let Some(real) = real_hour() else { return };
+    let hours = 6u64;
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("hours");
+    std::fs::create_dir(&source).unwrap();
+    for h in 0..hours {
+        std::fs::copy(&real, source.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    let data = work.path().join("polars");
+    let table_dir = data.join("github2015");
+    let args = [
+        "ingest", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--source", source.to_str().unwrap(),
+        "--from", "2015-01-01T00", "--hours", "6", "--concurrency", "2",
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    // Killed while an hour is being written: after the first hour is committed.
+    let started = Instant::now();
+    while !table_dir.is_dir() || !files(&table_dir).iter().any(|f| f.ends_with(".parquet")) {
+        assert!(started.elapsed() < Duration::from_secs(120), "no hour was committed");
+        assert!(child.try_wait().unwrap().is_none(), "the load ended before it could be killed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let committed = files(&table_dir).iter().filter(|f| f.ends_with(".parquet")).count() as u64;
+    assert!(committed < hours, "killed before the end");
+
+    let out = ghbench_with(&[], &args);
+    assert!(out.status.success());
+    let names = files(&table_dir);
+    assert_eq!(names.iter().filter(|f| f.ends_with(".parquet")).count() as u64, hours, "{names:?}");
+    assert!(!names.iter().any(|f| f.ends_with(".tmp")), "nothing half-written is left: {names:?}");
+    let loaded = format!("{} loaded, {committed} skipped (already loaded)", hours - committed);
+    assert!(text(&out).contains(&loaded), "committed hours are not loaded again: {}", text(&out));
+
+    let output = work.path().join("results");
+    let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--output", output.to_str().unwrap()];
+    assert!(ghbench_with(&[], &query).status.success());
+    let record = results(&output);
+    let polars = engine(&record, "polars");
+    assert_eq!(polars["data"]["events"], hours * 7702, "the ledger: each hour once");
+    assert_eq!(polars["storage"]["rows"], hours * 7702, "the files: each hour once");
+    let b = &record["queries"][0]["engines"][0];
+    assert!(b["rows"].as_u64().unwrap() > 5);
+}
