@@ -57,8 +57,12 @@ fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
+/// What a chart says of one engine: its bar's parts (or why it has none),
+/// its whisker, and the label above it.
+type EngineBar = (Result<Vec<f64>, String>, Option<(f64, f64)>, String);
+
 /// A bar per engine of the run, in the run's order and colours.
-fn per_engine(view: &ResultsView, bar: impl Fn(&EngineRecord) -> (Result<Vec<f64>, String>, Option<(f64, f64)>, String)) -> Vec<Bar> {
+fn per_engine(view: &ResultsView, bar: impl Fn(&EngineRecord) -> EngineBar) -> Vec<Bar> {
     view.record
         .context
         .engines
@@ -71,10 +75,12 @@ fn per_engine(view: &ResultsView, bar: impl Fn(&EngineRecord) -> (Result<Vec<f64
         .collect()
 }
 
-/// "no bar for x, y: why", or None when every engine has its bar.
-fn gaps_note(bars: &[Bar], why: &str) -> Option<String> {
+/// The bars with their words; under them "no bar for x, y: `gaps`" when
+/// some engine has no bar.
+fn titled(bars: Vec<Bar>, title: String, subtitle: String, y_label: &str, gaps: &str) -> Bars {
     let missing: Vec<&str> = bars.iter().filter(|b| b.parts.is_err()).map(|b| b.label.as_str()).collect();
-    (!missing.is_empty()).then(|| format!("no bar for {}: {why}", missing.join(", ")))
+    let note = (!missing.is_empty()).then(|| format!("no bar for {}: {gaps}", missing.join(", ")));
+    Bars { title, subtitle, y_label: y_label.into(), bars, note }
 }
 
 fn query_bars(view: &ResultsView, q: &QueryRecord) -> Bars {
@@ -86,13 +92,9 @@ fn query_bars(view: &ResultsView, q: &QueryRecord) -> Bars {
             Some(s) => (Ok(vec![s.median]), Some((s.min, s.max)), format!("{} {}", seconds(s.median), mark(r))),
         },
     });
-    Bars {
-        title: format!("Query {} ({}): {}", q.query, q.variant, verdict(q.verification.status)),
-        subtitle: format!("{}; median of {} run(s), whisker min–max", q.title, view.record.context.repeat),
-        y_label: "seconds".into(),
-        note: gaps_note(&bars, "see the results table"),
-        bars,
-    }
+    let title = format!("Query {} ({}): {}", q.query, q.variant, verdict(q.verification.status));
+    let subtitle = format!("{}; median of {} run(s), whisker min–max", q.title, view.record.context.repeat);
+    titled(bars, title, subtitle, "seconds", "see the results table")
 }
 
 fn load_bars(view: &ResultsView) -> Bars {
@@ -100,13 +102,8 @@ fn load_bars(view: &ResultsView) -> Bars {
         Some(rate) => (Ok(vec![rate]), None, format!("{rate:.0}")),
         None => (Err("no load time".into()), None, String::new()),
     });
-    Bars {
-        title: "Load throughput".into(),
-        subtitle: "events per second of loading, per the ingest ledger (hours' times summed)".into(),
-        y_label: "events/s".into(),
-        note: gaps_note(&bars, "their ledgers hold no load time"),
-        bars,
-    }
+    let subtitle = "events per second of loading, per the ingest ledger (hours' times summed)";
+    titled(bars, "Load throughput".into(), subtitle.into(), "events/s", "their ledgers hold no load time")
 }
 
 const MIB: f64 = (1u64 << 20) as f64;
@@ -119,13 +116,8 @@ fn storage_bars(view: &ResultsView) -> Bars {
         }
         None => (Err("size unknown".into()), None, String::new()),
     });
-    Bars {
-        title: "Storage".into(),
-        subtitle: "table (dark) and its indexes (light, stacked on top)".into(),
-        y_label: "MiB".into(),
-        note: gaps_note(&bars, "they could not say their size"),
-        bars,
-    }
+    let subtitle = "table (dark) and its indexes (light, stacked on top)";
+    titled(bars, "Storage".into(), subtitle.into(), "MiB", "they could not say their size")
 }
 
 /// The colour an engine's bars have in every chart of this run, as `#rrggbb`
