@@ -1,6 +1,6 @@
 //! Views of a run record, by kind: [`terminal`] (the table and the lines
 //! around it), [`markdown`] (the report file), [`comparison`] (two runs),
-//! [`charts`] (SVG pictures, drawn by [`bars`]) and [`html`] (one
+//! [`charts`] (SVG pictures, drawn by `bars`) and [`html`] (one
 //! self-contained page). All read the record only, through one view model
 //! ([`ResultsView`]), so a saved JSON file renders exactly as the run that
 //! wrote it, and a new view is one more file.
