@@ -1,11 +1,12 @@
 //! What `index`, `query` and `report` share: the query catalog option, the
-//! run's context, and writing result files.
+//! run's context, and writing result files (the Markdown report with its charts).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use ghbench_olap::record::{ColdRecord, Context, EngineRecord};
+use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord};
+use ghbench_olap::render::{charts, markdown_with_charts};
 use ghbench_olap::runner::{describe_engine, DescribedEngine};
 use ghbench_olap::{environment, Backend, Catalog};
 
@@ -78,4 +79,19 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
     std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Writes the Markdown report to `md_path` and its charts as SVG files into
+/// `<stem>-charts/` beside it, linked by relative paths so the folder can be
+/// moved or published whole. Returns the charts' folder.
+pub fn write_markdown_with_charts(record: &RunRecord, md_path: &Path) -> Result<PathBuf> {
+    let stem = md_path.file_stem().unwrap_or_default().to_string_lossy();
+    let dir_name = format!("{stem}-charts");
+    let dir = md_path.with_file_name(&dir_name);
+    let charts = charts(record)?;
+    for chart in &charts {
+        write(&dir.join(chart.file_name()), &chart.svg)?;
+    }
+    write(md_path, &markdown_with_charts(record, &charts, &dir_name))?;
+    Ok(dir)
 }

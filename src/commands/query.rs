@@ -8,11 +8,11 @@ use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{data_warning, markdown, no_disagreement, print_servers, problems, results_table, seconds, Style};
+use ghbench_olap::render::{data_warning, no_disagreement, print_servers, problems, results_table, seconds, Style};
 use ghbench_olap::runner::{check_data, run_queries, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{context, describe_engines, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{context, describe_engines, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
 /// `--variant` value meaning every variant of the catalog.
@@ -63,7 +63,8 @@ pub struct QueryArgs {
     #[arg(long, value_name = "ENGINE")]
     pub baseline: Option<String>,
 
-    /// Folder for the JSON record and the Markdown report.
+    /// Folder for the JSON record, the Markdown report and its SVG charts
+    /// (`olap-<time>.json`, `.md` and `-charts/`).
     #[arg(long, default_value = "results")]
     pub output: PathBuf,
 }
@@ -117,7 +118,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let json_path = output_path(&args.output, "olap", "json");
     write(&json_path, &serde_json::to_string_pretty(&record)?)?;
     let md_path = json_path.with_extension("md");
-    write(&md_path, &markdown(&record))?;
+    let charts_dir = write_markdown_with_charts(&record, &md_path)?;
 
     println!("{}", results_table(&record, Style::Terminal));
     // Again beside the numbers it invalidates.
@@ -130,7 +131,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     for line in &problems {
         eprintln!("{line}");
     }
-    println!("wrote {} and {}", json_path.display(), md_path.display());
+    println!("wrote {}, {} and its charts in {}", json_path.display(), md_path.display(), charts_dir.display());
     Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 

@@ -1,27 +1,46 @@
-//! `ghbench report`: re-renders a saved run, or compares two.
+//! `ghbench report`: re-renders a saved run (table, Markdown, or an HTML
+//! page with charts), or compares two.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::{comparison, data_warning, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::{comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+
+use super::olap::write;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
   ghbench report results/olap-20260101T120000Z.json              # the table again
   ghbench report --markdown results/olap-20260101T120000Z.json   # the Markdown report
-  ghbench report before.json after.json                          # after vs before, per query")]
+  ghbench report --html results/olap-20260101T120000Z.json       # writes results/olap-20260101T120000Z.html
+  ghbench report --html results/olap-20260101T120000Z.json --out report.html
+  ghbench report before.json after.json                          # after vs before, per query
+
+The HTML page needs nothing else to be read: charts are inline SVG, styles are in
+the page, nothing is fetched from the network.")]
 pub struct ReportArgs {
     /// One results JSON file to show, or two to compare (the second against the first).
     #[arg(required = true, num_args = 1..=2, value_name = "FILE.json")]
     pub files: Vec<PathBuf>,
 
     /// Print Markdown instead of a terminal table.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "html")]
     pub markdown: bool,
+
+    /// Write one self-contained HTML page of the run: per query a table and a chart
+    /// (median, min-max whiskers, ✓/✗ verification), load throughput and storage
+    /// charts, each engine's server and caveat, the data it held, the environment and
+    /// the paper's published numbers. Prints where it wrote it.
+    #[arg(long)]
+    pub html: bool,
+
+    /// Where --html writes the page [default: beside FILE.json, with .html].
+    #[arg(long, value_name = "FILE.html", requires = "html")]
+    pub out: Option<PathBuf>,
 
     /// When comparing: medians within this fraction of each other count as the same.
     #[arg(long, default_value_t = DEFAULT_NOISE)]
@@ -32,6 +51,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let records = args.files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
     let style = if args.markdown { Style::Markdown } else { Style::Terminal };
     match records.as_slice() {
+        [one] if args.html => {
+            let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
+            write(&path, &html(one)?)?;
+            println!("wrote {}", path.display());
+        }
+        [_, _] if args.html => bail!("--html renders one results file; to compare two, leave it out"),
         [one] if args.markdown => println!("{}", markdown(one)),
         [one] => {
             for line in data_warning(&one.context) {

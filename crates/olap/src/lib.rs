@@ -7,7 +7,8 @@
 //! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
 //! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
 //!   whether the engines hold the same data, checked before timing.
-//! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown, comparison).
+//! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown,
+//!   comparison, SVG charts, the HTML page).
 
 pub mod backend;
 pub mod catalog;

@@ -1,18 +1,27 @@
-//! The Markdown report: results, the paper beside them, every run, the
-//! environment, the plans.
+//! The Markdown report: results, the charts, the paper beside them, every
+//! run, the environment, the plans.
 
 use std::fmt::Write as _;
 
-use ghbench_core::Engine;
-
+use super::paper::PaperTable;
 use super::{
-    align_numbers, caveats, data_line, data_warning, median, new_table, percent, problems, results_table, seconds, server_label,
-    ResultsView, Style,
+    align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, results_table, seconds,
+    server_label, storage_line, verification_summary, version_line, Chart, Style,
 };
-use crate::record::{RunRecord, VerificationStatus};
+use crate::record::RunRecord;
 
 /// The whole report as Markdown: results, the paper beside them, environment, plans.
 pub fn markdown(record: &RunRecord) -> String {
+    report(record, None)
+}
+
+/// The report with a section of charts, linked as `<charts_dir>/<name>.svg`:
+/// `charts_dir` relative to the Markdown file, where the caller wrote `charts`.
+pub fn markdown_with_charts(record: &RunRecord, charts: &[Chart], charts_dir: &str) -> String {
+    report(record, Some((charts, charts_dir)))
+}
+
+fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
     let c = &record.context;
     let mut md = String::new();
     let _ = writeln!(md, "# ghbench OLAP results, {}\n", c.started_at);
@@ -39,13 +48,13 @@ pub fn markdown(record: &RunRecord) -> String {
     }
     let _ = writeln!(md, "## Results\n\n{}\n", results_table(record, Style::Markdown));
     let problems = problems(record);
-    let compared = record.queries.iter().any(|q| matches!(q.verification.status, VerificationStatus::Agree));
-    if problems.is_empty() && compared {
-        md.push_str("Every query's results agree across engines.\n\n");
-    } else if problems.is_empty() {
-        md.push_str("Results were not compared across engines (fewer than two engines answered).\n\n");
+    if problems.is_empty() {
+        let _ = writeln!(md, "{}\n", verification_summary(record));
     } else {
-        let _ = writeln!(md, "**Results do not agree:**\n\n```text\n{}\n```\n", problems.join("\n"));
+        let _ = writeln!(md, "**{}**\n\n```text\n{}\n```\n", verification_summary(record), problems.join("\n"));
+    }
+    if let Some((charts, dir)) = charts {
+        md.push_str(&charts_section(charts, dir));
     }
     md.push_str(&paper_section(record));
     md.push_str(&runs_section(record));
@@ -54,48 +63,32 @@ pub fn markdown(record: &RunRecord) -> String {
     md
 }
 
+/// Every chart as an image linked relative to the report, so the folder can move.
+fn charts_section(charts: &[Chart], dir: &str) -> String {
+    let mut md = String::from("## Charts\n\n");
+    for chart in charts {
+        // Brackets would end the alt text early.
+        let alt = chart.title.replace(['[', ']'], "");
+        let _ = writeln!(md, "![{alt}]({dir}/{})\n", chart.file_name());
+    }
+    md
+}
+
 /// The paper's numbers beside ours (the published variant when we ran it).
 fn paper_section(record: &RunRecord) -> String {
-    let Some(paper) = &record.published else { return String::new() };
-    let ours = |variant: &str| record.queries.iter().filter(|q| q.variant == variant).collect::<Vec<_>>();
-    let (variant, queries) = match ours("published") {
-        q if !q.is_empty() => ("published", q),
-        _ => ("corrected", ours("corrected")),
-    };
-    // The paper's baseline first, as the paper put it.
-    let engines: Vec<&Engine> =
-        std::iter::once(&paper.baseline).chain(paper.engines.keys().filter(|e| **e != paper.baseline)).collect();
-    let product = |e: &Engine| paper.engines.get(e).cloned().unwrap_or_else(|| e.to_string());
-    let products: Vec<String> = engines.iter().map(|e| format!("{} (`{e}`)", product(e))).collect();
+    let Some(paper) = PaperTable::of(record) else { return String::new() };
+    let products: Vec<String> = paper.products.iter().map(|(product, e)| format!("{product} (`{e}`)")).collect();
     let md = format!(
         "## Beside the paper's published numbers\n\nThe paper: {} events, {}, {}, mean total query time. \
-         Ours: the `{variant}` variant on the data above. Different data size, hardware and servers: context, \
+         Ours: the `{}` variant on the data above. Different data size, hardware and servers: context, \
          not a comparison.\n\n",
         paper.events,
         paper.machine,
         products.join(" vs "),
+        paper.variant,
     );
-    // Ours beside the paper's for the engines both ran, "faster by" from the paper's baseline.
-    let view = ResultsView { baseline: Some(&paper.baseline), ..ResultsView::of(record) };
-    let ours: Vec<&Engine> = engines.iter().copied().filter(|e| view.engines.contains(e)).collect();
-    let others: Vec<&Engine> = engines[1..].to_vec();
-    let mut header = vec!["query".to_string()];
-    header.extend(engines.iter().map(|e| format!("paper {} s", product(e))));
-    header.extend(others.iter().map(|o| format!("paper {}", view.faster_by_header(o))));
-    header.extend(ours.iter().map(|e| format!("ours {e} s")));
-    if ours.contains(&&paper.baseline) {
-        header.extend(others.iter().filter(|o| ours.contains(o)).map(|o| format!("ours {}", view.faster_by_header(o))));
-    }
-    let mut table = new_table(Style::Markdown, header);
-    for (name, secs) in &paper.seconds {
-        let q = queries.iter().find(|q| &q.query == name);
-        let mut row = vec![name.clone()];
-        row.extend(engines.iter().map(|e| secs.get(*e).map(|s| format!("{s:.0}")).unwrap_or_default()));
-        row.extend(others.iter().map(|_| paper.faster_by.get(name).map(|f| percent(*f)).unwrap_or_default()));
-        row.extend(ours.iter().map(|e| q.and_then(|q| median(q, e)).map(seconds).unwrap_or_else(|| "–".into())));
-        if ours.contains(&&paper.baseline) {
-            row.extend(others.iter().filter(|o| ours.contains(o)).map(|o| q.map(|q| view.faster_by(q, o)).unwrap_or_default()));
-        }
+    let mut table = new_table(Style::Markdown, paper.header);
+    for row in paper.rows {
         table.add_row(row);
     }
     align_numbers(&mut table, 1);
@@ -136,24 +129,9 @@ fn runs_section(record: &RunRecord) -> String {
 
 fn environment_section(record: &RunRecord) -> String {
     let c = &record.context;
-    let m = &c.machine;
     let mut md = String::from("## Environment\n\n");
-    let _ = writeln!(
-        md,
-        "- ghbench {} (commit {}{}), catalog: {}",
-        c.ghbench_version,
-        c.git_commit.as_deref().unwrap_or("unknown"),
-        if c.git_dirty == Some(true) { ", with uncommitted changes" } else { "" },
-        c.catalog
-    );
-    let _ = writeln!(
-        md,
-        "- machine: {}, {} logical cores, {:.1} GiB RAM, {}",
-        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        m.logical_cores.map_or("?".into(), |n| n.to_string()),
-        m.memory_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
-        m.os_release.as_deref().unwrap_or("unknown OS")
-    );
+    let _ = writeln!(md, "- {}", version_line(c));
+    let _ = writeln!(md, "- machine: {}", machine_line(&c.machine));
     let _ = writeln!(md, "- command: `{}`", c.arguments.join(" "));
     let _ = writeln!(md, "- cache state: {}", c.cold.label);
     for action in &c.cold.actions {
@@ -168,23 +146,9 @@ fn environment_section(record: &RunRecord) -> String {
         for (k, v) in e.server.iter().flat_map(|s| &s.settings) {
             let _ = writeln!(md, "- `{k}` = {v}");
         }
-        match (&e.storage, &e.storage_error) {
-            (Some(s), _) => {
-                let _ = writeln!(
-                    md,
-                    "- storage: {} rows{}, table {} bytes, indexes {} bytes",
-                    s.rows,
-                    if s.rows_exact { "" } else { " (estimate)" },
-                    s.table_bytes,
-                    s.index_bytes
-                );
-                for i in &s.indexes {
-                    let _ = writeln!(md, "  - index `{}`: {} bytes", i.name, i.bytes);
-                }
-            }
-            (None, e) => {
-                let _ = writeln!(md, "- storage: {}", e.as_deref().unwrap_or("unknown"));
-            }
+        let _ = writeln!(md, "- storage: {}", storage_line(e));
+        for i in e.storage.iter().flat_map(|s| &s.indexes) {
+            let _ = writeln!(md, "  - index `{}`: {} bytes", i.name, i.bytes);
         }
     }
     md.push('\n');

@@ -1,21 +1,28 @@
 //! Views of a run record, by kind: [`terminal`] (the table and the lines
-//! around it), [`markdown`] (the report file), [`comparison`] (two runs). All
-//! read the record only, through one view model ([`ResultsView`]), so a saved
-//! JSON file renders exactly as the run that wrote it, and a new view (a chart,
-//! a page) is one more file.
+//! around it), [`markdown`] (the report file), [`comparison`] (two runs),
+//! [`charts`] (SVG pictures, drawn by `bars`) and [`html`] (one
+//! self-contained page). All read the record only, through one view model
+//! ([`ResultsView`]), so a saved JSON file renders exactly as the run that
+//! wrote it, and a new view is one more file.
 
+mod bars;
+pub mod charts;
 pub mod comparison;
+pub mod html;
 pub mod markdown;
+mod paper;
 pub mod terminal;
 
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
 use comfy_table::{CellAlignment, Table};
 use ghbench_core::Engine;
 
-use crate::record::{faster_by, Context, EngineRecord, EngineResult, QueryRecord, RunRecord, VerificationStatus};
+use crate::record::{faster_by, Context, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
 
+pub use charts::{charts, Chart, ChartError};
 pub use comparison::{comparison, DEFAULT_NOISE};
-pub use markdown::markdown;
+pub use html::{html, HtmlError};
+pub use markdown::{markdown, markdown_with_charts};
 pub use terminal::{print_servers, server_lines};
 
 /// Which table style: for a terminal, or for a Markdown file.
@@ -144,19 +151,78 @@ pub fn results_table(record: &RunRecord, style: Style) -> String {
 
 /// Loud lines for every mismatch and failure (empty when all verified).
 pub fn problems(record: &RunRecord) -> Vec<String> {
+    record.queries.iter().flat_map(query_problems).collect()
+}
+
+/// Loud lines for one query's mismatches and failures.
+pub fn query_problems(q: &QueryRecord) -> Vec<String> {
     let mut lines = Vec::new();
-    for q in &record.queries {
-        for m in &q.verification.mismatches {
-            let reference = q.verification.reference.as_ref().map_or("?", Engine::name);
-            lines.push(format!("MISMATCH {} {}: {} disagrees with {reference}: {}", q.query, q.variant, m.engine, m.reason));
-            lines.extend(q.verification.cause.iter().map(|cause| format!("    cause: {cause}")));
-            lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
-        }
-        for e in q.engines.iter().filter(|e| e.error.is_some()) {
-            lines.push(format!("FAILED {} {} on {}: {}", q.query, q.variant, e.engine, e.error.as_deref().unwrap_or("")));
-        }
+    for m in &q.verification.mismatches {
+        let reference = q.verification.reference.as_ref().map_or("?", Engine::name);
+        lines.push(format!("MISMATCH {} {}: {} disagrees with {reference}: {}", q.query, q.variant, m.engine, m.reason));
+        lines.extend(q.verification.cause.iter().map(|cause| format!("    cause: {cause}")));
+        lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
+    }
+    for e in q.engines.iter().filter(|e| e.error.is_some()) {
+        lines.push(format!("FAILED {} {} on {}: {}", q.query, q.variant, e.engine, e.error.as_deref().unwrap_or("")));
     }
     lines
+}
+
+/// One query's verification in a few words, for a chart's title or a heading.
+pub fn verdict(status: VerificationStatus) -> &'static str {
+    match status {
+        VerificationStatus::Agree => "results agree ✓",
+        VerificationStatus::Mismatch => "results differ ✗",
+        VerificationStatus::Error => "an engine failed ✗",
+        VerificationStatus::NotCompared => "not compared",
+    }
+}
+
+/// The run's verification in a sentence: all agree, nothing compared, or not.
+pub fn verification_summary(record: &RunRecord) -> &'static str {
+    let compared = record.queries.iter().any(|q| matches!(q.verification.status, VerificationStatus::Agree));
+    match (problems(record).is_empty(), compared) {
+        (true, true) => "Every query's results agree across engines.",
+        (true, false) => "Results were not compared across engines (fewer than two engines answered).",
+        (false, _) => "Results do not agree:",
+    }
+}
+
+/// Which ghbench and query catalog ran.
+pub fn version_line(context: &Context) -> String {
+    format!(
+        "ghbench {} (commit {}{}), catalog: {}",
+        context.ghbench_version,
+        context.git_commit.as_deref().unwrap_or("unknown"),
+        if context.git_dirty == Some(true) { ", with uncommitted changes" } else { "" },
+        context.catalog
+    )
+}
+
+/// The machine the run took place on.
+pub fn machine_line(m: &Machine) -> String {
+    format!(
+        "{}, {} logical cores, {:.1} GiB RAM, {}",
+        m.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        m.logical_cores.map_or("?".into(), |n| n.to_string()),
+        m.memory_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
+        m.os_release.as_deref().unwrap_or("unknown OS")
+    )
+}
+
+/// An engine's size on disk, or why it is unknown.
+pub fn storage_line(engine: &EngineRecord) -> String {
+    match (&engine.storage, &engine.storage_error) {
+        (Some(s), _) => format!(
+            "{} rows{}, table {} bytes, indexes {} bytes",
+            s.rows,
+            if s.rows_exact { "" } else { " (estimate)" },
+            s.table_bytes,
+            s.index_bytes
+        ),
+        (None, e) => e.as_deref().unwrap_or("unknown").to_string(),
+    }
 }
 
 /// Loud lines when the engines hold different data (empty when they hold the

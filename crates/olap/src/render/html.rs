@@ -1,0 +1,192 @@
+//! The HTML report: one self-contained page (charts inline as `<svg>`, styles
+//! in the page, nothing fetched) with the results and their verification,
+//! each engine's caveat, the environment, the data each engine held and the
+//! paper's numbers. The page's markup lives in `templates/report.html.j2`;
+//! this file only gathers what it shows into a view the template reads.
+
+use minijinja::value::Serde;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use super::charts::{charts, engine_color, ChartError};
+use super::paper::PaperTable;
+use super::{
+    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, result_for, seconds, server_label,
+    storage_line, verdict, verification_summary, version_line, ResultsView,
+};
+use crate::record::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
+
+const TEMPLATE_NAME: &str = "report.html";
+const TEMPLATE: &str = include_str!("../../templates/report.html.j2");
+
+/// Why the page could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum HtmlError {
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+    #[error("rendering the HTML template: {0:#}")]
+    Template(#[from] minijinja::Error),
+}
+
+/// The whole report as one HTML page.
+pub fn html(record: &RunRecord) -> Result<String, HtmlError> {
+    let mut env = Environment::new();
+    // Every value is escaped but the charts, which come in as safe strings.
+    env.set_auto_escape_callback(|_| AutoEscape::Html);
+    // A misspelt field fails the render (and the tests) instead of showing nothing.
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_template(TEMPLATE_NAME, TEMPLATE)?;
+    let page = Page::of(record)?;
+    Ok(env.get_template(TEMPLATE_NAME)?.render(Value::from(Serde(&page)))?)
+}
+
+#[derive(Serialize)]
+struct Page<'a> {
+    started_at: &'a str,
+    table: &'a str,
+    repeat: usize,
+    cache: &'a str,
+    cache_actions: &'a [String],
+    /// Lines that say the engines hold different data (headline first).
+    data_warning: Vec<String>,
+    caveats: Vec<(String, &'a str)>,
+    /// The run's verification in a sentence, and whether it is good news.
+    summary: &'static str,
+    all_agree: bool,
+    problems: Vec<String>,
+    queries: Vec<QueryView<'a>>,
+    /// Load throughput and storage, as inline SVG.
+    engine_charts: Vec<Value>,
+    engines: Vec<EngineView<'a>>,
+    version: String,
+    machine: String,
+    command: String,
+    paper: Option<PaperTable>,
+}
+
+#[derive(Serialize)]
+struct QueryView<'a> {
+    query: &'a str,
+    variant: &'a str,
+    title: &'a str,
+    verdict: &'static str,
+    agree: bool,
+    reference: Option<String>,
+    chart: Value,
+    rows: Vec<ResultRow>,
+    problems: Vec<String>,
+}
+
+/// One engine's cells in a query's table.
+#[derive(Serialize)]
+struct ResultRow {
+    engine: String,
+    color: Option<String>,
+    median: String,
+    min: String,
+    max: String,
+    rows: String,
+    mark: &'static str,
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct EngineView<'a> {
+    engine: String,
+    color: Option<String>,
+    label: String,
+    build: Option<&'a str>,
+    url: Option<&'a str>,
+    settings: Vec<(&'a String, &'a String)>,
+    caveat: Option<&'a str>,
+    held: String,
+    events: Option<u64>,
+    hours: Option<u64>,
+    load_seconds: Option<String>,
+    events_per_second: Option<String>,
+    storage: String,
+    indexes: Vec<(&'a str, u64)>,
+}
+
+impl<'a> Page<'a> {
+    fn of(record: &'a RunRecord) -> Result<Page<'a>, ChartError> {
+        let c = &record.context;
+        let view = ResultsView::of(record);
+        let mut drawn = charts(record)?.into_iter().map(|chart| Value::from_safe_string(chart.svg));
+        // The charts come in the record's query order, then load and storage.
+        let queries = record.queries.iter().map(|q| query_view(&view, q, drawn.next().unwrap_or_default())).collect();
+        let problems = problems(record);
+        Ok(Page {
+            started_at: &c.started_at,
+            table: &c.table,
+            repeat: c.repeat,
+            cache: &c.cold.label,
+            cache_actions: &c.cold.actions,
+            data_warning: data_warning(c),
+            caveats: caveats(c).into_iter().map(|(e, text)| (e.to_string(), text)).collect(),
+            summary: verification_summary(record),
+            all_agree: problems.is_empty(),
+            problems,
+            queries,
+            engine_charts: drawn.collect(),
+            engines: c.engines.iter().map(|e| engine_view(&view, e)).collect(),
+            version: version_line(c),
+            machine: machine_line(&c.machine),
+            command: c.arguments.join(" "),
+            paper: PaperTable::of(record),
+        })
+    }
+}
+
+fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> QueryView<'a> {
+    let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
+    let rows = view
+        .engines
+        .iter()
+        .map(|engine| {
+            let r = result_for(q, engine);
+            let stats = r.and_then(|r| r.stats);
+            ResultRow {
+                engine: engine.to_string(),
+                color: engine_color(view, engine),
+                median: cell(stats.map(|s| s.median)),
+                min: cell(stats.map(|s| s.min)),
+                max: cell(stats.map(|s| s.max)),
+                rows: r.and_then(|r| r.rows).map_or_else(|| "–".into(), |n| n.to_string()),
+                mark: r.map_or("not run", mark),
+                error: r.and_then(|r| r.error.clone()),
+            }
+        })
+        .collect();
+    QueryView {
+        query: &q.query,
+        variant: &q.variant,
+        title: &q.title,
+        verdict: verdict(q.verification.status),
+        agree: q.verification.status == VerificationStatus::Agree,
+        reference: q.verification.reference.as_ref().map(|e| e.to_string()),
+        chart,
+        rows,
+        problems: query_problems(q),
+    }
+}
+
+fn engine_view<'a>(view: &ResultsView, e: &'a EngineRecord) -> EngineView<'a> {
+    let data = e.data.as_ref();
+    EngineView {
+        engine: e.engine.to_string(),
+        color: engine_color(view, &e.engine),
+        label: server_label(e),
+        build: e.server.as_ref().map(|s| s.build.as_str()),
+        url: e.server.as_ref().map(|s| s.url.as_str()),
+        settings: e.server.iter().flat_map(|s| &s.settings).collect(),
+        caveat: e.server.as_ref().and_then(|s| s.caveat.as_deref()),
+        held: held_line(e),
+        events: data.map(|d| d.events),
+        hours: data.map(|d| d.hours),
+        load_seconds: data.and_then(|d| d.load_seconds).map(seconds),
+        events_per_second: data.and_then(|d| d.events_per_second()).map(|r| format!("{r:.0}")),
+        storage: storage_line(e),
+        indexes: e.storage.iter().flat_map(|s| &s.indexes).map(|i| (i.name.as_str(), i.bytes)).collect(),
+    }
+}

@@ -1,0 +1,104 @@
+//! The charts, the Markdown that links them and the HTML page, rendered from
+//! a realistic record (tests/common/sample.rs) and read back.
+
+mod common;
+
+use common::sample;
+use ghbench_olap::render::{charts, html, markdown, markdown_with_charts, Chart};
+
+fn chart<'a>(charts: &'a [Chart], name: &str) -> &'a Chart {
+    charts.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no chart {name}"))
+}
+
+/// Heights of the filled rectangles of one colour (`#RRGGBB` as plotters writes it).
+fn bar_heights(svg: &str, fill: &str) -> Vec<f64> {
+    svg.lines()
+        .filter(|l| l.starts_with("<rect") && l.contains(&format!("fill=\"{fill}\"")))
+        .filter_map(|l| l.split("height=\"").nth(1)?.split('"').next()?.parse().ok())
+        .collect()
+}
+
+const POSTGRES: &str = "#1F77B4";
+const MONGO: &str = "#FF7F0E";
+const NORMALIZED: &str = "#2CA02C";
+
+#[test]
+fn a_chart_per_query_then_load_and_storage_drawn_the_same_every_time() {
+    let record = sample::record();
+    let drawn = charts(&record).unwrap();
+    let names: Vec<&str> = drawn.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["A-corrected", "B-corrected", "C-corrected", "D-corrected", "load", "storage"]);
+    for c in &drawn {
+        assert!(c.svg.starts_with("<svg") && c.svg.trim_end().ends_with("</svg>"), "{}", c.name);
+        // Self-contained: the SVG namespace is the only address in it.
+        assert_eq!(c.svg.matches("http").count(), 1, "{}", c.name);
+        assert!(!c.svg.contains("href") && !c.svg.contains("url("), "{}", c.name);
+    }
+    let again = charts(&record).unwrap();
+    assert!(drawn.iter().zip(&again).all(|(a, b)| a.svg == b.svg), "same record, same bytes");
+}
+
+#[test]
+fn titles_say_the_verification_and_gaps_say_why() {
+    let drawn = charts(&sample::record()).unwrap();
+    assert!(chart(&drawn, "A-corrected").svg.contains("Query A (corrected): results agree ✓"));
+    assert!(chart(&drawn, "B-corrected").svg.contains("Query B (corrected): results differ ✗"));
+    let d = &chart(&drawn, "D-corrected").svg;
+    assert!(d.contains("an engine failed ✗") && d.contains("failed") && d.contains("no bar for normalized"));
+    assert!(bar_heights(d, NORMALIZED).is_empty(), "no bar for the engine that failed");
+    assert_eq!(bar_heights(d, POSTGRES).len(), 1);
+    let load = &chart(&drawn, "load").svg;
+    assert!(load.contains("no load time") && load.contains("no bar for mongo"));
+    let storage = &chart(&drawn, "storage").svg;
+    assert!(storage.contains("size unknown") && storage.contains("11.2 MiB"));
+}
+
+#[test]
+fn orders_of_magnitude_go_on_a_log_axis_the_rest_on_a_linear_one() {
+    let drawn = charts(&sample::record()).unwrap();
+    // Query A: mongo's median is 31x postgres's: on a linear axis its bar
+    // would be 31x as tall; on the log axis it is a few times as tall.
+    let a = &chart(&drawn, "A-corrected").svg;
+    let (pg, mongo) = (bar_heights(a, POSTGRES)[0], bar_heights(a, MONGO)[0]);
+    assert!(mongo / pg > 1.5 && mongo / pg < 5.0, "log axis: {pg} vs {mongo}");
+    // Load: 11003 vs 3106 events/s, 3.5x: linear, heights in proportion.
+    let load = &chart(&drawn, "load").svg;
+    let (pg, normalized) = (bar_heights(load, POSTGRES)[0], bar_heights(load, NORMALIZED)[0]);
+    assert!((pg / normalized - 7702.0 / 0.70 / (7702.0 / 2.48)).abs() < 0.05, "linear axis: {pg} vs {normalized}");
+}
+
+#[test]
+fn markdown_links_the_charts_only_when_asked() {
+    let record = sample::record();
+    let drawn = charts(&record).unwrap();
+    let md = markdown_with_charts(&record, &drawn, "olap-x-charts");
+    assert!(md.contains("## Charts"));
+    for c in &drawn {
+        assert!(md.contains(&format!("](olap-x-charts/{}.svg)", c.name)), "{}", c.name);
+    }
+    assert!(md.contains("![Query B (corrected): results differ ✗](olap-x-charts/B-corrected.svg)"));
+    let plain = markdown(&record);
+    assert!(!plain.contains("## Charts") && !plain.contains(".svg"));
+    assert_eq!(md.replace(&md[md.find("## Charts").unwrap()..md.find("## Beside").unwrap()], ""), plain);
+}
+
+#[test]
+fn the_page_holds_results_marks_caveats_environment_and_the_paper() {
+    let mut record = sample::record();
+    // A server's words reach the page as text, never as markup.
+    record.queries[3].engines[2].error = Some("<script>alert(1)</script>".into());
+    let page = html(&record).unwrap();
+    assert!(page.contains("<title>ghbench OLAP results, 2026-11-22T12:00:00Z</title>"));
+    assert_eq!(page.matches("<svg").count(), 6, "four queries, load, storage");
+    assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
+    // In full, its apostrophe escaped as minijinja escapes it.
+    assert!(page.contains(&sample::CAVEAT.replace('\'', "&#x27;")), "the caveat");
+    assert!(page.contains("MISMATCH B corrected: normalized disagrees with postgres"));
+    for needle in ["✓", "✗", "SecantusDB 0.7.0b3", "shared_buffers", "Test CPU", "021f662", "11003", "5295", "8624", "paper PostgreSQL 11.1 s"] {
+        assert!(page.contains(needle), "{needle}");
+    }
+    // Nothing from the network: no links, scripts, stylesheets or fonts to fetch.
+    for outside in ["src=", "href=", "@import", "url(", "<link", "<script"] {
+        assert!(!page.contains(outside), "{outside}");
+    }
+}
