@@ -11,17 +11,7 @@
 #      normalization cost, the sizes on disk, and the plans of queries that
 #      miss the issue's targets (B and C 20x, A and D 5x).
 # Usage: scripts/bench-normalized.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-normalized`)
-set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
-hours=${1:-40}
-events=${2:-25000}
-repeat=${3:-5}
-work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
-[ -n "${GHBENCH_BENCH_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
-source .ghbench/env
-bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
-[ -x "$bin" ] || cargo build --release
+source "$(dirname "$0")/bench-common.sh" "$@"
 table=bench_normalized
 mkdir -p "$work/hours" "$work/results"
 

@@ -11,17 +11,7 @@
 #   5. prints per query both medians and the ratio, then load time and size per
 #      engine. `ghbench query B` on all three engines verifies them at this scale.
 # Usage: scripts/bench-polars.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-polars`)
-set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
-hours=${1:-40}
-events=${2:-25000}
-repeat=${3:-5}
-work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
-[ -n "${GHBENCH_BENCH_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
-source .ghbench/env
-bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
-[ -x "$bin" ] || cargo build --release
+source "$(dirname "$0")/bench-common.sh" "$@"
 python=.ghbench/venv/bin/python
 "$python" -c 'import duckdb' 2>/dev/null || "$python" -m pip install -q --disable-pip-version-check duckdb
 table=bench_polars

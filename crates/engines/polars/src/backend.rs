@@ -64,7 +64,7 @@ impl Backend for PolarsBackend {
 
     async fn ledger(&self) -> BackendResult<Ledger> {
         let entries = self.table.ledger()?;
-        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events as i64, Some(e.seconds)))))
+        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))))
     }
 
     /// Rows counted from the files' own footers, not the ledger.

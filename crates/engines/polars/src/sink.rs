@@ -125,11 +125,11 @@ impl EngineSink for PolarsSink {
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {
-        Ok(self.table.ledger().map_err(Self::io)?.values().map(|e| e.events).sum())
+        Ok(self.table.ledger().map_err(Self::io)?.values().map(HourEntry::events).sum())
     }
 
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
-        Ok(self.table.entry(stem).map_err(Self::io)?.map(|e| e.events))
+        Ok(self.table.entry(stem).map_err(Self::io)?.map(|e| e.events()))
     }
 
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
@@ -169,15 +169,7 @@ impl EngineSink for PolarsSink {
         })
         .await
         .map_err(|e| SinkError::Other(format!("finishing {}: {e}", path.display())))??;
-        let entry = HourEntry {
-            events: record.events,
-            lines: record.lines,
-            quarantined: record.quarantined,
-            sanitized: record.sanitized,
-            compressed_bytes: record.compressed_bytes,
-            file_defect: record.file_defect.clone(),
-            seconds: record.seconds(),
-        };
+        let entry = HourEntry { record: record.clone(), seconds: record.seconds() };
         self.table.commit(&record.hour, &entry).map_err(Self::io)?;
         Ok(record.events)
     }

@@ -19,6 +19,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use ghbench_core::TableName;
+use ghbench_ingest::sink::HourRecord;
 use serde::{Deserialize, Serialize};
 
 const DATA: &str = ".parquet";
@@ -26,17 +27,19 @@ const ENTRY: &str = ".ledger.json";
 /// Every temporary name ends so (`<hour>.parquet.tmp`, `<hour>.ledger.json.tmp`).
 const TEMPORARY: &str = ".tmp";
 
-/// What the ledger records for an hour (the same counts as every engine's ledger).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// What the ledger records for an hour: the counts every engine's ledger
+/// keeps, and this engine's load time for it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HourEntry {
-    pub events: u64,
-    pub lines: u64,
-    pub quarantined: u64,
-    pub sanitized: u64,
-    pub compressed_bytes: u64,
-    pub file_defect: Option<String>,
-    /// This engine's load time for the hour.
+    #[serde(flatten)]
+    pub record: HourRecord,
     pub seconds: f64,
+}
+
+impl HourEntry {
+    pub fn events(&self) -> u64 {
+        self.record.events
+    }
 }
 
 /// One table of the engine.
@@ -191,7 +194,17 @@ mod tests {
     use super::*;
 
     fn entry(events: u64) -> HourEntry {
-        HourEntry { events, lines: events, quarantined: 0, sanitized: 0, compressed_bytes: 1, file_defect: None, seconds: 0.5 }
+        let record = HourRecord {
+            hour: "2015-01-01-0".into(),
+            events,
+            lines: events,
+            quarantined: 0,
+            sanitized: 0,
+            compressed_bytes: 1,
+            file_defect: None,
+            clock: Default::default(),
+        };
+        HourEntry { record, seconds: 0.5 }
     }
 
     #[test]
@@ -203,7 +216,9 @@ mod tests {
         assert!(table.ledger().unwrap().is_empty(), "a temporary file is no hour");
 
         table.commit("2015-01-01-0", &entry(3)).unwrap();
-        assert_eq!(table.ledger().unwrap(), BTreeMap::from([("2015-01-01-0".to_string(), entry(3))]));
+        let ledger = table.ledger().unwrap();
+        assert_eq!(ledger.keys().collect::<Vec<_>>(), ["2015-01-01-0"]);
+        assert_eq!((ledger["2015-01-01-0"].events(), ledger["2015-01-01-0"].seconds), (3, 0.5), "the entry comes back as written");
         assert_eq!(table.data_bytes().unwrap(), 4);
 
         // An hour interrupted after its entry was written but before its data was named.

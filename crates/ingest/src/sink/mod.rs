@@ -25,7 +25,7 @@ use crate::clean::{CleanDoc, Rejected};
 use crate::decode::EngineBatch;
 
 /// What the ledger records for a loaded hour.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct HourRecord {
     pub hour: String,
     pub events: u64,
