@@ -32,8 +32,13 @@ impl ConnOptions {
 pub fn add_engine_args(command: clap::Command, registry: &Registry) -> clap::Command {
     let listed: Vec<String> = registry.plugins().map(|p| format!("{} ({})", p.spec().engine, p.spec().about)).collect();
     let default: &'static str = Box::leak(registry.default_engines().into_boxed_str());
+    let embedded: Vec<String> = registry.plugins().filter(|p| !p.spec().capabilities.server).map(|p| p.spec().engine.to_string()).collect();
+    let fallback = match embedded.is_empty() {
+        true => String::new(),
+        false => format!(" Left to its default with no server answering, {} (no server) stands in, said in one line.", embedded.join(", ")),
+    };
     let command = command.mut_arg("engines", |arg| {
-        arg.default_value(default).help(format!("Engines to use, comma-separated: {}.", listed.join("; ")))
+        arg.default_value(default).help(format!("Engines to use, comma-separated: {}.{fallback}", listed.join("; ")))
     });
     add_options(command, registry.options())
 }

@@ -142,6 +142,9 @@ fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_k
     assert_eq!(b["engines"][0]["rows"], 1, "one event type");
     assert_eq!(engine(&record, "polars")["data"]["events"], 5001);
 
+    let help = text(&ghbench_with(&[], &["ingest", "--help"]));
+    assert!(help.contains("polars (no server) stands in"), "--help says when polars stands in: {help}");
+
     // Asked for by name, an unreachable server is an error, not replaced.
     let mut named = vec!["query", "B", "--engines", "postgres", "--output", output.to_str().unwrap()];
     named.extend(dir);
