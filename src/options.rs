@@ -153,15 +153,28 @@ impl Engines {
         if !self.engines_defaulted || embedded.is_empty() || !selected.iter().all(needs_server) {
             return Ok(selected);
         }
+        // All at once: a server that is down can take the whole probe time to say so.
+        let mut probes = tokio::task::JoinSet::new();
+        for (index, engine) in selected.iter().enumerate() {
+            let (loader, table, name) = (engine.loader(), table.clone(), engine.engine().clone());
+            probes.spawn(async move {
+                let answer = match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(&table)).await {
+                    Ok(Ok(_)) => Ok(()),
+                    Ok(Err(e)) => Err(format!("{name} at {}: {}", e.url, e.reason)),
+                    Err(_) => Err(format!("{name} at {}: no answer in {} s", loader.location(), PROBE_TIMEOUT.as_secs())),
+                };
+                (index, answer)
+            });
+        }
         let mut unreachable = Vec::new();
-        for engine in &selected {
-            let loader = engine.loader();
-            match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(table)).await {
-                Ok(Ok(_)) => return Ok(selected),
-                Ok(Err(e)) => unreachable.push(format!("{} at {}: {}", engine.engine(), e.url, e.reason)),
-                Err(_) => unreachable.push(format!("{} at {}: no answer in {} s", engine.engine(), loader.location(), PROBE_TIMEOUT.as_secs())),
+        while let Some(probe) = probes.join_next().await {
+            match probe? {
+                (_, Ok(())) => return Ok(selected),
+                (index, Err(why)) => unreachable.push((index, why)),
             }
         }
+        unreachable.sort();
+        let unreachable: Vec<String> = unreachable.into_iter().map(|(_, why)| why).collect();
         let names = embedded.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(",");
         eprintln!("note: no database server answers ({}); using the embedded engine {names} alone (--engines chooses)", unreachable.join("; "));
         Ok(embedded)
