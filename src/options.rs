@@ -168,15 +168,17 @@ impl Engines {
         }
         let mut unreachable = Vec::new();
         while let Some(probe) = probes.join_next().await {
-            match probe? {
-                (_, Ok(())) => return Ok(selected),
-                (index, Err(why)) => unreachable.push((index, why)),
+            match probe {
+                Ok((_, Ok(()))) => return Ok(selected),
+                Ok((index, Err(why))) => unreachable.push((index, why)),
+                // A probe that panicked answered nothing.
+                Err(e) => unreachable.push((usize::MAX, format!("a probe failed: {e}"))),
             }
         }
         unreachable.sort();
         let unreachable: Vec<String> = unreachable.into_iter().map(|(_, why)| why).collect();
         let names = embedded.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(",");
-        eprintln!("note: no database server answers ({}); using the embedded engine {names} alone (--engines chooses)", unreachable.join("; "));
+        eprintln!("note: no database server answers ({}); using {names} alone (no server needed); pass --engines to choose", unreachable.join("; "));
         Ok(embedded)
     }
 

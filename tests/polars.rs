@@ -200,3 +200,48 @@ fn a_killed_polars_load_leaves_no_partial_hour_and_the_rerun_stores_each_hour_on
     let b = &record["queries"][0]["engines"][0];
     assert!(b["rows"].as_u64().unwrap() > 5);
 }
+
+#[test]
+fn a_damaged_polars_ledger_is_named_by_ingest_and_query_never_skipped_or_called_empty() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("polars");
+    let table_dir = data.join("github2015");
+    let dir = ["--engines", "polars", "--polars-dir", data.to_str().unwrap()];
+    let source = real.parent().unwrap().to_str().unwrap();
+    let mut ingest = vec!["ingest", "--source", source, "--from", "2015-01-01T00"];
+    ingest.extend(dir);
+    let output = work.path().join("results");
+    let mut query = vec!["query", "B", "--repeat", "1", "--output", output.to_str().unwrap()];
+    query.extend(dir);
+
+    // A data file nobody recorded (not written by ghbench: no ledger entry).
+    std::fs::create_dir_all(&table_dir).unwrap();
+    std::fs::write(table_dir.join("2015-01-01-0.parquet"), b"not parquet").unwrap();
+    let out = ghbench_with(&[], &ingest);
+    assert!(!out.status.success(), "the hour must not count as loaded");
+    assert!(text(&out).contains("has no ledger entry") && text(&out).contains("delete the file"), "{}", text(&out));
+    let out = ghbench_with(&[], &query);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("cannot read its ingest ledger"), "the cause, not 'run ingest first': {}", text(&out));
+
+    // --drop starts over, then a damaged entry is named the same way.
+    let mut reload = ingest.clone();
+    reload.push("--drop");
+    assert!(ghbench_with(&[], &reload).status.success());
+    assert!(!data.join("github2015.dropping").exists(), "nothing left aside by the drop");
+    std::fs::write(table_dir.join("2015-01-01-0.ledger.json"), b"{bad").unwrap();
+    let out = ghbench_with(&[], &query);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("2015-01-01-0.ledger.json"), "names the entry: {}", text(&out));
+
+    // A data folder that cannot be one says so, without a server's hint.
+    let file = work.path().join("a-file");
+    std::fs::write(&file, b"").unwrap();
+    let mut bad = vec!["ingest", "--source", source, "--from", "2015-01-01T00", "--engines", "polars", "--polars-dir"];
+    bad.push(file.to_str().unwrap());
+    let out = ghbench_with(&[], &bad);
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(said.contains("polars cannot use its data folder") && said.contains(file.to_str().unwrap()) && !said.contains("just setup"), "{said}");
+}

@@ -93,7 +93,9 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         bail!("--concurrency must be at least 1");
     }
     let table = args.conn.table_or(range.first.date().year());
-    let selected = if args.dry_run { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &table).await? };
+    // --drop never falls back: servers slow to answer must not turn a reload
+    // of the databases into dropping the embedded engine's table.
+    let selected = if args.dry_run || args.drop { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &table).await? };
     let engines: Vec<_> = selected.iter().map(|s| s.engine().clone()).collect();
     // Found out now, not after hours of loading.
     if let Some(path) = &args.report {

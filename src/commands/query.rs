@@ -97,6 +97,9 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let mut context = context(table.to_string(), &catalog, options.repeat, engines);
     context.baseline = baseline;
     for engine in &context.engines {
+        if let Some(error) = &engine.data_error {
+            bail!("{} cannot read its ingest ledger for '{table}': {error}", engine.engine);
+        }
         let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
         if events == 0 {
             bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);

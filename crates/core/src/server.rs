@@ -13,18 +13,32 @@ use crate::{redact_url, Engine, EngineSpec};
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, thiserror::Error)]
-#[error("cannot reach {engine} at {url}: {reason}\n  hint: start the project's servers with `just setup` and `source .ghbench/env`, or point ghbench at yours with {hint}")]
 pub struct ConnectError {
     pub engine: Engine,
     pub url: String,
     pub reason: String,
     hint: &'static str,
+    /// The engine has a server to reach (else `url` is its data folder).
+    server: bool,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ConnectError { engine, url, reason, hint, .. } = self;
+        if self.server {
+            write!(f, "cannot reach {engine} at {url}: {reason}\n  hint: start the project's servers with `just setup` and `source .ghbench/env`, or point ghbench at yours with {hint}")
+        } else {
+            write!(f, "{engine} cannot use its data folder {url}: {reason}\n  hint: choose another with {hint}")
+        }
+    }
 }
 
 impl ConnectError {
-    /// `url` is shown with its password hidden.
+    /// `url` is shown with its password hidden (a data folder as it is).
     pub fn new(spec: &EngineSpec, url: &str, reason: impl std::fmt::Display) -> Self {
-        ConnectError { engine: spec.engine.clone(), url: redact_url(url), reason: reason.to_string(), hint: spec.connect_hint }
+        let server = spec.capabilities.server;
+        let url = if server { redact_url(url) } else { url.to_string() };
+        ConnectError { engine: spec.engine.clone(), url, reason: reason.to_string(), hint: spec.connect_hint, server }
     }
 
     /// Something accepted the connection but did not answer `step` within `limit`.

@@ -16,7 +16,8 @@
 //! | `event`     | String                                         | the whole event, JSON text |
 //!
 //! Text fields read like PostgreSQL's `->>`: a string is its text, `null` or a
-//! missing key is null, any other value is its JSON text. `comments` keeps JSON
+//! missing key is null, any other value is its JSON text as written (jsonb
+//! would print it normalised, e.g. `1e2` as `100`; the queries group by strings). `comments` keeps JSON
 //! numbers only (as the corrected Query D counts them); anything else is null.
 //! A struct is always present, its fields null where the document lacks them,
 //! so `repo.name` is null whether `repo` or `name` is missing, as with jsonb

@@ -18,7 +18,8 @@ use polars::prelude::*;
 use crate::schema::{table_schema, Columns};
 use crate::store::{annotate, HourEntry, TableDir};
 
-/// Rows per Parquet row group: large enough for column statistics and
+/// Rows per Parquet row group, about (the buffer is written once it holds
+/// this many, with the rest of the batch that filled it): large enough for column statistics and
 /// compression to pay, small enough that an hour of a million events is not
 /// held in memory whole (the `event` column is most of a row).
 pub const ROW_GROUP_ROWS: usize = 65_536;
@@ -84,6 +85,8 @@ impl EngineSink for PolarsSink {
         Ok(crate::info(&self.table))
     }
 
+    /// Refuses at once when held: a `flock` is released the moment its run
+    /// ends, so there is no ending session to wait for.
     async fn lock(&self, _: Duration) -> Result<TableLock, SinkError> {
         let path = self.table.lock_path();
         let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(|e| Self::io(annotate(e, "opening", &path)))?;
@@ -92,10 +95,11 @@ impl EngineSink for PolarsSink {
             let _ = file.read_to_string(&mut holder);
             return Err(match e {
                 std::fs::TryLockError::WouldBlock => SinkError::Locked(format!(
-                    "another ghbench run ({}) is loading table {} into {}; wait for it or stop it",
-                    holder.trim(),
-                    self.table.path().display(),
-                    crate::SPEC.engine
+                    "another ghbench run ({}) is loading {} table {} ({}); wait for it or stop it",
+                    if holder.trim().is_empty() { "holder unknown" } else { holder.trim() },
+                    crate::SPEC.engine,
+                    self.table.name(),
+                    self.table.path().display()
                 )),
                 std::fs::TryLockError::Error(e) => Self::io(annotate(e, "locking", &path)),
             });
@@ -117,11 +121,13 @@ impl EngineSink for PolarsSink {
         }
         self.table.create().map_err(Self::io)?;
         self.table.clean().map_err(Self::io)?;
+        // A ledger that cannot be read stops the run before it loads anything.
+        self.table.ledger().map_err(Self::io)?;
         Ok(())
     }
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
-        Ok(self.table.hour_files().map_err(Self::io)?.into_keys().collect())
+        Ok(self.table.ledger().map_err(Self::io)?.into_keys().collect())
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {
@@ -154,6 +160,27 @@ impl EngineSink for PolarsSink {
     }
 
     async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
+        let temporary = self.hour.as_ref().map(|h| h.path.clone());
+        let committed = self.commit(record).await;
+        if let (Err(_), Some(path)) = (&committed, temporary) {
+            // Whatever step failed, nothing of the hour stays behind.
+            self.hour = None;
+            let _ = std::fs::remove_file(path);
+        }
+        committed
+    }
+
+    async fn abort_hour(&mut self) {
+        if let Some(hour) = self.hour.take() {
+            drop(hour.writer);
+            let _ = std::fs::remove_file(&hour.path);
+        }
+    }
+}
+
+impl PolarsSink {
+    /// See [`EngineSink::commit_hour`]; on error the caller removes the temporary file.
+    async fn commit(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
         self.flush(true).await?;
         let hour = self.hour.take().ok_or_else(|| SinkError::Other("no hour was begun".into()))?;
         check_stored(hour.rows, record)?;
@@ -172,13 +199,6 @@ impl EngineSink for PolarsSink {
         let entry = HourEntry { record: record.clone(), seconds: record.seconds() };
         self.table.commit(&record.hour, &entry).map_err(Self::io)?;
         Ok(record.events)
-    }
-
-    async fn abort_hour(&mut self) {
-        if let Some(hour) = self.hour.take() {
-            drop(hour.writer);
-            let _ = std::fs::remove_file(&hour.path);
-        }
     }
 }
 

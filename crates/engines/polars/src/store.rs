@@ -18,7 +18,7 @@ use std::fs::{self, File};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
-use ghbench_core::TableName;
+use ghbench_core::{Hour, TableName};
 use ghbench_ingest::sink::HourRecord;
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +54,10 @@ impl TableDir {
         TableDir { root: root.to_path_buf(), table: table.clone() }
     }
 
+    pub fn name(&self) -> &TableName {
+        &self.table
+    }
+
     /// The folder of the table's files.
     pub fn path(&self) -> PathBuf {
         self.root.join(self.table.as_str())
@@ -76,12 +80,17 @@ impl TableDir {
         fs::create_dir_all(self.path()).map_err(|e| annotate(e, "creating", &self.path()))
     }
 
-    /// Deletes the table's files (not its lock).
+    /// Deletes the table's files (not its lock). The folder is first renamed
+    /// aside in one step, so a drop interrupted half-way never leaves an hour's
+    /// data without its ledger entry; what it leaves aside goes next time.
     pub fn drop_all(&self) -> io::Result<()> {
-        match fs::remove_dir_all(self.path()) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", &self.path())),
-            _ => self.create(),
+        let aside = self.root.join(format!("{}.dropping", self.table));
+        remove_all(&aside)?;
+        match fs::rename(self.path(), &aside) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(annotate(e, "moving aside", &self.path())),
+            _ => remove_all(&aside)?,
         }
+        self.create()
     }
 
     /// Removes what interrupted hours left: temporary files, and entries
@@ -117,17 +126,20 @@ impl TableDir {
         Ok(files)
     }
 
-    /// The loaded hours' data files, by hour stem, in hour order.
+    /// The loaded hours' data files, by hour stem, in hour order: files named
+    /// `<hour>.parquet`, nothing else.
     pub fn hour_files(&self) -> io::Result<BTreeMap<String, PathBuf>> {
         Ok(self
             .files()?
             .into_iter()
             .filter_map(|(name, path)| Some((name.strip_suffix(DATA)?.to_string(), path)))
+            .filter(|(stem, _)| stem.parse::<Hour>().is_ok())
             .collect())
     }
 
     /// The ledger: every loaded hour's entry. A data file whose entry cannot
-    /// be read is an error naming it, never a silent gap.
+    /// be read is an error naming it and what to do, never a silent gap (nor
+    /// an hour counted as loaded).
     pub fn ledger(&self) -> io::Result<BTreeMap<String, HourEntry>> {
         let mut ledger = BTreeMap::new();
         for stem in self.hour_files()?.into_keys() {
@@ -145,7 +157,14 @@ impl TableDir {
         }
         let path = self.entry_path(stem);
         let text = fs::read_to_string(&path).map_err(|e| match e.kind() {
-            io::ErrorKind::NotFound => io::Error::new(e.kind(), format!("{} has no ledger entry {}", self.data_path(stem).display(), path.display())),
+            io::ErrorKind::NotFound => io::Error::new(
+                e.kind(),
+                format!(
+                    "{} has no ledger entry {}: ghbench did not write it so; delete the file (or load the table again with --drop)",
+                    self.data_path(stem).display(),
+                    path.display()
+                ),
+            ),
             _ => annotate(e, "reading", &path),
         })?;
         serde_json::from_str(&text).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
@@ -164,9 +183,15 @@ impl TableDir {
         let mut file = File::create(&temporary_entry).map_err(|e| annotate(e, "creating", &temporary_entry))?;
         file.write_all(&serde_json::to_vec_pretty(entry).map_err(io::Error::other)?)?;
         file.sync_all().map_err(|e| annotate(e, "syncing", &temporary_entry))?;
+        // Each rename is durable once the folder is synced; the entry's must be
+        // before the data's, whatever order the file system keeps renames in.
         rename(&temporary_entry, &entry_path)?;
+        self.sync_folder()?;
         rename(&self.temporary_data_path(stem), &self.data_path(stem))?;
-        // The renames are durable once the folder is.
+        self.sync_folder()
+    }
+
+    fn sync_folder(&self) -> io::Result<()> {
         File::open(self.path()).and_then(|dir| dir.sync_all()).map_err(|e| annotate(e, "syncing", &self.path()))
     }
 
@@ -177,6 +202,14 @@ impl TableDir {
             bytes += fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
         }
         Ok(bytes)
+    }
+}
+
+/// Removes a folder and everything in it, if it exists.
+fn remove_all(path: &Path) -> io::Result<()> {
+    match fs::remove_dir_all(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", path)),
+        _ => Ok(()),
     }
 }
 
@@ -233,7 +266,11 @@ mod tests {
         let err = table.ledger().unwrap_err().to_string();
         assert!(err.contains("no ledger entry"), "{err}");
 
+        fs::write(table.path().join("notes.parquet"), b"x").unwrap();
+        assert_eq!(table.hour_files().unwrap().len(), 1, "only files named after an hour are hours");
+
         table.drop_all().unwrap();
+        assert!(!dir.path().join("t.dropping").exists(), "nothing left aside");
         assert!(table.hour_files().unwrap().is_empty() && table.path().is_dir());
     }
 }
