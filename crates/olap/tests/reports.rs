@@ -102,3 +102,13 @@ fn the_page_holds_results_marks_caveats_environment_and_the_paper() {
         assert!(!page.contains(outside), "{outside}");
     }
 }
+
+#[test]
+fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
+    use ghbench_olap::record::VerificationStatus;
+    let mut record = sample::record();
+    record.queries[0].verification.status = VerificationStatus::NotCompared;
+    let page = html(&record).unwrap();
+    assert!(page.contains(r#"<span class="">not compared</span>"#), "neutral, neither ok nor bad");
+    assert!(!page.contains(r#"<span class="bad">not compared</span>"#));
+}

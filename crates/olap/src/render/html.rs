@@ -70,7 +70,8 @@ struct QueryView<'a> {
     variant: &'a str,
     title: &'a str,
     verdict: &'static str,
-    agree: bool,
+    /// The verdict's style: `ok`, `bad`, or none when nothing was compared.
+    state: &'static str,
     reference: Option<String>,
     chart: Value,
     rows: Vec<ResultRow>,
@@ -163,7 +164,11 @@ fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> Query
         variant: &q.variant,
         title: &q.title,
         verdict: verdict(q.verification.status),
-        agree: q.verification.status == VerificationStatus::Agree,
+        state: match q.verification.status {
+            VerificationStatus::Agree => "ok",
+            VerificationStatus::NotCompared => "",
+            _ => "bad",
+        },
         reference: q.verification.reference.as_ref().map(|e| e.to_string()),
         chart,
         rows,
