@@ -32,7 +32,7 @@ impl ConnOptions {
 pub fn add_engine_args(command: clap::Command, registry: &Registry) -> clap::Command {
     let listed: Vec<String> = registry.plugins().map(|p| format!("{} ({})", p.spec().engine, p.spec().about)).collect();
     let default: &'static str = Box::leak(registry.default_engines().into_boxed_str());
-    let embedded: Vec<String> = registry.plugins().filter(|p| !p.spec().capabilities.server).map(|p| p.spec().engine.to_string()).collect();
+    let embedded: Vec<String> = registry.embedded().map(|p| p.spec().engine.to_string()).collect();
     let fallback = match embedded.is_empty() {
         true => String::new(),
         false => format!(" Left to its default with no server answering, {} (no server) stands in, said in one line.", embedded.join(", ")),
@@ -144,12 +144,7 @@ impl Engines {
     pub async fn select_reachable(&self, conn: &ConnOptions, table: &TableName) -> Result<Vec<Selected>> {
         let selected = self.select(conn)?;
         let needs_server = |s: &Selected| s.plugin.spec().capabilities.server;
-        let embedded: Vec<Selected> = self
-            .registry
-            .plugins()
-            .filter(|p| !p.spec().capabilities.server)
-            .map(|p| self.configured(p.clone()))
-            .collect();
+        let embedded: Vec<Selected> = self.registry.embedded().map(|p| self.configured(p.clone())).collect();
         if !self.engines_defaulted || embedded.is_empty() || !selected.iter().all(needs_server) {
             return Ok(selected);
         }

@@ -167,6 +167,11 @@ impl Registry {
         self.plugins.iter().filter(|p| p.spec().default).map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(",")
     }
 
+    /// The engines that need no server: what stands in when no server answers.
+    pub fn embedded(&self) -> impl Iterator<Item = &Arc<dyn EnginePlugin>> {
+        self.plugins.iter().filter(|p| !p.spec().capabilities.server)
+    }
+
     /// The cleaning policy: what every registered engine can store, whichever
     /// engines a run loads, so the data never depends on that choice.
     pub fn policy(&self) -> Policy {

@@ -23,7 +23,6 @@ const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
 
 pub struct PolarsBackend {
     table: TableDir,
-    name: TableName,
 }
 
 /// A query planned against the table's files, ready to collect.
@@ -31,7 +30,7 @@ struct Planned(LazyFrame);
 
 impl PolarsBackend {
     pub fn open(dir: &std::path::Path, table: &TableName) -> anyhow::Result<PolarsBackend> {
-        Ok(PolarsBackend { table: TableDir::new(dir, table), name: table.clone() })
+        Ok(PolarsBackend { table: TableDir::new(dir, table) })
     }
 
     /// Every loaded hour's file, as one lazy frame of the declared schema.
@@ -47,8 +46,9 @@ impl PolarsBackend {
 
     fn plan(&self, query: &QueryFile) -> anyhow::Result<LazyFrame> {
         let mut context = SQLContext::new();
-        context.register(self.name.as_str(), self.scan()?);
-        anyhow::Context::with_context(context.execute(&query.for_table(&self.name)), || format!("polars SQL in {}", query.path))
+        let name = self.table.name();
+        context.register(name.as_str(), self.scan()?);
+        anyhow::Context::with_context(context.execute(&query.for_table(name)), || format!("polars SQL in {}", query.path))
     }
 }
 

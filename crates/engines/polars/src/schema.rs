@@ -44,17 +44,8 @@ impl EventFields {
     /// The fields of one clean document (valid JSON: ingest checked it).
     pub fn read(json: &str) -> Result<EventFields, serde_json::Error> {
         let top = members(json)?.unwrap_or_default();
-        let nested = |key: &str| -> Result<HashMap<Cow<'_, str>, &RawValue>, serde_json::Error> {
-            Ok(match top.get(key) {
-                Some(raw) => members(raw.get())?.unwrap_or_default(),
-                None => HashMap::new(),
-            })
-        };
-        let (actor, repo, payload) = (nested("actor")?, nested("repo")?, nested("payload")?);
-        let issue = match payload.get("issue") {
-            Some(raw) => members(raw.get())?.unwrap_or_default(),
-            None => HashMap::new(),
-        };
+        let (actor, repo, payload) = (object_at(&top, "actor")?, object_at(&top, "repo")?, object_at(&top, "payload")?);
+        let issue = object_at(&payload, "issue")?;
         Ok(EventFields {
             kind: text(top.get("type"))?,
             actor_login: text(actor.get("login"))?,
@@ -66,13 +57,24 @@ impl EventFields {
     }
 }
 
+/// An object's members, each still JSON text.
+type Members<'a> = HashMap<Cow<'a, str>, &'a RawValue>;
+
 /// An object's members (the last of duplicate keys wins, as in jsonb), or
 /// None when the JSON is not an object.
-fn members(json: &str) -> Result<Option<HashMap<Cow<'_, str>, &RawValue>>, serde_json::Error> {
+fn members(json: &str) -> Result<Option<Members<'_>>, serde_json::Error> {
     if !json.trim_start().starts_with('{') {
         return Ok(None);
     }
     serde_json::from_str(json).map(Some)
+}
+
+/// The members of the object under `key`; none when it is missing or not an object.
+fn object_at<'a>(of: &Members<'a>, key: &str) -> Result<Members<'a>, serde_json::Error> {
+    Ok(match of.get(key) {
+        Some(raw) => members(raw.get())?.unwrap_or_default(),
+        None => Members::new(),
+    })
 }
 
 /// `->>`: a string's text, null for null or nothing, else the JSON text.
