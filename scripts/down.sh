@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Stops the servers `scripts/setup.sh` started; their data stays in $GHBENCH_HOME.
+# Usage: scripts/down.sh [postgres|mongo]   (default: both)
 set -uo pipefail
+which=${1:-all}
+case $which in all|postgres|mongo) ;; *) echo "usage: $0 [postgres|mongo]" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
 GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
@@ -8,17 +11,18 @@ GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
 cd /
 
 data=$(readlink -f "$GHBENCH_HOME/pg" 2>/dev/null || echo "$GHBENCH_HOME/pg")/data
-if [ -f "$data/postmaster.pid" ]; then
+if [ "$which" != mongo ] && [ -f "$data/postmaster.pid" ]; then
     for bin in /usr/lib/postgresql/*/bin; do [ -x "$bin/pg_ctl" ] && break; done
     if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); else run=(); fi
     "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null && echo "[down] PostgreSQL stopped"
 fi
 pidfile=$GHBENCH_HOME/mongo/server.pid
-if [ -f "$pidfile" ]; then
+if [ "$which" != postgres ] && [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
     # After a reboot the pid may belong to something else: only stop our server.
     if grep -qaE 'secantusd|mongod' "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
-        for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+        # WiredTiger's checkpoint at shutdown can take seconds on a large collection.
+        for _ in $(seq 1 240); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
         if kill -0 "$pid" 2>/dev/null; then
             echo "[down] MongoDB-wire server (pid $pid) is still stopping" >&2
         else

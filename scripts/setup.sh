@@ -19,6 +19,8 @@ SECANTUS_VERSION=0.7.0b3
 # shared_buffers=12GB, work_mem=1GB on 64 GiB).
 PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-2GB}
 PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-256MB}
+# Where SecantusDB is installed when no mongod is on PATH (a test's own setup reuses the checkout's).
+VENV=${GHBENCH_VENV:-$GHBENCH_HOME/venv}
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
@@ -139,7 +141,7 @@ setup_mongo() {
         mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 \
             --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1
     else
-        local venv=$GHBENCH_HOME/venv
+        local venv=$VENV
         if [ ! -x "$venv/bin/secantusd-py" ]; then
             log "no mongod on PATH: installing SecantusDB $SECANTUS_VERSION into $venv"
             python3 -c 'import ensurepip' 2>/dev/null || apt_install python3-venv
@@ -157,12 +159,34 @@ setup_mongo() {
     wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
 }
 
+# What `ghbench bench --cold` needs to restart these servers for true cold runs:
+# each server's address, data folder and the command that restarts it (this
+# checkout's script, with the settings this setup ran with).
+write_servers_json() {
+    local pg_data restart
+    pg_data=$(readlink -f "$GHBENCH_HOME/pg")/data
+    restart="\"env\", \"GHBENCH_HOME=$GHBENCH_HOME\", \"GHBENCH_PG_PORT=$PG_PORT\", \"GHBENCH_MONGO_PORT=$MONGO_PORT\""
+    restart+=", \"GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS\", \"GHBENCH_PG_WORK_MEM=$PG_WORK_MEM\", \"GHBENCH_VENV=$VENV\""
+    restart+=", \"bash\", \"$repo/scripts/restart.sh\""
+    cat >"$GHBENCH_HOME/servers.json" <<JSON
+{
+  "written_by": "scripts/setup.sh",
+  "servers": [
+    {"name": "postgres", "address": "127.0.0.1:$PG_PORT", "data_dir": "$pg_data", "restart": [$restart, "postgres"]},
+    {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]}
+  ]
+}
+JSON
+}
+
 mkdir -p "$GHBENCH_HOME"
 setup_postgres
 setup_mongo
+write_servers_json
 
 env_lines="export DATABASE_URL=postgres://ghbench@127.0.0.1:$PG_PORT/ghbench
-export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true"
+export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true
+export GHBENCH_SERVERS=$GHBENCH_HOME/servers.json"
 printf '%s\n' "$env_lines" >"$GHBENCH_HOME/env"
 log "servers ready; connection settings also in $GHBENCH_HOME/env"
 printf '%s\n' "$env_lines"

@@ -36,6 +36,8 @@ enum Command {
     Query(commands::query::QueryArgs),
     /// Derive the normalized engine's relational tables from a loaded jsonb table, or --verify them.
     Normalize(commands::normalize::NormalizeArgs),
+    /// The whole benchmark in one command: data, load, indexes, cold and hot queries, sizes, report (--scale: at several sizes).
+    Bench(commands::bench::BenchArgs),
     /// Show a saved query result again, or compare two.
     Report(commands::report::ReportArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
@@ -86,6 +88,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::Index(args) => commands::index::run(args, &engines).await,
             Command::Query(args) => commands::query::run(args, &engines).await,
             Command::Normalize(args) => commands::normalize::run(args, &engines).await,
+            Command::Bench(args) => commands::bench::run(args, &engines).await,
             Command::Report(args) => commands::report::run(args),
             Command::Gen(args) => commands::gen::run(args),
         }

@@ -14,7 +14,7 @@ use fixture::{real_hour, LoadedTable};
 use ghbench_core::Engine;
 use ghbench_olap::record::{QueryRecord, VerificationStatus};
 use ghbench_olap::rows::{Cell, Row};
-use ghbench_olap::runner::{check_data, create_indexes, describe_engine, run_queries, QueryOptions, Silent};
+use ghbench_olap::runner::{check_data, create_indexes, describe_engine, run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
 use mongodb::bson::doc;
 use serde_json::Value;
@@ -119,7 +119,7 @@ async fn corrected_queries_give_the_exact_answers_on_both_engines() {
     assert!(expected["D"].len() > 10, "the real hour has IssueCommentEvents with more than two comments");
     let fixture = LoadedTable::load("exact").await;
     let catalog = Catalog::embedded().unwrap();
-    let backends = backends(&fixture).await;
+    let mut backends = backends(&fixture).await;
     for backend in &backends {
         let built = create_indexes(backend.as_ref(), &catalog, &|_| {}).await.expect("indexes");
         assert_eq!(built.len(), 5, "{}: the paper's five indexes", backend.engine());
@@ -130,7 +130,7 @@ async fn corrected_queries_give_the_exact_answers_on_both_engines() {
             assert_answer(backend.engine(), query, &rows, answer);
         }
     }
-    let (records, _) = run_queries(&backends, &catalog, &options("corrected", &[]), &Silent).await.unwrap();
+    let (records, _) = run_queries(&mut backends, &catalog, &options("corrected", &[]), &Silent, &ClearCaches).await.unwrap();
     let agree = ["A", "B", "C", "D"].map(|q| (q.to_string(), VerificationStatus::Agree));
     assert_eq!(status_of(&records), agree);
     for result in records.iter().flat_map(|q| &q.engines) {
@@ -149,7 +149,7 @@ async fn published_variants_agree_across_engines() {
     let expected = expected_answers(&events(&path));
     let fixture = LoadedTable::load("published").await;
     let catalog = Catalog::embedded().unwrap();
-    let (records, _) = run_queries(&backends(&fixture).await, &catalog, &options("published", &[]), &Silent).await.unwrap();
+    let (records, _) = run_queries(&mut backends(&fixture).await, &catalog, &options("published", &[]), &Silent, &ClearCaches).await.unwrap();
     let agree = ["A", "B", "C", "D"].map(|q| (q.to_string(), VerificationStatus::Agree));
     assert_eq!(status_of(&records), agree, "{:#?}", records.iter().map(|q| &q.verification).collect::<Vec<_>>());
     let rows = |q: usize| records[q].engines.iter().map(|e| e.rows).collect::<Vec<_>>();
@@ -171,7 +171,7 @@ async fn verification_fails_when_one_engine_has_an_extra_row() {
     db.collection(fixture.table.as_str()).insert_one(extra).await.unwrap();
 
     let catalog = Catalog::embedded().unwrap();
-    let backends = backends(&fixture).await;
+    let mut backends = backends(&fixture).await;
     // The ledgers agree, but MongoDB's collection no longer holds what its ledger lists.
     let mut described = Vec::new();
     for backend in &backends {
@@ -184,7 +184,7 @@ async fn verification_fails_when_one_engine_has_an_extra_row() {
     // The extra event adds a row to A (compared in order, then as a multiset)
     // and changes a count in B.
     for (variant, queries) in [("corrected", &["A", "B"][..]), ("published", &["A"][..])] {
-        let (records, _) = run_queries(&backends, &catalog, &options(variant, queries), &Silent).await.unwrap();
+        let (records, _) = run_queries(&mut backends, &catalog, &options(variant, queries), &Silent, &ClearCaches).await.unwrap();
         let mismatch = queries.iter().map(|q| (q.to_string(), VerificationStatus::Mismatch)).collect::<Vec<_>>();
         assert_eq!(status_of(&records), mismatch, "{variant}");
         let a = &records[0];

@@ -5,9 +5,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use clap::Args;
-use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord};
-use ghbench_olap::render::{charts, markdown_with_charts};
-use ghbench_olap::runner::{describe_engine, DescribedEngine};
+use ghbench_core::{Engine, TableName};
+use ghbench_olap::consistency::explain_mismatches;
+use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
+use ghbench_olap::render::{charts, data_warning, markdown_with_charts};
+use ghbench_olap::runner::{check_data, describe_engine, run_queries, Cooler, DescribedEngine, Progress, QueryOptions};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -42,6 +44,44 @@ pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Vec<DescribedEng
 /// The engines' records alone, for commands that do not check their data.
 pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Vec<EngineRecord> {
     describe_engines(backends).await.into_iter().map(|e| e.record).collect()
+}
+
+/// The queries on every engine, timed and verified, as a run record; first
+/// the engines are described and their data compared, and a run is refused
+/// when an engine holds nothing. Also returns the data warning (said on
+/// standard error before any timing: it explains every mismatch that follows).
+pub async fn measure(
+    backends: &mut [Box<dyn Backend>],
+    catalog: &Catalog,
+    options: &QueryOptions,
+    table: &TableName,
+    baseline: Option<Engine>,
+    progress: &dyn Progress,
+    cooler: &dyn Cooler,
+) -> Result<(RunRecord, Vec<String>)> {
+    let described = describe_engines(backends).await;
+    let data_consistency = check_data(&described);
+    let engines = described.into_iter().map(|e| e.record).collect();
+    let mut context = context(table.to_string(), catalog, options.repeat, engines);
+    context.baseline = baseline;
+    for engine in &context.engines {
+        if let Some(error) = &engine.data_error {
+            anyhow::bail!("{} cannot read its ingest ledger for '{table}': {error}", engine.engine);
+        }
+        let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
+        if events == 0 {
+            anyhow::bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);
+        }
+    }
+    context.data_consistency = Some(data_consistency.clone());
+    let warning = data_warning(&context);
+    for line in &warning {
+        eprintln!("{line}");
+    }
+    let (mut queries, cold) = run_queries(backends, catalog, options, progress, cooler).await?;
+    explain_mismatches(&mut queries, &data_consistency);
+    context.cold = cold;
+    Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper() }, warning))
 }
 
 /// Everything but the queries' results: who, what, where, when.

@@ -6,13 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_olap::consistency::explain_mismatches;
-use ghbench_olap::record::{RunRecord, SCHEMA};
-use ghbench_olap::render::{data_warning, no_disagreement, print_servers, problems, results_table, seconds, Style};
-use ghbench_olap::runner::{check_data, run_queries, Progress, QueryOptions, RunEvent};
+use ghbench_olap::render::{no_disagreement, print_servers, problems, results_table, seconds, Style};
+use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{context, describe_engines, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
 /// `--variant` value meaning every variant of the catalog.
@@ -90,33 +88,11 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
         }
         None => selected.first().map(|s| s.engine().clone()),
     };
-    let backends = connect_backends(&selected, &table).await?;
-    let described = describe_engines(&backends).await;
-    let data_consistency = check_data(&described);
-    let engines = described.into_iter().map(|e| e.record).collect();
-    let mut context = context(table.to_string(), &catalog, options.repeat, engines);
-    context.baseline = baseline;
-    for engine in &context.engines {
-        if let Some(error) = &engine.data_error {
-            bail!("{} cannot read its ingest ledger for '{table}': {error}", engine.engine);
-        }
-        let events = engine.data.as_ref().map(|d| d.events).unwrap_or(0);
-        if events == 0 {
-            bail!("{} holds no data for '{table}' per its ingest ledger: run `ghbench ingest` first", engine.engine);
-        }
-    }
-    context.data_consistency = Some(data_consistency.clone());
-    // Said before any timing: it explains every mismatch that follows.
-    let warning = data_warning(&context);
-    for line in &warning {
-        eprintln!("{line}");
-    }
+    let mut backends = connect_backends(&selected, &table).await?;
     let progress = QueryProgress::new();
-    let (mut queries, cold) = run_queries(&backends, &catalog, &options, &progress).await?;
+    let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &ClearCaches).await;
     progress.bar.finish_and_clear();
-    explain_mismatches(&mut queries, &data_consistency);
-    context.cold = cold;
-    let record = RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper() };
+    let (record, warning) = measured?;
 
     let json_path = output_path(&args.output, "olap", "json");
     write(&json_path, &serde_json::to_string_pretty(&record)?)?;
@@ -138,19 +114,27 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-/// One bar over every run; indicatif draws only on a terminal.
-struct QueryProgress {
-    bar: ProgressBar,
+/// One bar over every run, ticking on its own so the elapsed time moves
+/// during a long query; indicatif draws only on a terminal.
+pub struct QueryProgress {
+    pub bar: ProgressBar,
+}
+
+impl Default for QueryProgress {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl QueryProgress {
-    fn new() -> Self {
+    pub fn new() -> Self {
         let bar = ProgressBar::new(0);
         bar.set_style(
-            ProgressStyle::with_template("[{bar:30}] {pos}/{len} runs  {elapsed_precise}  {msg}")
+            ProgressStyle::with_template("{prefix}[{bar:30}] {pos}/{len} runs  {elapsed_precise}  {msg}")
                 .expect("template")
                 .progress_chars("=> "),
         );
+        bar.enable_steady_tick(std::time::Duration::from_millis(500));
         QueryProgress { bar }
     }
 }

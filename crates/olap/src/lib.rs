@@ -11,6 +11,7 @@
 //!   comparison, SVG charts, the HTML page).
 
 pub mod backend;
+pub mod bench;
 pub mod catalog;
 pub mod consistency;
 pub mod environment;

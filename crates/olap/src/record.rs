@@ -123,8 +123,13 @@ pub struct DataConsistency {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ColdRecord {
     pub requested: bool,
-    /// True only if every server was restarted (ghbench never does this to shared servers).
+    /// True only if every engine's server was restarted (an embedded engine
+    /// started afresh) and the page cache dropped before each first run: only
+    /// `ghbench bench --cold` on servers it manages does this.
     pub true_cold: bool,
+    /// The engines whose every first run was truly cold (see `true_cold`).
+    #[serde(default)]
+    pub true_cold_engines: Vec<Engine>,
     /// e.g. `hot (no cache dropped)`, `page cache dropped, server not restarted`.
     pub label: String,
     pub actions: Vec<String>,

@@ -5,6 +5,7 @@
 use std::time::Instant;
 
 use anyhow::bail;
+use async_trait::async_trait;
 use ghbench_core::Engine;
 
 use crate::backend::{Backend, OnIndexBuilt};
@@ -128,23 +129,59 @@ pub fn select<'c>(catalog: &'c Catalog, options: &QueryOptions) -> anyhow::Resul
     Ok(selected)
 }
 
+/// Makes an engine cold before a query's first run (`--cold`).
+#[async_trait]
+pub trait Cooler: Send + Sync {
+    /// Makes the `index`th engine cold; may replace its backend (a restarted
+    /// server's connections are gone). Says what it did.
+    async fn make_cold(&self, index: usize, backend: &mut Box<dyn Backend>) -> ColdStep;
+}
+
+/// What one [`Cooler::make_cold`] did.
+#[derive(Debug, Clone, Default)]
+pub struct ColdStep {
+    /// For people, e.g. `OS page cache dropped (…)`, `postgres restarted in 2.1 s`.
+    pub actions: Vec<String>,
+    /// The server was restarted (an embedded engine started afresh) and the
+    /// OS page cache dropped: nothing the query reads is cached anywhere.
+    pub true_cold: bool,
+}
+
+/// What can be done to any server without owning it: drop the OS page cache
+/// and what the server clears without a restart. Never a true cold run.
+pub struct ClearCaches;
+
+#[async_trait]
+impl Cooler for ClearCaches {
+    async fn make_cold(&self, _index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
+        let mut actions = vec![drop_os_page_cache()];
+        actions.extend(backend.clear_caches().await);
+        ColdStep { actions, true_cold: false }
+    }
+}
+
 pub async fn run_queries(
-    backends: &[Box<dyn Backend>],
+    backends: &mut [Box<dyn Backend>],
     catalog: &Catalog,
     options: &QueryOptions,
     progress: &dyn Progress,
+    cooler: &dyn Cooler,
 ) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord)> {
     let selected = select(catalog, options)?;
     let per_query = options.repeat as u64 + u64::from(options.cold);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
     let mut cold = ColdRecord { requested: options.cold, ..ColdRecord::default() };
     let mut records = Vec::new();
+    // An engine is truly cold only if every one of its cold runs was.
+    let mut true_cold = vec![options.cold; backends.len()];
     for (variant, query, spec) in selected {
         let mut results = Vec::new();
         let mut rows = Vec::new();
-        for backend in backends {
+        for (index, backend) in backends.iter_mut().enumerate() {
             if options.cold {
-                for action in make_cold(backend.as_ref()).await {
+                let step = cooler.make_cold(index, backend).await;
+                true_cold[index] &= step.true_cold;
+                for action in step.actions {
                     if !cold.actions.contains(&action) {
                         cold.actions.push(action);
                     }
@@ -157,24 +194,34 @@ pub async fn run_queries(
         let verification = verify(spec, &mut results, &rows);
         records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
     }
+    cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
+    cold.true_cold = options.cold && true_cold.iter().all(|t| *t);
     cold.label = cold_label(&cold);
     Ok((records, cold))
 }
 
-/// Drops what can be dropped before a query's first run on an engine.
-async fn make_cold(backend: &dyn Backend) -> Vec<String> {
-    let mut actions = vec![drop_os_page_cache()];
-    actions.extend(backend.clear_caches().await);
-    actions
-}
-
-fn cold_label(cold: &ColdRecord) -> String {
+/// The cache state of the first runs, said honestly: only a restarted server
+/// (or an embedded engine started afresh) with the page cache dropped is a
+/// true cold run.
+pub fn cold_label(cold: &ColdRecord) -> String {
     if !cold.requested {
         return "hot: no cache dropped; every run after the first finds data cached".into();
     }
+    if cold.true_cold {
+        return "true cold first runs: before each query's first run its server was restarted (an embedded engine \
+                started afresh) and the OS page cache dropped"
+            .into();
+    }
     let dropped = cold.actions.iter().any(|a| a.starts_with("OS page cache dropped"));
     let os = if dropped { "page cache dropped" } else { "page cache NOT dropped (no permission)" };
-    format!("{os}, server not restarted (server caches stay warm): not a true cold run")
+    let partly = match cold.true_cold_engines.is_empty() {
+        true => String::new(),
+        false => format!(
+            "true cold on {} (restarted or started afresh, page cache dropped); on the others ",
+            cold.true_cold_engines.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    };
+    format!("{partly}{os}, server not restarted (server caches stay warm): not a true cold run")
 }
 
 /// One engine's runs of one query; the rows of its first run (None if it failed).

@@ -14,10 +14,15 @@ use super::{
     caveats, data_warning, held_line, machine_line, mark, problems, query_problems, result_for, seconds, server_label,
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
+use super::bench::{self, largest, TextTable};
+use crate::bench::BenchRecord;
 use crate::record::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
 
 const TEMPLATE_NAME: &str = "report.html";
 const TEMPLATE: &str = include_str!("../../templates/report.html.j2");
+/// Extends the run's page with the bench's sections.
+const BENCH_TEMPLATE_NAME: &str = "bench.html";
+const BENCH_TEMPLATE: &str = include_str!("../../templates/bench.html.j2");
 
 /// Why the page could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -26,25 +31,85 @@ pub enum HtmlError {
     Chart(#[from] ChartError),
     #[error("rendering the HTML template: {0:#}")]
     Template(#[from] minijinja::Error),
+    #[error("the bench record holds no size: nothing to show")]
+    Empty,
 }
 
 /// The whole report as one HTML page.
 pub fn html(record: &RunRecord) -> Result<String, HtmlError> {
+    render(TEMPLATE_NAME, &Page::of(record)?)
+}
+
+/// `ghbench bench`'s page: the run page of the largest size, with the bench's
+/// own sections (every size's loads and queries, the growth charts) on top.
+pub fn bench_html(record: &BenchRecord) -> Result<String, HtmlError> {
+    #[derive(Serialize)]
+    struct BenchPage<'a> {
+        #[serde(flatten)]
+        page: Page<'a>,
+        bench: BenchView,
+    }
+    let Some(run) = largest(record) else { return Err(HtmlError::Empty) };
+    let bench = BenchView {
+        data: bench::data_line(record),
+        sizes: record
+            .sizes
+            .iter()
+            .map(|s| SizeView {
+                hours: s.hours,
+                events: s.events().unwrap_or(0),
+                table: s.table.clone(),
+                verified: s.verified(),
+                loads: bench::load_table(s),
+                queries: bench::query_table(s),
+            })
+            .collect(),
+        growth: bench::growth_table(record),
+        charts: bench::bench_charts(record)?.into_iter().map(|c| Value::from_safe_string(c.svg)).collect(),
+    };
+    let mut page = Page::of(run)?;
+    page.heading = format!("ghbench bench, {}", run.context.started_at);
+    render(BENCH_TEMPLATE_NAME, &BenchPage { page, bench })
+}
+
+fn render(name: &str, page: &impl Serialize) -> Result<String, HtmlError> {
     let mut env = Environment::new();
     // Every value is escaped but the charts, which come in as safe strings.
     env.set_auto_escape_callback(|_| AutoEscape::Html);
     // A misspelt field fails the render (and the tests) instead of showing nothing.
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_template(TEMPLATE_NAME, TEMPLATE)?;
-    let page = Page::of(record)?;
-    Ok(env.get_template(TEMPLATE_NAME)?.render(Value::from(Serde(&page)))?)
+    env.add_template(BENCH_TEMPLATE_NAME, BENCH_TEMPLATE)?;
+    Ok(env.get_template(name)?.render(Value::from(Serde(page)))?)
+}
+
+#[derive(Serialize)]
+struct BenchView {
+    data: String,
+    sizes: Vec<SizeView>,
+    growth: TextTable,
+    charts: Vec<Value>,
+}
+
+#[derive(Serialize)]
+struct SizeView {
+    hours: u32,
+    events: u64,
+    table: String,
+    verified: bool,
+    loads: TextTable,
+    queries: TextTable,
 }
 
 #[derive(Serialize)]
 struct Page<'a> {
+    /// The page's title and first heading.
+    heading: String,
     started_at: &'a str,
     table: &'a str,
     repeat: usize,
+    /// The runs began with a cold run (`--cold`): its column is shown.
+    cold_requested: bool,
     cache: &'a str,
     cache_actions: &'a [String],
     /// Lines that say the engines hold different data (headline first).
@@ -83,6 +148,7 @@ struct QueryView<'a> {
 struct ResultRow {
     engine: String,
     color: Option<String>,
+    cold: String,
     median: String,
     min: String,
     max: String,
@@ -118,9 +184,11 @@ impl<'a> Page<'a> {
         let queries = record.queries.iter().map(|q| query_view(&view, q, drawn.next().unwrap_or_default())).collect();
         let problems = problems(record);
         Ok(Page {
+            heading: format!("ghbench OLAP results, {}", c.started_at),
             started_at: &c.started_at,
             table: &c.table,
             repeat: c.repeat,
+            cold_requested: c.cold.requested,
             cache: &c.cold.label,
             cache_actions: &c.cold.actions,
             data_warning: data_warning(c),
@@ -150,6 +218,7 @@ fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> Query
             ResultRow {
                 engine: engine.to_string(),
                 color: engine_color(view, engine),
+                cold: cell(r.and_then(|r| r.cold_run).map(|c| c.seconds)),
                 median: cell(stats.map(|s| s.median)),
                 min: cell(stats.map(|s| s.min)),
                 max: cell(stats.map(|s| s.max)),

@@ -6,9 +6,11 @@
 //! wrote it, and a new view is one more file.
 
 mod bars;
+pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod html;
+mod lines;
 pub mod markdown;
 mod paper;
 pub mod terminal;
@@ -21,7 +23,7 @@ use crate::record::{faster_by, Context, EngineRecord, EngineResult, Machine, Que
 
 pub use charts::{charts, Chart, ChartError};
 pub use comparison::{comparison, DEFAULT_NOISE};
-pub use html::{html, HtmlError};
+pub use html::{bench_html, html, HtmlError};
 pub use markdown::{markdown, markdown_with_charts};
 pub use terminal::{print_servers, server_lines};
 

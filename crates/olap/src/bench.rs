@@ -1,0 +1,177 @@
+//! The record of `ghbench bench`: the whole benchmark at one or more sizes of
+//! data in one file, each size with its load, its index builds and its query
+//! run (cold and hot, verified, with sizes and the environment), and across
+//! sizes how each engine's query time grows with the data.
+
+use ghbench_core::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::record::{IndexEngineRecord, RunRecord, VerificationStatus};
+
+/// Bumped whenever a field changes meaning or goes away (adding fields does not).
+pub const BENCH_SCHEMA: &str = "ghbench-bench/1";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BenchRecord {
+    pub schema: String,
+    /// Where the events came from.
+    pub data: DataSource,
+    /// One per size, smallest first.
+    pub sizes: Vec<SizeRecord>,
+    /// Per query, variant and engine, the hot median against events loaded and
+    /// the fitted growth; empty with a single size.
+    pub growth: Vec<Growth>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct DataSource {
+    /// `generated` (`--gen`) or `source` (`--source`).
+    pub kind: String,
+    /// The folder or URL the hours were read from.
+    pub location: String,
+    pub first_hour: String,
+    /// The generator's seed and events per hour (generated data only).
+    pub seed: Option<u64>,
+    pub events_per_hour: Option<u64>,
+}
+
+/// The benchmark at one size: its own table on every engine.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SizeRecord {
+    pub hours: u32,
+    pub table: String,
+    pub loads: Vec<LoadRecord>,
+    pub indexes: Vec<IndexEngineRecord>,
+    /// The queries: cold and hot runs, verification, the engines' servers, data and sizes.
+    pub run: RunRecord,
+}
+
+impl SizeRecord {
+    /// Events the engines hold (the first engine's ledger; the run checked they agree).
+    pub fn events(&self) -> Option<u64> {
+        self.run.context.engines.first()?.data.as_ref().map(|d| d.events)
+    }
+
+    /// Every query answered and every comparison agreed.
+    pub fn verified(&self) -> bool {
+        self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+    }
+}
+
+/// One engine's load of one size: what this run loaded, timed by the wall
+/// clock around the engine's own ingest run (engines load one after another,
+/// so none waits on another).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadRecord {
+    pub engine: Engine,
+    /// Hours this run loaded, and hours already loaded (listed in the ledger) and reused.
+    pub hours_loaded: u64,
+    pub hours_reused: u64,
+    /// Events this run stored.
+    pub events_loaded: u64,
+    /// Wall seconds of this run's load, including the table's upkeep (PostgreSQL:
+    /// `VACUUM (ANALYZE)`); None when every hour was reused.
+    pub seconds: Option<f64>,
+    /// `events_loaded / seconds`.
+    pub events_per_second: Option<f64>,
+    /// Of `seconds`: the upkeep after loading, and what it was.
+    pub upkeep: Option<String>,
+    pub upkeep_seconds: Option<f64>,
+}
+
+/// How one engine's hot median of one query grows with the data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Growth {
+    pub query: String,
+    pub variant: String,
+    pub engine: Engine,
+    /// (events loaded, hot median seconds), smallest size first; sizes where
+    /// the engine failed are left out.
+    pub points: Vec<(u64, f64)>,
+    /// The slope of the least-squares line through the points: seconds added
+    /// per million events (None with fewer than two sizes).
+    pub seconds_per_million_events: Option<f64>,
+    /// The slope on log–log axes: 1 is linear growth, below 1 sublinear (an
+    /// index, a fixed cost), above 1 superlinear.
+    pub exponent: Option<f64>,
+}
+
+impl Growth {
+    pub fn of(query: &str, variant: &str, engine: &Engine, points: Vec<(u64, f64)>) -> Growth {
+        let millions: Vec<(f64, f64)> = points.iter().map(|&(n, s)| (n as f64 / 1e6, s)).collect();
+        let logs: Vec<(f64, f64)> =
+            points.iter().filter(|&&(n, s)| n > 0 && s > 0.0).map(|&(n, s)| ((n as f64).ln(), s.ln())).collect();
+        Growth {
+            query: query.to_string(),
+            variant: variant.to_string(),
+            engine: engine.clone(),
+            seconds_per_million_events: slope(&millions),
+            exponent: slope(&logs),
+            points,
+        }
+    }
+}
+
+/// The least-squares slope of y on x; None with fewer than two distinct x.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The growth of every query, variant and engine across the sizes (empty
+/// with a single size).
+pub fn growth(sizes: &[SizeRecord]) -> Vec<Growth> {
+    if sizes.len() < 2 {
+        return Vec::new();
+    }
+    let mut growth = Vec::new();
+    let Some(first) = sizes.first() else { return growth };
+    for q in &first.run.queries {
+        for e in &q.engines {
+            let points = sizes
+                .iter()
+                .filter_map(|size| {
+                    let events = size.events()?;
+                    let query = size.run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant)?;
+                    let result = query.engines.iter().find(|r| r.engine == e.engine)?;
+                    Some((events, result.stats?.median))
+                })
+                .collect();
+            growth.push(Growth::of(&q.query, &q.variant, &e.engine, points));
+        }
+    }
+    growth
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slope_fits_a_line_and_refuses_a_point() {
+        let line = [(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)];
+        assert!((slope(&line).unwrap() - 2.0).abs() < 1e-12);
+        assert_eq!(slope(&[(1.0, 1.0)]), None);
+        assert_eq!(slope(&[(1.0, 1.0), (1.0, 2.0)]), None, "no spread in x: no slope");
+    }
+
+    #[test]
+    fn growth_says_linear_and_fixed_cost_apart() {
+        let engine = Engine::from("postgres");
+        // Time proportional to events: 0.5 s per million, exponent 1.
+        let linear = Growth::of("A", "corrected", &engine, vec![(1_000_000, 0.5), (4_000_000, 2.0), (16_000_000, 8.0)]);
+        assert!((linear.seconds_per_million_events.unwrap() - 0.5).abs() < 1e-9);
+        assert!((linear.exponent.unwrap() - 1.0).abs() < 1e-9);
+        // The same time at every size: no growth.
+        let flat = Growth::of("A", "corrected", &engine, vec![(1_000_000, 0.2), (4_000_000, 0.2)]);
+        assert!(flat.seconds_per_million_events.unwrap().abs() < 1e-12);
+        assert!(flat.exponent.unwrap().abs() < 1e-12);
+    }
+}

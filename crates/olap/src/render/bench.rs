@@ -1,0 +1,217 @@
+//! Views of a `ghbench bench` record: per size the loads, index builds and
+//! the queries' cold and hot times; across sizes the growth of each engine's
+//! query time (log–log charts and the fitted slopes). The largest size's run
+//! is then shown in full by the run views ([`super::markdown`], [`super::html`]).
+//! Tables are built once ([`TextTable`]) and shown by both the Markdown and
+//! the HTML page.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::charts::{Chart, ChartError};
+use super::lines::{Line, Lines};
+use super::{align_numbers, mark, new_table, seconds, Style};
+use crate::bench::{BenchRecord, SizeRecord};
+use crate::record::RunRecord;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+/// A table as text cells, for Markdown and for the page.
+#[derive(Debug, Serialize)]
+pub struct TextTable {
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl TextTable {
+    fn new(header: &[&str]) -> TextTable {
+        TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+    }
+
+    pub fn render(&self, style: Style) -> String {
+        let mut table = new_table(style, self.header.clone());
+        for row in &self.rows {
+            table.add_row(row.clone());
+        }
+        align_numbers(&mut table, 1);
+        table.to_string()
+    }
+}
+
+/// The run whose full report follows the bench's own tables: the largest size.
+pub fn largest(record: &BenchRecord) -> Option<&RunRecord> {
+    record.sizes.last().map(|s| &s.run)
+}
+
+/// What the sizes were, in a line.
+pub fn data_line(record: &BenchRecord) -> String {
+    let d = &record.data;
+    let what = match (d.seed, d.events_per_hour) {
+        (Some(seed), Some(n)) => format!("generated hours ({n} events each, seed {seed})"),
+        _ => format!("hours from {}", d.location),
+    };
+    let sizes: Vec<String> = record.sizes.iter().map(|s| format!("{} h = {} events", s.hours, s.events().map_or("?".into(), |n| n.to_string()))).collect();
+    format!("{what} from {}; sizes: {}", d.first_hour, sizes.join(", "))
+}
+
+/// One row per engine: its load, its index builds, its size on disk.
+pub fn load_table(size: &SizeRecord) -> TextTable {
+    let mut table = TextTable::new(&["engine", "hours loaded", "hours reused", "load s", "events/s", "upkeep s", "indexes s", "table MiB", "indexes MiB"]);
+    for load in &size.loads {
+        let engine = size.run.context.engines.iter().find(|e| e.engine == load.engine);
+        let storage = engine.and_then(|e| e.storage.as_ref());
+        let index = size.indexes.iter().find(|i| i.engine == load.engine);
+        let index_seconds = match index {
+            Some(i) if i.error.is_some() => "failed".to_string(),
+            Some(i) if i.indexes.is_empty() => "none taken".to_string(),
+            Some(i) if i.indexes.iter().all(|b| !b.created) => "already there".to_string(),
+            Some(i) => seconds(i.indexes.iter().map(|b| b.seconds).sum()),
+            None => "–".to_string(),
+        };
+        let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
+        // Every hour reused: the ledger's own timing (hours summed) stands in, said so.
+        let data = engine.and_then(|e| e.data.as_ref()).filter(|_| load.seconds.is_none());
+        let load_seconds = load.seconds.map(seconds).or_else(|| data?.load_seconds.map(|s| format!("{} (ledger)", seconds(s))));
+        let rate = load.events_per_second.or_else(|| data?.events_per_second()).map(|r| format!("{r:.0}"));
+        table.rows.push(vec![
+            load.engine.to_string(),
+            load.hours_loaded.to_string(),
+            load.hours_reused.to_string(),
+            opt(load_seconds),
+            opt(rate),
+            opt(load.upkeep_seconds.map(seconds)),
+            index_seconds,
+            opt(storage.map(|s| format!("{:.1}", s.table_bytes as f64 / MIB))),
+            opt(storage.map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
+        ]);
+    }
+    table
+}
+
+/// One row per query, variant and engine: the cold run beside the hot ones.
+pub fn query_table(size: &SizeRecord) -> TextTable {
+    let mut table = TextTable::new(&["query", "variant", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
+    for q in &size.run.queries {
+        for r in &q.engines {
+            let stats = r.stats;
+            let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
+            table.rows.push(vec![
+                q.query.clone(),
+                q.variant.clone(),
+                r.engine.to_string(),
+                cell(r.cold_run.map(|c| c.seconds)),
+                cell(stats.map(|s| s.min)),
+                cell(stats.map(|s| s.median)),
+                r.rows.map_or_else(|| "–".into(), |n| n.to_string()),
+                mark(r).to_string(),
+            ]);
+        }
+    }
+    table
+}
+
+/// One row per query, variant and engine: how its hot median grows.
+pub fn growth_table(record: &BenchRecord) -> TextTable {
+    let mut table = TextTable::new(&["query", "variant", "engine", "sizes", "s per million events", "log–log slope"]);
+    for g in &record.growth {
+        let fit = |v: Option<f64>, digits: usize| v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"));
+        table.rows.push(vec![
+            g.query.clone(),
+            g.variant.clone(),
+            g.engine.to_string(),
+            g.points.len().to_string(),
+            fit(g.seconds_per_million_events, 4),
+            fit(g.exponent, 2),
+        ]);
+    }
+    table
+}
+
+/// The growth charts: per query and variant a line per engine (hot median
+/// against events, log–log), then the load rate against events. None with a
+/// single size.
+pub fn bench_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
+    let Some(run) = largest(record).filter(|_| record.sizes.len() > 1) else { return Ok(Vec::new()) };
+    let place = |engine: &ghbench_core::Engine| run.context.engines.iter().position(|e| e.engine == *engine).unwrap_or(0);
+    let mut drawn = Vec::new();
+    for q in &run.queries {
+        let lines = record
+            .growth
+            .iter()
+            .filter(|g| g.query == q.query && g.variant == q.variant)
+            .map(|g| Line { label: g.engine.to_string(), place: place(&g.engine), points: g.points.iter().map(|&(n, s)| (n as f64, s)).collect() })
+            .collect();
+        let chart = Lines {
+            title: format!("Query {} ({}): time against data", q.query, q.variant),
+            subtitle: format!("{}; hot median per size, log–log", q.title),
+            x_label: "events loaded".into(),
+            y_label: "seconds".into(),
+            lines,
+        };
+        drawn.push(draw(format!("growth-{}-{}", q.query, q.variant), chart)?);
+    }
+    let loads = run
+        .context
+        .engines
+        .iter()
+        .map(|e| Line {
+            label: e.engine.to_string(),
+            place: place(&e.engine),
+            points: record
+                .sizes
+                .iter()
+                .filter_map(|s| Some((s.events()? as f64, s.loads.iter().find(|l| l.engine == e.engine)?.events_per_second?)))
+                .collect(),
+        })
+        .collect();
+    let chart = Lines {
+        title: "Load rate against data".into(),
+        subtitle: "events per second of each engine's own load run (wall clock), per size".into(),
+        x_label: "events loaded".into(),
+        y_label: "events/s".into(),
+        lines: loads,
+    };
+    drawn.push(draw("growth-load".into(), chart)?);
+    Ok(drawn)
+}
+
+fn draw(name: String, lines: Lines) -> Result<Chart, ChartError> {
+    let name: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+    let svg = lines.svg().map_err(|reason| ChartError { name: name.clone(), reason })?;
+    Ok(Chart { name, title: lines.title, svg })
+}
+
+/// The bench's own part of the Markdown report: the data, per size the loads
+/// and the queries, the growth with its charts (linked as `<dir>/<name>.svg`).
+pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> String {
+    let mut md = String::new();
+    let Some(run) = largest(record) else { return md };
+    let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
+    let _ = writeln!(md, "Data: {}.\n\nFirst runs: {}.\n", data_line(record), run.context.cold.label);
+    for size in &record.sizes {
+        let verified = if size.verified() { "every query verified: the engines agree" } else { "NOT every query verified (see below)" };
+        let _ = writeln!(md, "## {} hours, {} events (table `{}`): {verified}\n", size.hours, size.events().unwrap_or(0), size.table);
+        let _ = writeln!(md, "{}\n\n{}\n", load_table(size).render(Style::Markdown), query_table(size).render(Style::Markdown));
+    }
+    if !record.growth.is_empty() {
+        let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));
+        for chart in charts {
+            let _ = writeln!(md, "![{}]({dir}/{})\n", chart.title, chart.file_name());
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_tables_become_markdown() {
+        let mut t = TextTable::new(&["engine", "s"]);
+        t.rows.push(vec!["postgres".into(), "0.5".into()]);
+        let md = t.render(Style::Markdown);
+        assert!(md.contains("| engine") && md.contains("postgres") && md.contains("0.5"), "{md}");
+    }
+}

@@ -1,0 +1,240 @@
+//! True cold runs. The servers `just setup` started are listed, with their
+//! addresses, data folders and restart commands, in `servers.json`; an engine
+//! whose server is listed there is restarted (and the OS page cache dropped)
+//! before each query's first run, and an engine with no server starts afresh.
+//! Any other server gets what can be done without owning it (the page cache
+//! dropped, the caches it clears itself), labelled as not truly cold.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use async_trait::async_trait;
+use ghbench_core::TableName;
+use ghbench_olap::environment::drop_os_page_cache;
+use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
+use ghbench_olap::Backend;
+use serde::Deserialize;
+
+use crate::options::Selected;
+
+/// A restart that takes longer than this has failed.
+const RESTART_TIMEOUT: Duration = Duration::from_secs(180);
+/// How long a restarted server may take to accept ghbench again.
+const RECONNECT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `servers.json`, as `scripts/setup.sh` writes it.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ManagedServers {
+    pub servers: Vec<ManagedServer>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct ManagedServer {
+    pub name: String,
+    /// `host:port`, matched against an engine's URL.
+    pub address: String,
+    pub data_dir: String,
+    /// The program and its arguments (run directly, never through a shell).
+    pub restart: Vec<String>,
+}
+
+impl ManagedServers {
+    /// None when the file is absent: then no server is managed.
+    pub fn load(path: &Path) -> Result<Option<ManagedServers>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading --servers {}", path.display())),
+        };
+        let servers: ManagedServers = serde_json::from_str(&text)
+            .with_context(|| format!("--servers {} is not a servers file as `just setup` writes it", path.display()))?;
+        if let Some(bad) = servers.servers.iter().find(|s| s.restart.is_empty()) {
+            anyhow::bail!("--servers {}: server {} has no restart command", path.display(), bad.name);
+        }
+        Ok(Some(servers))
+    }
+
+    /// The managed server an engine's URL points at, if any.
+    pub fn serving(&self, url: &str) -> Option<&ManagedServer> {
+        let address = address_of(url)?;
+        self.servers.iter().find(|s| same_address(&s.address, &address))
+    }
+}
+
+/// `host:port` of a `scheme://[user@]host[:port][/...]` URL, with the
+/// scheme's default port; None for other forms (e.g. libpq's `key=value`).
+pub fn address_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // A replica set's list names several servers: not one ghbench can restart.
+    if host_port.contains(',') || host_port.is_empty() {
+        return None;
+    }
+    let default_port = match scheme {
+        "postgres" | "postgresql" => 5432,
+        "mongodb" => 27017,
+        _ => return None,
+    };
+    Some(match host_port.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => host_port.to_string(),
+        _ => format!("{host_port}:{default_port}"),
+    })
+}
+
+fn same_address(a: &str, b: &str) -> bool {
+    let loopback = |s: &str| s.replace("localhost:", "127.0.0.1:");
+    loopback(a) == loopback(b)
+}
+
+/// What makes each engine cold, in the run's order of engines.
+pub struct BenchCooler {
+    plans: Vec<Plan>,
+    table: TableName,
+}
+
+enum Plan {
+    Restart(ManagedServer, Selected),
+    /// An engine with no server: a new backend is fresh state.
+    Fresh(Selected),
+    /// A server ghbench does not manage.
+    ClearOnly,
+}
+
+impl BenchCooler {
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName) -> BenchCooler {
+        let plans = engines
+            .iter()
+            .map(|engine| {
+                if !engine.plugin.spec().capabilities.server {
+                    return Plan::Fresh(engine.clone());
+                }
+                match managed.and_then(|m| m.serving(&engine.loader().location())) {
+                    Some(server) => Plan::Restart(server.clone(), engine.clone()),
+                    None => Plan::ClearOnly,
+                }
+            })
+            .collect();
+        BenchCooler { plans, table: table.clone() }
+    }
+
+    /// For people: which engines get a true cold run and how.
+    pub fn describe(&self) -> Vec<String> {
+        self.plans
+            .iter()
+            .map(|plan| match plan {
+                Plan::Restart(server, engine) => {
+                    format!("{}: server {} at {} (data {}) restarted before each first run", engine.engine(), server.name, server.address, server.data_dir)
+                }
+                Plan::Fresh(engine) => format!("{}: started afresh (no server) before each first run", engine.engine()),
+                Plan::ClearOnly => "a server not started by `just setup` (not in --servers): page cache dropped only, not truly cold".into(),
+            })
+            .collect()
+    }
+
+    async fn reconnect(&self, engine: &Selected) -> Result<Box<dyn Backend>> {
+        let started = Instant::now();
+        loop {
+            match engine.backend(&self.table).await {
+                Ok(backend) => return Ok(backend),
+                Err(e) if started.elapsed() > RECONNECT_TIMEOUT => {
+                    return Err(e.context(format!("{} did not accept a connection within {} s of its restart", engine.engine(), RECONNECT_TIMEOUT.as_secs())))
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Cooler for BenchCooler {
+    async fn make_cold(&self, index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
+        match self.plans.get(index) {
+            Some(Plan::Restart(server, engine)) => {
+                let mut actions = Vec::new();
+                let restarted = match restart(server).await {
+                    Ok(()) => {
+                        actions.push(format!("server {} at {} restarted", server.name, server.address));
+                        true
+                    }
+                    Err(e) => {
+                        actions.push(format!("{} NOT restarted: {e:#}", server.name));
+                        false
+                    }
+                };
+                let dropped = drop_os_page_cache();
+                let page_cache_dropped = dropped.starts_with("OS page cache dropped");
+                actions.push(dropped);
+                let reconnected = match self.reconnect(engine).await {
+                    Ok(fresh) => {
+                        *backend = fresh;
+                        true
+                    }
+                    Err(e) => {
+                        actions.push(format!("{e:#}"));
+                        false
+                    }
+                };
+                ColdStep { actions, true_cold: restarted && page_cache_dropped && reconnected }
+            }
+            Some(Plan::Fresh(engine)) => {
+                let dropped = drop_os_page_cache();
+                let page_cache_dropped = dropped.starts_with("OS page cache dropped");
+                let mut actions = vec![dropped];
+                let fresh = match engine.backend(&self.table).await {
+                    Ok(fresh) => {
+                        *backend = fresh;
+                        actions.push(format!("{} started afresh (a new engine state)", engine.engine()));
+                        true
+                    }
+                    Err(e) => {
+                        actions.push(format!("{} could not start afresh: {e:#}", engine.engine()));
+                        false
+                    }
+                };
+                ColdStep { actions, true_cold: page_cache_dropped && fresh }
+            }
+            Some(Plan::ClearOnly) | None => ClearCaches.make_cold(index, backend).await,
+        }
+    }
+}
+
+/// Runs the server's restart command, bounded in time; its output is kept
+/// for the error only.
+async fn restart(server: &ManagedServer) -> Result<()> {
+    let (program, args) = server.restart.split_first().context("no restart command")?;
+    let child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {program}"))?;
+    let output = tokio::time::timeout(RESTART_TIMEOUT, child.wait_with_output())
+        .await
+        .with_context(|| format!("the restart took over {} s", RESTART_TIMEOUT.as_secs()))??;
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let last = said.lines().last().unwrap_or("").trim();
+        anyhow::bail!("the restart command failed ({}): {last}", output.status);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_come_from_urls_with_default_ports() {
+        assert_eq!(address_of("postgres://ghbench@127.0.0.1:54320/ghbench").as_deref(), Some("127.0.0.1:54320"));
+        assert_eq!(address_of("postgresql://u:p@db.example/x?sslmode=require").as_deref(), Some("db.example:5432"));
+        assert_eq!(address_of("mongodb://127.0.0.1:27017/ghbench?directConnection=true").as_deref(), Some("127.0.0.1:27017"));
+        assert_eq!(address_of("mongodb://a:1,b:2/x"), None, "a replica set is not one server");
+        assert_eq!(address_of("host=localhost port=5432"), None);
+        assert!(same_address("127.0.0.1:5432", "localhost:5432"));
+    }
+}

@@ -1,0 +1,302 @@
+//! `ghbench bench`: the whole benchmark in one command, as ClickBench runs it
+//! per system: data, load (timed, one engine at a time), indexes (timed),
+//! queries (cold and hot, verified), sizes, and one results file with its
+//! Markdown and HTML reports. `--scale` repeats it at several sizes, each in
+//! tables of its own, and fits how each engine's time grows with the data.
+
+mod cold;
+mod data;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use ghbench_core::{Hour, HourRange, TableName};
+use ghbench_ingest::{ingest, IngestOptions};
+use ghbench_olap::bench::{growth, BenchRecord, LoadRecord, SizeRecord, BENCH_SCHEMA};
+use ghbench_olap::record::IndexEngineRecord;
+use ghbench_olap::render::bench::{bench_charts, bench_markdown, largest, load_table, query_table, TextTable};
+use ghbench_olap::render::{bench_html, charts, markdown_with_charts, print_servers, problems, seconds, Style};
+use ghbench_olap::runner::{create_indexes, QueryOptions};
+
+use self::cold::{BenchCooler, ManagedServers};
+use self::data::{Data, Origin};
+use super::olap::{measure, output_path, write, CatalogOptions};
+use super::query::QueryProgress;
+use crate::options::{connect_backends, ConnOptions, Engines, Selected};
+use crate::progress::IngestProgress;
+
+/// The table names' stem when --table is not given: `bench_6h_e7702_s42`.
+const DEFAULT_BASE: &str = "bench";
+
+#[derive(Args, Debug)]
+#[command(after_help = "\
+Examples:
+  ghbench bench --gen 6 --cold                     # 6 generated hours, true cold runs, every engine
+  ghbench bench --scale 1,6,24,96 --events-per-hour 25000
+  ghbench bench --source ./mirror --from 2015-01-01T00 --hours 24 --engines postgres,polars
+
+Each size loads into tables of its own (named after --table, the size and the data),
+one engine at a time, so no load waits on another; PostgreSQL tables are vacuumed and
+analysed as part of their load. A rerun reuses what each engine's ledger lists as loaded
+(its load time then says so) unless --fresh.
+
+--cold: before each query's first run, a server that `just setup` started (listed in
+--servers) is restarted and the OS page cache dropped, an engine without a server
+starts afresh: a true cold run, labelled so. Other servers get the page cache dropped
+and what they clear themselves, labelled as not truly cold. The other runs are hot.
+
+Writes results/bench-<time>.json (everything), .md, -charts/ and .html. Exits non-zero
+when an engine fails or the engines' answers disagree.")]
+pub struct BenchArgs {
+    #[command(flatten)]
+    pub conn: ConnOptions,
+
+    #[command(flatten)]
+    pub catalog: CatalogOptions,
+
+    /// Generated data (`ghbench gen`'s realistic events): this many hours.
+    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"])]
+    pub gen: Option<u32>,
+
+    /// Events per generated hour [default: the built-in profile's, 7,702 as in the real hour].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "source")]
+    pub events_per_hour: Option<u64>,
+
+    /// The generator's seed: the same seed, hours and size give the same events.
+    #[arg(long, default_value_t = 42, conflicts_with = "source")]
+    pub seed: u64,
+
+    /// Real hours instead: an http(s) base URL or a folder of YYYY-MM-DD-H.json.gz files.
+    #[arg(long, value_name = "URL|DIR")]
+    pub source: Option<String>,
+
+    /// The first hour.
+    #[arg(long, default_value = "2015-01-01T00")]
+    pub from: Hour,
+
+    /// With --source: this many hours from --from.
+    #[arg(long, requires = "source", conflicts_with = "scale")]
+    pub hours: Option<u32>,
+
+    /// Run the benchmark at each of these sizes, in hours (e.g. 1,6,24,96), and
+    /// chart how each engine's time grows with the data.
+    #[arg(long, value_delimiter = ',', value_name = "HOURS,...")]
+    pub scale: Vec<u32>,
+
+    /// Hot (timed) runs per engine and query, after the cold run when --cold.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub repeat: u64,
+
+    /// Which query texts: `published`, `corrected`, or `both`.
+    #[arg(long, default_value = "both")]
+    pub variant: String,
+
+    /// A true cold first run of every query (see below).
+    #[arg(long)]
+    pub cold: bool,
+
+    /// Drop each size's tables and load them again, instead of reusing what is loaded.
+    #[arg(long)]
+    pub fresh: bool,
+
+    /// The servers `just setup` started and how to restart them (it writes this file).
+    #[arg(long, value_name = "FILE", env = "GHBENCH_SERVERS", default_value = ".ghbench/servers.json")]
+    pub servers: PathBuf,
+
+    /// Where generated hours are kept (one folder per size of hour and seed).
+    #[arg(long, value_name = "DIR", default_value = ".ghbench/bench")]
+    pub data_dir: PathBuf,
+
+    /// Folder for quarantined lines.
+    #[arg(long, default_value = ".ghbench/quarantine")]
+    pub quarantine_dir: PathBuf,
+
+    /// Folder for the results (`bench-<time>.json`, `.md`, `-charts/`, `.html`).
+    #[arg(long, default_value = "results")]
+    pub output: PathBuf,
+}
+
+impl BenchArgs {
+    /// The sizes in hours, smallest first.
+    fn sizes(&self) -> Result<Vec<u32>> {
+        let mut sizes = match (&self.scale[..], self.gen, self.hours) {
+            ([], Some(n), _) | ([], None, Some(n)) => vec![n],
+            ([], None, None) if self.source.is_some() => bail!("say how many hours: --hours 6 (or --scale 1,6,24)"),
+            ([], None, None) => bail!("say how much data: --gen 6 (generated hours), --source DIR --hours 6, or --scale 1,6,24"),
+            (scale, _, _) => scale.to_vec(),
+        };
+        sizes.sort_unstable();
+        sizes.dedup();
+        if sizes.first() == Some(&0) {
+            bail!("a size of 0 hours holds nothing to measure");
+        }
+        Ok(sizes)
+    }
+
+    fn origin(&self) -> Origin {
+        match &self.source {
+            Some(location) => Origin::Source(location.clone()),
+            None => Origin::Generated { seed: self.seed, events_per_hour: self.events_per_hour },
+        }
+    }
+}
+
+pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
+    let started = Instant::now();
+    let sizes = args.sizes()?;
+    let catalog = args.catalog.load()?;
+    let variants = if args.variant == "both" { catalog.variant_names() } else { vec![catalog.variant(&args.variant).map(|_| args.variant.clone())?] };
+    let base: TableName = match &args.conn.table {
+        Some(table) => table.clone(),
+        None => DEFAULT_BASE.parse()?,
+    };
+    let largest_size = *sizes.last().expect("at least one size");
+    let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
+    let first_table = data.table(&base, sizes[0])?;
+    // --fresh never falls back: servers slow to answer must not turn a reload
+    // of the databases into one of the embedded engine alone.
+    let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
+    let managed = if args.cold { ManagedServers::load(&args.servers)? } else { None };
+    let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new() };
+    for hours in sizes {
+        let table = data.table(&base, hours)?;
+        let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
+        phase(&format!("load into '{table}' on {}", names(&engines)));
+        let range = HourRange::starting_at(data.first, hours)?;
+        let mut loads = Vec::new();
+        for engine in &engines {
+            loads.push(load(engine, registry, &data, range, &table, &args).await?);
+        }
+        let mut backends = connect_backends(&engines, &table).await?;
+        phase("indexes");
+        let mut indexes = Vec::new();
+        for backend in &backends {
+            let built = create_indexes(backend.as_ref(), &catalog, &|_| {}).await;
+            let (built, error) = match built {
+                Ok(built) => (built, None),
+                Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+            };
+            indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
+        }
+        let cooler = BenchCooler::new(&engines, managed.as_ref(), &table);
+        if args.cold {
+            for line in cooler.describe() {
+                phase(&format!("cold: {line}"));
+            }
+        }
+        phase(&format!("queries ({}, {} hot run(s){})", variants.join(" and "), args.repeat, if args.cold { " after a cold one" } else { "" }));
+        let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold };
+        let baseline = engines.first().map(|e| e.engine().clone());
+        let progress = QueryProgress::new();
+        progress.bar.set_prefix(format!("[bench {hours} h] "));
+        let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &cooler).await;
+        progress.bar.finish_and_clear();
+        let (run, _) = measured?;
+        let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
+        println!("{hours} h, {} events in '{table}':", size.events().unwrap_or(0));
+        println!("{}\n{}", text(&load_table(&size)), text(&query_table(&size)));
+        record.sizes.push(size);
+    }
+    record.growth = growth(&record.sizes);
+    report(&record, &args, started.elapsed())
+}
+
+/// One engine's load of one size, in a run of its own; hours its ledger
+/// lists are reused (unless --fresh).
+async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRange, table: &TableName, args: &BenchArgs) -> Result<LoadRecord> {
+    let options = IngestOptions {
+        hours: range,
+        source: data.source.clone(),
+        engines: vec![engine.loader()],
+        policy: registry.policy(),
+        table: table.clone(),
+        concurrency: std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(8),
+        retries: 4,
+        timeout: Duration::from_secs(120),
+        accept_damaged: false,
+        quarantine_dir: args.quarantine_dir.clone(),
+        drop: args.fresh,
+        dry_run: false,
+    };
+    let progress = Arc::new(IngestProgress::new(std::slice::from_ref(engine.engine())));
+    let started = Instant::now();
+    let summary = ingest(options, progress.clone()).await?;
+    let wall = started.elapsed().as_secs_f64();
+    progress.finish();
+    let t = &summary.totals;
+    if t.hours_failed + t.hours_partial + t.hours_missing > 0 {
+        bail!(
+            "{}: {} hour(s) failed, {} partly, {} missing at the source, loading '{table}'; rerun to retry (loaded hours are kept)",
+            engine.engine(),
+            t.hours_failed,
+            t.hours_partial,
+            t.hours_missing
+        );
+    }
+    let totals = t.engines.get(engine.engine());
+    let events = totals.map_or(0, |e| e.stored);
+    let upkeep = totals.and_then(|e| e.upkeep.as_ref());
+    let loaded = t.hours_loaded as u64;
+    Ok(LoadRecord {
+        engine: engine.engine().clone(),
+        hours_loaded: loaded,
+        hours_reused: t.hours_skipped as u64,
+        events_loaded: events,
+        seconds: (loaded > 0).then_some(wall),
+        events_per_second: (loaded > 0 && wall > 0.0).then(|| events as f64 / wall),
+        upkeep: upkeep.map(|u| u.step.clone()),
+        upkeep_seconds: upkeep.map(|u| u.seconds),
+    })
+}
+
+/// Writes the JSON, the Markdown with its charts and the HTML page; says
+/// what was written and whether everything was verified.
+fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<ExitCode> {
+    let Some(run) = largest(record) else { bail!("no size was measured") };
+    let json_path = output_path(&args.output, "bench", "json");
+    write(&json_path, &serde_json::to_string_pretty(record)?)?;
+    let md_path = json_path.with_extension("md");
+    let stem = md_path.file_stem().unwrap_or_default().to_string_lossy().to_string();
+    let dir_name = format!("{stem}-charts");
+    let dir = md_path.with_file_name(&dir_name);
+    let (growth_charts, run_charts) = (bench_charts(record)?, charts(run)?);
+    for chart in growth_charts.iter().chain(&run_charts) {
+        write(&dir.join(chart.file_name()), &chart.svg)?;
+    }
+    let md = format!("{}\n---\n\n{}", bench_markdown(record, &growth_charts, &dir_name), markdown_with_charts(run, &run_charts, &dir_name));
+    write(&md_path, &md)?;
+    let html_path = json_path.with_extension("html");
+    write(&html_path, &bench_html(record)?)?;
+
+    print_servers(&run.context);
+    println!("first runs: {}", run.context.cold.label);
+    for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {
+        println!(
+            "growth {} {} {}: {} s per million events, log-log slope {:.2}",
+            g.query,
+            g.variant,
+            g.engine,
+            seconds(g.seconds_per_million_events.unwrap_or(0.0)),
+            g.exponent.unwrap_or(f64::NAN)
+        );
+    }
+    let problems: Vec<String> = record.sizes.iter().flat_map(|s| problems(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours))).collect();
+    for line in &problems {
+        eprintln!("{line}");
+    }
+    let verified = record.sizes.iter().all(|s| s.verified() || s.run.context.engines.len() < 2);
+    println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
+    Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+fn text(table: &TextTable) -> String {
+    table.render(Style::Terminal)
+}
+
+fn names(engines: &[Selected]) -> String {
+    engines.iter().map(|e| e.engine().to_string()).collect::<Vec<_>>().join(", ")
+}

@@ -1,0 +1,206 @@
+//! `ghbench bench` end to end, on servers of the test's own that
+//! `scripts/setup.sh` starts (its own folder and ports, so restarting them
+//! disturbs no other test): generated data loaded into every engine, the
+//! indexes, true cold runs (each server really restarted, polars started
+//! afresh), hot runs, every answer verified, one results file and its
+//! reports; a rerun reuses the loaded hours and `--scale` fits the growth;
+//! a server ghbench does not manage is labelled as not truly cold.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::throwaway_pg::free_port;
+use common::*;
+use serde_json::Value;
+
+const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
+
+/// The servers `scripts/setup.sh` started in a folder of the test's own;
+/// stopped (and the folder removed) when dropped.
+struct OwnSetup {
+    home: PathBuf,
+    pg_url: String,
+    mongo_url: String,
+}
+
+impl OwnSetup {
+    fn start() -> Option<OwnSetup> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let venv = repo.join(".ghbench/venv");
+        let has_mongod = Command::new("sh").args(["-c", "command -v mongod"]).output().is_ok_and(|o| o.status.success());
+        if !has_mongod && !venv.join("bin/secantusd-py").is_file() {
+            eprintln!("SKIPPED: no mongod and no SecantusDB in {}; run `just setup` first", venv.display());
+            return None;
+        }
+        // Under /tmp: user postgres must be able to enter it when we are root.
+        let home = std::env::temp_dir().join(format!("ghbench-bench-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&home);
+        let (pg_port, mongo_port) = (free_port(), free_port());
+        let out = Command::new("bash")
+            .arg(repo.join("scripts/setup.sh"))
+            .env("GHBENCH_HOME", &home)
+            .env("GHBENCH_PG_PORT", pg_port.to_string())
+            .env("GHBENCH_MONGO_PORT", mongo_port.to_string())
+            .env("GHBENCH_PG_SHARED_BUFFERS", "128MB")
+            .env("GHBENCH_VENV", &venv)
+            .output()
+            .unwrap();
+        let setup = OwnSetup {
+            home,
+            pg_url: format!("postgres://ghbench@127.0.0.1:{pg_port}/ghbench"),
+            mongo_url: format!("mongodb://127.0.0.1:{mongo_port}/ghbench?directConnection=true"),
+        };
+        assert!(out.status.success(), "setup.sh: {}", text(&out));
+        Some(setup)
+    }
+
+    fn servers_file(&self) -> PathBuf {
+        self.home.join("servers.json")
+    }
+
+    fn ghbench(&self, args: &[&str]) -> (bool, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env_remove("GHBENCH_SERVERS");
+        let out = output_within(&mut command, Duration::from_secs(600));
+        let said = text(&out);
+        eprintln!("ghbench {}:\n{said}", args.join(" "));
+        (out.status.success(), said)
+    }
+
+    async fn postmaster_started(&self) -> String {
+        let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &self.pg_url).await.unwrap();
+        client.query_one("SELECT pg_postmaster_start_time()::text", &[]).await.unwrap().get(0)
+    }
+
+    fn mongo_pid(&self) -> String {
+        std::fs::read_to_string(self.home.join("mongo/server.pid")).unwrap_or_default()
+    }
+}
+
+impl Drop for OwnSetup {
+    fn drop(&mut self) {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let _ = Command::new("bash").arg(repo.join("scripts/down.sh")).env("GHBENCH_HOME", &self.home).output();
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+/// The bench record in `dir` (the newest when several).
+fn bench_record(dir: &Path) -> (PathBuf, Value) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with("bench-"))
+        .collect();
+    files.sort();
+    let file = files.pop().expect("a bench results file");
+    let record = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    (file, record)
+}
+
+fn of<'a>(list: &'a Value, engine: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|e| e["engine"] == engine).unwrap_or_else(|| panic!("no {engine} in {list}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() {
+    let Some(setup) = OwnSetup::start() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let (results, data, polars) = (path("results"), path("data"), path("polars"));
+    let common = ["--engines", "postgres,normalized,mongo,polars", "--events-per-hour", "1200", "--variant", "corrected", "--repeat", "2"];
+    let places = ["--data-dir", &data, "--polars-dir", &polars, "--output", &results, "--quarantine-dir", &path("q")];
+    let servers = setup.servers_file();
+    let (pg_before, mongo_before) = (setup.postmaster_started().await, setup.mongo_pid());
+
+    let mut args = vec!["bench", "--gen", "2", "--cold", "--servers", servers.to_str().unwrap()];
+    args.extend(common.iter().chain(&places));
+    let (ok, said) = setup.ghbench(&args);
+    assert!(ok, "bench --gen 2 --cold failed: {said}");
+
+    let (file, record) = bench_record(Path::new(&results));
+    assert_eq!(record["schema"], "ghbench-bench/1");
+    let size = &record["sizes"][0];
+    assert_eq!(size["hours"], 2);
+    let run = &size["run"];
+    let events = run["context"]["engines"][0]["data"]["events"].as_u64().unwrap();
+    assert!(events > 2000, "two hours of about 1,200 events, some quarantined at most: {events}");
+    for engine in ENGINES {
+        let load = of(&size["loads"], engine);
+        assert_eq!((load["hours_loaded"].as_u64(), load["hours_reused"].as_u64()), (Some(2), Some(0)), "{engine}: {load}");
+        assert_eq!(load["events_loaded"].as_u64(), Some(events), "{engine} stored every event once");
+        assert!(load["seconds"].as_f64().unwrap() > 0.0 && load["events_per_second"].as_f64().unwrap() > 0.0, "{engine}: {load}");
+        let storage = &of(&run["context"]["engines"], engine)["storage"];
+        assert!(storage["table_bytes"].as_u64().unwrap() > 0, "{engine} has a size: {storage}");
+    }
+    assert!(of(&size["loads"], "postgres")["upkeep"].as_str().unwrap().contains("ANALYZE"), "PostgreSQL is analysed as part of its load");
+    for engine in ["postgres", "mongo"] {
+        let built = of(&size["indexes"], engine)["indexes"].as_array().unwrap();
+        assert_eq!(built.len(), 5, "{engine}: the paper's five indexes");
+        assert!(built.iter().all(|b| b["created"] == true && b["seconds"].as_f64().unwrap() > 0.0), "{engine}: {built:?}");
+    }
+    assert!(of(&size["indexes"], "polars")["indexes"].as_array().unwrap().is_empty(), "polars takes no indexes");
+
+    // Truly cold: every server restarted, polars afresh, the page cache dropped (root here).
+    let cold = &run["context"]["cold"];
+    assert_eq!(cold["true_cold"], true, "{cold}");
+    assert_eq!(cold["true_cold_engines"].as_array().unwrap().len(), 4, "{cold}");
+    assert!(cold["label"].as_str().unwrap().starts_with("true cold"), "{cold}");
+    assert_ne!(setup.postmaster_started().await, pg_before, "PostgreSQL was restarted");
+    assert_ne!(setup.mongo_pid(), mongo_before, "the MongoDB-wire server was restarted");
+    let queries = run["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 4, "A-D corrected");
+    for q in queries {
+        assert_eq!(q["verification"]["status"], "agree", "{}: {}", q["query"], q["verification"]);
+        for r in q["engines"].as_array().unwrap() {
+            assert!(r["cold_run"]["seconds"].as_f64().is_some(), "{} {}: a cold run", q["query"], r["engine"]);
+            assert_eq!(r["iterations"].as_array().unwrap().len(), 2, "{} {}: two hot runs", q["query"], r["engine"]);
+        }
+    }
+    let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
+    assert!(html.contains("ghbench bench") && html.contains("<svg"), "the page has its charts");
+    let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    assert!(md.contains("cold s") && md.contains("true cold"), "the Markdown shows the cold runs");
+
+    // Rerun at two sizes, hot: the 2-hour tables are reused, the 1-hour ones
+    // loaded, and the growth fitted and charted.
+    let mut args = vec!["bench", "--scale", "2,1"];
+    args.extend(common.iter().chain(&places));
+    let (ok, said) = setup.ghbench(&args);
+    assert!(ok, "bench --scale failed: {said}");
+    let (file, record) = bench_record(Path::new(&results));
+    let sizes = record["sizes"].as_array().unwrap();
+    assert_eq!(sizes.iter().map(|s| s["hours"].as_u64().unwrap()).collect::<Vec<_>>(), [1, 2], "smallest first");
+    for engine in ENGINES {
+        let (small, reused) = (of(&sizes[0]["loads"], engine), of(&sizes[1]["loads"], engine));
+        assert_eq!(small["hours_loaded"], 1, "{engine}: {small}");
+        assert_eq!((reused["hours_loaded"].as_u64(), reused["hours_reused"].as_u64()), (Some(0), Some(2)), "{engine}: {reused}");
+        assert!(reused["seconds"].is_null(), "nothing loaded, no load time: {reused}");
+    }
+    let growth = record["growth"].as_array().unwrap();
+    assert_eq!(growth.len(), 4 * 4, "each query on each engine");
+    for g in growth {
+        assert_eq!(g["points"].as_array().unwrap().len(), 2, "{g}");
+        assert!(g["seconds_per_million_events"].as_f64().is_some() && g["exponent"].as_f64().is_some(), "{g}");
+    }
+    let charts = file.with_file_name(format!("{}-charts", file.file_stem().unwrap().to_string_lossy()));
+    let chart = std::fs::read_to_string(charts.join("growth-A-corrected.svg")).expect("the growth chart of Query A");
+    assert!(chart.contains("<polyline") && ENGINES.iter().all(|e| chart.contains(e)), "a line per engine");
+
+    // A server not in --servers cannot be restarted: its first runs are not
+    // called truly cold; polars (no server) still is.
+    let missing = path("no-servers.json");
+    let mut args = vec!["bench", "--gen", "1", "--cold", "--servers", &missing, "--engines", "postgres,polars"];
+    args.extend(&common[2..]);
+    args.extend(&places);
+    let (ok, said) = setup.ghbench(&args);
+    assert!(ok, "bench on an unmanaged server failed: {said}");
+    let (_, record) = bench_record(Path::new(&results));
+    let cold = &record["sizes"][0]["run"]["context"]["cold"];
+    assert_eq!(cold["true_cold"], false, "{cold}");
+    assert_eq!(cold["true_cold_engines"], serde_json::json!(["polars"]), "{cold}");
+    assert!(cold["label"].as_str().unwrap().contains("not a true cold run"), "{cold}");
+}
