@@ -164,6 +164,13 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(html.contains("ghbench bench") && html.contains("<svg"), "the page has its charts");
     let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
     assert!(md.contains("cold s") && md.contains("true cold"), "the Markdown shows the cold runs");
+    // `ghbench report` shows a saved bench again: its tables, or its page.
+    let (ok, said) = setup.ghbench(&["report", file.to_str().unwrap()]);
+    assert!(ok && said.contains("hours reused") && said.contains("hot median s"), "{said}");
+    let page = work.path().join("again.html");
+    let (ok, said) = setup.ghbench(&["report", "--html", file.to_str().unwrap(), "--out", page.to_str().unwrap()]);
+    assert!(ok, "{said}");
+    assert!(std::fs::read_to_string(&page).unwrap().contains("2 hours,"), "the page shows the size");
 
     // Rerun at two sizes, hot: the 2-hour tables are reused, the 1-hour ones
     // loaded, and the growth fitted and charted.

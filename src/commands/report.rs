@@ -6,8 +6,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
+use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::{comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::bench::{bench_markdown, largest, load_table, query_table};
+use ghbench_olap::render::{bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
 
@@ -19,6 +21,7 @@ Examples:
   ghbench report --html results/olap-20260101T120000Z.json       # writes results/olap-20260101T120000Z.html
   ghbench report --html results/olap-20260101T120000Z.json --out report.html
   ghbench report before.json after.json                          # after vs before, per query
+  ghbench report --html results/bench-20260101T120000Z.json      # a whole `ghbench bench` (sizes, growth)
 
 The HTML page needs nothing else to be read: charts are inline SVG, styles are in
 the page, nothing is fetched from the network.")]
@@ -48,7 +51,12 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
-    let records = args.files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
+    let saved = args.files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
+    if let [Saved::Bench(bench)] = saved.as_slice() {
+        return show_bench(bench, &args);
+    }
+    // A bench record compares by its largest size's run.
+    let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
     let style = if args.markdown { Style::Markdown } else { Style::Terminal };
     match records.as_slice() {
         [one] if args.html => {
@@ -75,7 +83,51 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn load(path: &Path) -> Result<RunRecord> {
+/// A results file: one query run, or a whole `ghbench bench`.
+enum Saved {
+    Run(Box<RunRecord>),
+    Bench(BenchRecord),
+}
+
+impl Saved {
+    fn run(&self) -> Result<&RunRecord> {
+        match self {
+            Saved::Run(run) => Ok(run),
+            Saved::Bench(bench) => largest(bench).context("the bench record holds no size"),
+        }
+    }
+}
+
+fn load(path: &Path) -> Result<Saved> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    RunRecord::read(&text).with_context(|| path.display().to_string())
+    let schema = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v.get("schema")?.as_str().map(str::to_string));
+    if schema.as_deref() == Some(BENCH_SCHEMA) {
+        let bench = serde_json::from_str(&text).with_context(|| format!("{}: not a readable bench record", path.display()))?;
+        return Ok(Saved::Bench(bench));
+    }
+    Ok(Saved::Run(Box::new(RunRecord::read(&text).with_context(|| path.display().to_string())?)))
+}
+
+/// One bench record: its page, its Markdown (without the chart files, which
+/// `ghbench bench` wrote beside it), or its tables.
+fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
+    let run = largest(bench).context("the bench record holds no size")?;
+    if args.html {
+        let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
+        write(&path, &bench_html(bench)?)?;
+        println!("wrote {}", path.display());
+    } else if args.markdown {
+        println!("{}\n---\n\n{}", bench_markdown(bench, &[], ""), markdown(run));
+    } else {
+        for size in &bench.sizes {
+            println!("{} h, {} events in '{}':", size.hours, size.events().unwrap_or(0), size.table);
+            println!("{}\n{}", load_table(size).render(Style::Terminal), query_table(size).render(Style::Terminal));
+        }
+        print_servers(&run.context);
+        println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);
+        for line in bench.sizes.iter().flat_map(|s| problems(&s.run)) {
+            println!("{line}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -119,8 +119,7 @@ mod tests {
     fn draws_a_line_per_engine_in_its_colour() {
         let svg = lines(vec![vec![(1e5, 0.01), (1e6, 0.1)], vec![(1e5, 0.5), (1e6, 0.6)]]).svg().unwrap();
         assert!(svg.starts_with("<svg"));
-        for place in 0..2 {
-            let RGBColor(r, g, b) = PALETTE[place];
+        for (place, &RGBColor(r, g, b)) in PALETTE.iter().enumerate().take(2) {
             assert!(svg.contains(&format!("#{r:02X}{g:02X}{b:02X}")), "engine {place}'s colour");
             assert!(svg.contains(&format!("e{place}")), "engine {place}'s legend");
         }
