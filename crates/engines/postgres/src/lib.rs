@@ -1,7 +1,8 @@
 //! The `postgres` engine: PostgreSQL, the documents in one `jsonb` column, as
 //! the paper loaded them. Everything this engine is lives in this folder:
 //!
-//! - [`connect`]: reaching the server (handshake bounded) and describing it;
+//! - [`connect`]: reaching the server (handshake bounded) and describing it,
+//!   with [`ssl_params`] and [`tls`]: libpq's `sslmode` and `sslrootcert` on rustls;
 //! - [`sink`] and [`lock`]: loading (binary COPY, one transaction per hour) and
 //!   the one-run-per-table advisory lock;
 //! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
@@ -17,6 +18,8 @@ pub mod ledger;
 pub mod lock;
 pub mod sink;
 pub mod sql;
+pub mod ssl_params;
+pub mod tls;
 
 use std::sync::Arc;
 
@@ -33,7 +36,7 @@ pub const URL: EngineOption = EngineOption {
     env: Some("DATABASE_URL"),
     default: Some(DEFAULT_URL),
     value_name: "URL",
-    help: "PostgreSQL connection URL (libpq style; connect_timeout= bounds the handshake).",
+    help: "PostgreSQL connection URL (libpq style; connect_timeout= bounds the handshake; sslmode= and sslrootcert= as in libpq).",
     secret: true,
 };
 
