@@ -187,6 +187,8 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
         assert_eq!((reused["hours_loaded"].as_u64(), reused["hours_reused"].as_u64()), (Some(0), Some(2)), "{engine}: {reused}");
         assert!(reused["seconds"].is_null(), "nothing loaded, no load time: {reused}");
     }
+    let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    assert!(md.contains("(ledger, hours summed)"), "a reused load shows the ledger's time, said so: {md}");
     let growth = record["growth"].as_array().unwrap();
     assert_eq!(growth.len(), 4 * 4, "each query on each engine");
     for g in growth {

@@ -70,10 +70,11 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             None => "–".to_string(),
         };
         let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
-        // Every hour reused: the ledger's own timing (hours summed) stands in, said so.
+        // Every hour reused: the ledger's own timing stands in, said so. It sums each
+        // hour's time, and hours load side by side, so it is more than the wall time.
         let data = engine.and_then(|e| e.data.as_ref()).filter(|_| load.seconds.is_none());
-        let load_seconds = load.seconds.map(seconds).or_else(|| data?.load_seconds.map(|s| format!("{} (ledger)", seconds(s))));
-        let rate = load.events_per_second.or_else(|| data?.events_per_second()).map(|r| format!("{r:.0}"));
+        let load_seconds = load.seconds.map(seconds).or_else(|| data?.load_seconds.map(|s| format!("{} (ledger, hours summed)", seconds(s))));
+        let rate = load.events_per_second.map(|r| format!("{r:.0}")).or_else(|| data?.events_per_second().map(|r| format!("{r:.0} (ledger)")));
         table.rows.push(vec![
             load.engine.to_string(),
             load.hours_loaded.to_string(),
