@@ -60,6 +60,9 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     for name in reaching {
         command = command.mut_subcommand(name, |sub| crate::options::add_engine_args(sub, &registry));
     }
+    // `bench` is the whole benchmark: by default on every engine.
+    let every: &'static str = Box::leak(registry.all_engines().into_boxed_str());
+    command = command.mut_subcommand("bench", |sub| sub.mut_arg("engines", |arg| arg.default_value(every)));
     // `normalize` makes one engine's tables: it takes that engine's options.
     command = command.mut_subcommand("normalize", |sub| crate::options::add_options_of(sub, &registry, commands::normalize::ENGINE));
     let matches = match command.try_get_matches_from(args) {

@@ -138,19 +138,19 @@ impl Engines {
     }
 
     /// The engines for a run on `table`: those of `--engines`; but when
-    /// `--engines` was left to its default and no server of the default
+    /// `--engines` was left to its default and no server of the selected
     /// engines answers, the engines that need no server (polars), said in one
     /// line, so ghbench works on a machine without a database.
     pub async fn select_reachable(&self, conn: &ConnOptions, table: &TableName) -> Result<Vec<Selected>> {
         let selected = self.select(conn)?;
-        let needs_server = |s: &Selected| s.plugin.spec().capabilities.server;
+        let servers: Vec<&Selected> = selected.iter().filter(|s| s.plugin.spec().capabilities.server).collect();
         let embedded: Vec<Selected> = self.registry.embedded().map(|p| self.configured(p.clone())).collect();
-        if !self.engines_defaulted || embedded.is_empty() || !selected.iter().all(needs_server) {
+        if !self.engines_defaulted || embedded.is_empty() || servers.is_empty() {
             return Ok(selected);
         }
         // All at once: a server that is down can take the whole probe time to say so.
         let mut probes = tokio::task::JoinSet::new();
-        for (index, engine) in selected.iter().enumerate() {
+        for (index, engine) in servers.into_iter().enumerate() {
             let (loader, table, name) = (engine.loader(), table.clone(), engine.engine().clone());
             probes.spawn(async move {
                 let answer = match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(&table)).await {

@@ -162,6 +162,11 @@ impl Registry {
         self.plugins.iter().map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(", ")
     }
 
+    /// Every engine, comma-separated: `ghbench bench`'s default, the whole benchmark.
+    pub fn all_engines(&self) -> String {
+        self.plugins.iter().map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(",")
+    }
+
     /// The engines used when `--engines` is not given, comma-separated.
     pub fn default_engines(&self) -> String {
         self.plugins.iter().filter(|p| p.spec().default).map(|p| p.spec().engine.to_string()).collect::<Vec<_>>().join(",")

@@ -36,6 +36,7 @@ const DEFAULT_BASE: &str = "bench";
 #[command(after_help = "\
 Examples:
   ghbench bench --gen 6 --cold                     # 6 generated hours, true cold runs, every engine
+                                                   # (--engines' default here: all of them)
   ghbench bench --scale 1,6,24,96 --events-per-hour 25000
   ghbench bench --source ./mirror --from 2015-01-01T00 --hours 24 --engines postgres,polars
 
