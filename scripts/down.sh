@@ -2,6 +2,8 @@
 # Stops the servers `scripts/setup.sh` started; their data stays in $GHBENCH_HOME.
 # Usage: scripts/down.sh [postgres|mongo]   (default: both)
 set -uo pipefail
+# root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
+export PATH="$PATH:/usr/sbin:/sbin"
 which=${1:-all}
 case $which in all|postgres|mongo) ;; *) echo "usage: $0 [postgres|mongo]" >&2; exit 2 ;; esac
 repo=$(cd "$(dirname "$0")/.." && pwd)

@@ -6,6 +6,8 @@
 # Prints the connection URLs as `export` lines and writes them to $GHBENCH_HOME/env.
 # Remove everything with `just down && rm -rf .ghbench`.
 set -euo pipefail
+# root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
+export PATH="$PATH:/usr/sbin:/sbin"
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
