@@ -4,6 +4,8 @@
 
 pub mod faulty_http;
 pub mod throwaway_mongo;
+// Shared with the postgres engine's own tests, which cannot link this crate (polars).
+#[path = "../../crates/engines/postgres/tests/common/throwaway_pg.rs"]
 pub mod throwaway_pg;
 
 use std::io::Write;

@@ -3,13 +3,14 @@
 
 mod common;
 
-use common::{Ca, Cluster};
+use common::throwaway_pg::ThrowawayPg;
+use common::Ca;
 use ghbench_postgres::connect::{connect, describe};
 use ghbench_postgres::SPEC;
 
 /// A cluster with TLS, its certificate for localhost and 127.0.0.1 signed by `ca`.
-fn tls_cluster(name: &str, ca: &Ca) -> Option<Cluster> {
-    Cluster::start(name, Some(ca.server_cert(&["localhost", "127.0.0.1"])))
+fn tls_cluster(name: &str, ca: &Ca) -> Option<ThrowawayPg> {
+    ThrowawayPg::start_tls(name, Some(ca.server_cert(&["localhost", "127.0.0.1"])))
 }
 
 /// What pg_stat_ssl says of this session.
@@ -32,14 +33,14 @@ async fn refused(url: &str) -> String {
 async fn require_encrypts_and_describe_reports_it() {
     let ca = Ca::new("ghbench test CA");
     let Some(pg) = tls_cluster("require", &ca) else { return };
-    let url = pg.url("sslmode=require");
+    let url = pg.url_with("sslmode=require");
     let client = connect(&SPEC, &url).await.unwrap();
     assert!(encrypted(&client).await, "sslmode=require connected without TLS");
     let info = describe(&SPEC, &client, &url).await.unwrap();
     let ssl = &info.settings["ssl"];
     assert!(ssl.starts_with("on (TLSv1."), "describe() says ssl = {ssl}");
     // libpq's default, prefer, takes TLS when the server offers it.
-    let client = connect(&SPEC, &pg.url("application_name=prefer")).await.unwrap();
+    let client = connect(&SPEC, &pg.url_with("application_name=prefer")).await.unwrap();
     assert!(encrypted(&client).await, "no sslmode (prefer) did not use the TLS the server offers");
 }
 
@@ -47,7 +48,7 @@ async fn require_encrypts_and_describe_reports_it() {
 async fn disable_stays_plain_though_the_server_offers_tls() {
     let ca = Ca::new("ghbench test CA");
     let Some(pg) = tls_cluster("disable", &ca) else { return };
-    let url = pg.url("sslmode=disable");
+    let url = pg.url_with("sslmode=disable");
     let client = connect(&SPEC, &url).await.unwrap();
     assert!(!encrypted(&client).await, "sslmode=disable used TLS");
     assert_eq!(describe(&SPEC, &client, &url).await.unwrap().settings["ssl"], "off");
@@ -60,17 +61,17 @@ async fn verify_full_trusts_only_the_ca_in_sslrootcert() {
     let right = pg.write("right-ca.pem", &ca.pem());
     let wrong = pg.write("wrong-ca.pem", &Ca::new("someone else's CA").pem());
 
-    let client = connect(&SPEC, &pg.url(&format!("sslmode=verify-full&sslrootcert={}", right.display()))).await.unwrap();
+    let client = connect(&SPEC, &pg.url_with(&format!("sslmode=verify-full&sslrootcert={}", right.display()))).await.unwrap();
     assert!(encrypted(&client).await);
     // The same in libpq's key=value form.
     let kv = format!("host=127.0.0.1 port={} user=postgres dbname=postgres sslmode=verify-full sslrootcert='{}'", pg.port, right.display());
     assert!(encrypted(&connect(&SPEC, &kv).await.unwrap()).await);
 
-    let reason = refused(&pg.url(&format!("sslmode=verify-full&sslrootcert={}", wrong.display()))).await;
+    let reason = refused(&pg.url_with(&format!("sslmode=verify-full&sslrootcert={}", wrong.display()))).await;
     let expected = format!("the server's certificate is not trusted: it is not signed by the CA in sslrootcert={} (sslmode=verify-full)", wrong.display());
     assert!(reason.contains(&expected), "{reason}");
     // As in libpq, require with a root certificate checks the chain too.
-    let reason = refused(&pg.url(&format!("sslmode=require&sslrootcert={}", wrong.display()))).await;
+    let reason = refused(&pg.url_with(&format!("sslmode=require&sslrootcert={}", wrong.display()))).await;
     assert!(reason.contains("is not trusted") && reason.contains("(sslmode=require)"), "{reason}");
 }
 
@@ -92,11 +93,11 @@ async fn verify_full_checks_the_host_name_and_verify_ca_does_not() {
 
 #[tokio::test]
 async fn require_says_when_the_server_offers_no_tls() {
-    let Some(pg) = Cluster::start("no-tls", None) else { return };
-    let reason = refused(&pg.url("sslmode=require")).await;
+    let Some(pg) = ThrowawayPg::start("no-tls") else { return };
+    let reason = refused(&pg.url_with("sslmode=require")).await;
     assert!(reason.contains("the server does not support TLS (sslmode=require)"), "{reason}");
     // prefer falls back to plain text, as libpq's does.
-    let client = connect(&SPEC, &pg.url("sslmode=prefer")).await.unwrap();
+    let client = connect(&SPEC, &pg.url_with("sslmode=prefer")).await.unwrap();
     assert!(!encrypted(&client).await);
 }
 

@@ -1,6 +1,7 @@
 //! A PostgreSQL cluster of the test's own, on its own port, so a test can
-//! restart or freeze it without disturbing the server other tests use.
-//! Uses the same Debian binaries `just setup` installs.
+//! restart, freeze or TLS-enable it without disturbing the server other tests
+//! use. Uses the same Debian binaries `just setup` installs. The root crate's
+//! tests include this file too (`#[path]`): one cluster helper for both.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -10,11 +11,18 @@ pub struct ThrowawayPg {
     dir: PathBuf,
     pub port: u16,
     as_postgres: bool,
+    /// The server options that turn TLS on, kept for restarts.
+    tls_options: String,
 }
 
 impl ThrowawayPg {
     /// initdb and start; `None` (with a message) when no PostgreSQL binaries are installed.
     pub fn start(name: &str) -> Option<ThrowawayPg> {
+        ThrowawayPg::start_tls(name, None)
+    }
+
+    /// As `start`, with `ssl=on` and this certificate and key (PEM) when given.
+    pub fn start_tls(name: &str, tls: Option<(String, String)>) -> Option<ThrowawayPg> {
         let Some(bin) = bindir() else {
             eprintln!("SKIPPED: no PostgreSQL binaries (initdb) found; run `just setup`");
             return None;
@@ -24,9 +32,15 @@ impl ThrowawayPg {
         let dir = std::env::temp_dir().join(format!("ghbench-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let pg = ThrowawayPg { bin, dir, port: free_port(), as_postgres };
+        let mut pg = ThrowawayPg { bin, dir, port: free_port(), as_postgres, tls_options: String::new() };
+        if let Some((cert, key)) = tls {
+            let (cert_file, key_file) = (pg.write("server.crt", &cert), pg.write("server.key", &key));
+            // PostgreSQL refuses a key others can read.
+            pg.must(Command::new("chmod").arg("600").arg(&key_file));
+            pg.tls_options = format!(" -c ssl=on -c ssl_cert_file={} -c ssl_key_file={}", cert_file.display(), key_file.display());
+        }
         if as_postgres {
-            pg.must(Command::new("chown").args(["postgres:postgres"]).arg(&pg.dir));
+            pg.must(Command::new("chown").args(["-R", "postgres:postgres"]).arg(&pg.dir));
         }
         pg.must(pg.tool("initdb").args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8", "--locale", "C"]).arg("-D").arg(pg.data()));
         pg.pg_ctl(&["start", "-w", "-t", "60"]);
@@ -35,6 +49,18 @@ impl ThrowawayPg {
 
     pub fn url(&self) -> String {
         format!("postgres://postgres@127.0.0.1:{}/postgres?connect_timeout=3", self.port)
+    }
+
+    /// The URL with `query` (e.g. `sslmode=require`) appended.
+    pub fn url_with(&self, query: &str) -> String {
+        format!("{}&{query}", self.url())
+    }
+
+    /// A file in the cluster's folder (removed with it).
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
     }
 
     fn data(&self) -> PathBuf {
@@ -56,7 +82,7 @@ impl ThrowawayPg {
     }
 
     fn pg_ctl(&self, args: &[&str]) {
-        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.display());
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off{}", self.port, self.dir.display(), self.tls_options);
         let log = self.dir.join("log");
         self.must(self.tool("pg_ctl").arg("-D").arg(self.data()).arg("-l").arg(log).args(["-o", &options]).args(args));
     }
