@@ -285,7 +285,7 @@ mod tests {
             r#"{"type":"PushEvent","actor":{"login":"bob"},"repo":{"name":"bob/x"},"payload":null}"#,
         ];
         std::fs::write(&file, lines.join("\n")).unwrap();
-        let c = calibrate(&[file.clone()]).unwrap();
+        let c = calibrate(std::slice::from_ref(&file)).unwrap();
         assert_eq!((c.events, c.skipped), (2, 2));
         let profile = Profile::from_json(&c.profile.to_json(), "test").unwrap();
         let gen = crate::Generator::new(profile, 1).unwrap();

@@ -50,7 +50,7 @@ struct Vocabulary {
 fn vocabulary() -> &'static Vocabulary {
     static VOCAB: OnceLock<Vocabulary> = OnceLock::new();
     VOCAB.get_or_init(|| {
-        let mut rng = ChaCha8Rng::seed_from_u64(0x6768_6265_6e63_68);
+        let mut rng = ChaCha8Rng::seed_from_u64(0x67_6862_656e_6368);
         let words = (0..VOCABULARY).map(|i| word(&mut rng, 1 + i % 3)).collect();
         Vocabulary { words, pick: Zipf::new(VOCABULARY, 1.0) }
     })

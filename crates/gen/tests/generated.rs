@@ -107,7 +107,7 @@ fn bad_options_are_refused_with_clear_errors() {
 fn the_default_profile_is_calibrated_from_the_real_hour_and_holds_no_real_text() {
     let Some(real) = real_hour() else { return };
     let shipped = std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("profiles/default.json")).unwrap();
-    let fresh = calibrate(&[real.clone()]).unwrap().profile.to_json();
+    let fresh = calibrate(std::slice::from_ref(&real)).unwrap().profile.to_json();
     assert!(
         fresh == shipped,
         "profiles/default.json is stale: regenerate it with `ghbench gen --calibrate {} --profile-out crates/gen/profiles/default.json`",
@@ -140,12 +140,12 @@ fn the_default_profile_is_calibrated_from_the_real_hour_and_holds_no_real_text()
             match v {
                 Value::Object(m) => stack.extend(m.iter().map(|(k, v)| (k.clone(), v))),
                 Value::Array(a) => stack.extend(a.iter().map(|v| (key.clone(), v))),
-                Value::String(s) if s.len() >= 8 => {
-                    if ["login", "name", "full_name", "title", "body", "message", "description", "email"].contains(&key.as_str()) {
-                        checked += 1;
-                        if !structure.contains(s) && shipped.contains(s.as_str()) {
-                            leaked.push(format!("{key}: {s}"));
-                        }
+                Value::String(s)
+                    if s.len() >= 8 && ["login", "name", "full_name", "title", "body", "message", "description", "email"].contains(&key.as_str()) =>
+                {
+                    checked += 1;
+                    if !structure.contains(s) && shipped.contains(s.as_str()) {
+                        leaked.push(format!("{key}: {s}"));
                     }
                 }
                 _ => {}
