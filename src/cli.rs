@@ -62,7 +62,11 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     }
     // `bench` is the whole benchmark: by default on every engine.
     let every: &'static str = Box::leak(registry.all_engines().into_boxed_str());
-    command = command.mut_subcommand("bench", |sub| sub.mut_arg("engines", |arg| arg.default_value(every)));
+    command = command.mut_subcommand("bench", |sub| {
+        sub.mut_arg("engines", |arg| arg.default_value(every)).mut_arg("table", |arg| {
+            arg.help("Base of the tables' names: each size gets its own, e.g. bench_6h_e7702_s42 [default: bench]")
+        })
+    });
     // `normalize` makes one engine's tables: it takes that engine's options.
     command = command.mut_subcommand("normalize", |sub| crate::options::add_options_of(sub, &registry, commands::normalize::ENGINE));
     let matches = match command.try_get_matches_from(args) {

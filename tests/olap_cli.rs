@@ -193,8 +193,8 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     assert_eq!(said.matches("DATA DIFFERS").count(), 2, "and again beside the table");
     assert!(said.contains("cause: the engines hold different data: "), "the mismatch says why");
     // Every engine's data, not one's.
-    assert!(said.contains("1 hours (2015-01-01T00 .. 2015-01-01T00), 7702 events"));
-    assert!(said.contains(&format!("1 hours (2015-01-01T01 .. 2015-01-01T01), {OTHER_HOUR_EVENTS} events")));
+    assert!(said.contains("1 hour (2015-01-01T00 .. 2015-01-01T00), 7702 events"));
+    assert!(said.contains(&format!("1 hour (2015-01-01T01 .. 2015-01-01T01), {OTHER_HOUR_EVENTS} events")));
 
     let results = written(&out, "olap", "json");
     let record = json(&results);

@@ -114,6 +114,15 @@ pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
     dir.join(format!("{kind}-{}.{ext}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")))
 }
 
+/// Makes the results folder before any work, so a run is never lost at its
+/// end to an `--output` that names a file or a place that cannot be written.
+pub fn ensure_output_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!("--output {} is a file; give a folder for the results (it is created when missing)", dir.display());
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating the results folder {} (--output)", dir.display()))
+}
+
 pub fn write(path: &Path, contents: &str) -> Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;

@@ -10,7 +10,7 @@ use ghbench_olap::render::{no_disagreement, print_servers, problems, results_tab
 use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::olap::{measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
 /// `--variant` value meaning every variant of the catalog.
@@ -69,6 +69,7 @@ pub struct QueryArgs {
 
 pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let catalog = args.catalog.load()?;
+    ensure_output_dir(&args.output)?;
     let table = args.conn.table_or(DEFAULT_YEAR);
     let variants = if args.variant == EVERY_VARIANT { catalog.variant_names() } else { vec![args.variant.clone()] };
     let options = QueryOptions {
@@ -139,12 +140,25 @@ impl QueryProgress {
     }
 }
 
+impl QueryProgress {
+    /// On the bar; and, when there is no bar (output to a file or pipe), as a
+    /// line for the steps worth a log: each query's first run, each cooling.
+    fn say(&self, what: &str, worth_a_line: bool) {
+        if self.bar.is_hidden() && worth_a_line {
+            eprintln!("{}{:>5.0} s  {what}", self.bar.prefix(), self.bar.elapsed().as_secs_f64());
+        }
+        self.bar.set_message(what.to_string());
+    }
+}
+
 impl Progress for QueryProgress {
     fn event(&self, event: RunEvent<'_>) {
         match event {
             RunEvent::Planned { runs } => self.bar.set_length(runs),
+            RunEvent::Cooling { engine, variant, query } => self.say(&format!("{query} {variant} on {engine}: making it cold (restart, page cache)"), true),
             RunEvent::Running { engine, variant, query, label } => {
-                self.bar.set_message(format!("{query} {variant} on {engine}: {label}"))
+                let first = label == "cold run" || label.starts_with("run 1/");
+                self.say(&format!("{query} {variant} on {engine}: {label}"), first)
             }
             RunEvent::Ran { engine, seconds: s } => {
                 self.bar.inc(1);

@@ -25,6 +25,8 @@ const HEAD_ROWS: usize = 10;
 pub enum RunEvent<'a> {
     /// Total runs planned (cold runs included).
     Planned { runs: u64 },
+    /// Before a cold run: the engine is being made cold (a restart can take seconds).
+    Cooling { engine: &'a Engine, variant: &'a str, query: &'a str },
     Running { engine: &'a Engine, variant: &'a str, query: &'a str, label: &'a str },
     Ran { engine: &'a Engine, seconds: f64 },
 }
@@ -179,6 +181,7 @@ pub async fn run_queries(
         let mut rows = Vec::new();
         for (index, backend) in backends.iter_mut().enumerate() {
             if options.cold {
+                progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query });
                 let step = cooler.make_cold(index, backend).await;
                 true_cold[index] &= step.true_cold;
                 for action in step.actions {

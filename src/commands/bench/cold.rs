@@ -126,7 +126,7 @@ impl BenchCooler {
             .iter()
             .map(|plan| match plan {
                 Plan::Restart(server, engine) => {
-                    format!("{}: server {} at {} (data {}) restarted before each first run", engine.engine(), server.name, server.address, server.data_dir)
+                    format!("{}: server {} at {} (data {}) restarted before each first run (other sessions on it are cut off)", engine.engine(), server.name, server.address, server.data_dir)
                 }
                 Plan::Fresh(engine) => format!("{}: started afresh (no server) before each first run", engine.engine()),
                 Plan::ClearOnly => "a server not started by `just setup` (not in --servers): page cache dropped only, not truly cold".into(),

@@ -24,7 +24,7 @@ use ghbench_olap::runner::{create_indexes, QueryOptions};
 
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
-use super::olap::{measure, output_path, write, CatalogOptions};
+use super::olap::{ensure_output_dir, measure, output_path, write, CatalogOptions};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
@@ -60,11 +60,11 @@ pub struct BenchArgs {
     pub catalog: CatalogOptions,
 
     /// Generated data (`ghbench gen`'s realistic events): this many hours.
-    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"])]
+    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = at_least_one::<u32>)]
     pub gen: Option<u32>,
 
     /// Events per generated hour [default: the built-in profile's, 7,702 as in the real hour].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), conflicts_with = "source")]
+    #[arg(long, value_name = "N", value_parser = at_least_one::<u64>, conflicts_with = "source")]
     pub events_per_hour: Option<u64>,
 
     /// The generator's seed: the same seed, hours and size give the same events.
@@ -80,16 +80,16 @@ pub struct BenchArgs {
     pub from: Hour,
 
     /// With --source: this many hours from --from.
-    #[arg(long, requires = "source", conflicts_with = "scale")]
+    #[arg(long, requires = "source", conflicts_with_all = ["scale", "gen"], value_parser = at_least_one::<u32>)]
     pub hours: Option<u32>,
 
     /// Run the benchmark at each of these sizes, in hours (e.g. 1,6,24,96), and
     /// chart how each engine's time grows with the data.
-    #[arg(long, value_delimiter = ',', value_name = "HOURS,...")]
+    #[arg(long, value_delimiter = ',', value_name = "HOURS,...", value_parser = at_least_one::<u32>)]
     pub scale: Vec<u32>,
 
     /// Hot (timed) runs per engine and query, after the cold run when --cold.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = at_least_one::<u64>)]
     pub repeat: u64,
 
     /// Which query texts: `published`, `corrected`, or `both`.
@@ -132,9 +132,6 @@ impl BenchArgs {
         };
         sizes.sort_unstable();
         sizes.dedup();
-        if sizes.first() == Some(&0) {
-            bail!("a size of 0 hours holds nothing to measure");
-        }
         Ok(sizes)
     }
 
@@ -155,6 +152,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         Some(table) => table.clone(),
         None => DEFAULT_BASE.parse()?,
     };
+    // Checked before any data is made: a typo must not cost a long generation.
+    registry.select(&args.conn)?;
+    ensure_output_dir(&args.output)?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
     let first_table = data.table(&base, sizes[0])?;
@@ -292,6 +292,15 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     let verified = record.sizes.iter().all(|s| s.verified() || s.run.context.engines.len() < 2);
     println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
     Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// A whole number of at least 1: zero hours, events or runs measure nothing.
+fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(value: &str) -> std::result::Result<T, String> {
+    match value.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        Ok(_) => Err("must be at least 1: zero measures nothing".into()),
+        Err(_) => Err(format!("'{value}' is not a whole number")),
+    }
 }
 
 fn text(table: &TextTable) -> String {

@@ -267,8 +267,8 @@ pub fn data_line(engine: &EngineRecord) -> String {
 pub fn held_line(engine: &EngineRecord) -> String {
     match (&engine.data, &engine.data_error) {
         (Some(d), _) => format!(
-            "{} hours ({} .. {}), {} events per the ingest ledger",
-            d.hours,
+            "{} ({} .. {}), {} events per the ingest ledger",
+            crate::ledger::count_of(d.hours as usize, "hour"),
             d.first_hour.as_deref().unwrap_or("?"),
             d.last_hour.as_deref().unwrap_or("?"),
             d.events
