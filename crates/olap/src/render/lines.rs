@@ -4,6 +4,7 @@
 //! Like [`super::bars`], only the SVG backend and its naive text layout are
 //! used, so the same lines give the same bytes on every machine.
 
+use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
 use super::bars::PALETTE;
@@ -50,7 +51,10 @@ impl Lines {
             .margin(14)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d(x.log_scale(), y.log_scale())?;
+            // Ticks at 1, 2 and 5 of each power of ten: plotters' own log ticks
+            // are powers of ten only (one tick on a narrow axis) with a dense
+            // minor grid; these read better and need no minor grid.
+            .build_cartesian_2d(x.clone().log_scale().with_key_points(ticks_in(&x)), y.clone().log_scale().with_key_points(ticks_in(&y)))?;
         chart
             .configure_mesh()
             .x_desc(&self.x_label)
@@ -78,14 +82,26 @@ impl Lines {
     }
 }
 
-/// The points' range with a margin on a log axis (a fixed one when there is
-/// a single value, so the axis never collapses).
+/// The points' range with a margin on a log axis, at least a decade wide
+/// (centred on the points) so the axis always has numbered ticks, even for a
+/// single value; a fixed one when there are no values.
 fn span(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     let (lo, hi) = values.filter(|v| *v > 0.0).fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if !lo.is_finite() {
         return 0.1..10.0;
     }
-    lo / 1.5..hi * 1.5
+    let (lo, hi) = (lo / 1.5, hi * 1.5);
+    if hi / lo >= 10.0 {
+        return lo..hi;
+    }
+    let (centre, half_decade) = ((lo * hi).sqrt(), 10f64.sqrt());
+    centre / half_decade..centre * half_decade
+}
+
+/// 1, 2 and 5 times each power of ten within `range`.
+fn ticks_in(range: &std::ops::Range<f64>) -> Vec<f64> {
+    let (first, last) = (range.start.log10().floor() as i32, range.end.log10().ceil() as i32);
+    (first..=last).flat_map(|power| [1.0, 2.0, 5.0].map(|m| m * 10f64.powi(power))).filter(|v| range.contains(v)).collect()
 }
 
 /// An axis tick: three significant digits, large numbers in thousands or millions.
@@ -130,6 +146,20 @@ mod tests {
     fn one_point_or_none_still_draws() {
         assert!(lines(vec![vec![(1e6, 0.2)]]).svg().unwrap().contains("</svg>"));
         assert!(lines(vec![vec![]]).svg().unwrap().contains("</svg>"));
+    }
+
+    #[test]
+    fn a_single_size_still_gets_numbered_axes() {
+        let svg = lines(vec![vec![(46_212.0, 4_643.0)], vec![(46_212.0, 8_166.0)]]).svg().unwrap();
+        let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+        let ticks = texts.iter().filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).count();
+        assert!(ticks >= 4, "at least two numbered ticks per axis: {texts:?}");
+    }
+
+    #[test]
+    fn ticks_are_one_two_five_of_each_decade() {
+        assert_eq!(ticks_in(&(0.15..60.0)), [0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0]);
+        assert_eq!(ticks_in(&(3.0..4.0)), Vec::<f64>::new());
     }
 
     #[test]
