@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Restarts one server `scripts/setup.sh` started, the way `ghbench bench --cold`
 # asks for a true cold run (the command is listed in $GHBENCH_HOME/servers.json):
-# stop it, then setup.sh starts it again with the same settings.
+# stop it, then setup.sh starts it (only it) again with the same settings.
 # Usage: scripts/restart.sh postgres|mongo
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 case ${1:-} in postgres|mongo) ;; *) echo "usage: $0 postgres|mongo" >&2; exit 2 ;; esac
 bash "$here/down.sh" "$1" >&2
-bash "$here/setup.sh" >/dev/null
+bash "$here/setup.sh" "$1" >/dev/null

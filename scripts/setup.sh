@@ -5,7 +5,10 @@
 #     on PATH, otherwise SecantusDB in a venv (no registry ships mongod).
 # Prints the connection URLs as `export` lines and writes them to $GHBENCH_HOME/env.
 # Remove everything with `just down && rm -rf .ghbench`.
+# Usage: scripts/setup.sh [postgres|mongo]   (default: both, and the env files)
 set -euo pipefail
+which=${1:-all}
+case $which in all|postgres|mongo) ;; *) echo "usage: $0 [postgres|mongo]" >&2; exit 2 ;; esac
 # root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -154,7 +157,10 @@ setup_mongo() {
         # `exec` so the recorded pid is the server's own, and every standard stream
         # redirected so the server holds no pipe of the caller open (a CI job
         # reading this script's output would otherwise never see it end).
-        (cd "$dir" && exec nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
+        # `setsid`: a session of its own, so a signal to the caller's process
+        # group (Ctrl-C on `ghbench bench --cold`, which restarts servers through
+        # this script; a killed job) does not take the server down with it.
+        (cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
             --storage-path "$dir/data" --standalone </dev/null >"$dir/server.log" 2>&1) &
         echo $! >"$pidfile"
     fi
@@ -182,6 +188,11 @@ JSON
 }
 
 mkdir -p "$GHBENCH_HOME"
+# One server only (`scripts/restart.sh` after stopping it): the other stays as it is.
+case $which in
+    postgres) setup_postgres; exit 0 ;;
+    mongo) setup_mongo; exit 0 ;;
+esac
 setup_postgres
 setup_mongo
 write_servers_json

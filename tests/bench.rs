@@ -121,6 +121,8 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     args.extend(common.iter().chain(&places));
     let (ok, said) = setup.ghbench(&args);
     assert!(ok, "bench --gen 2 --cold failed: {said}");
+    // Output is not a terminal here: the log still shows each cold step and first run.
+    assert!(said.contains("A corrected on postgres: making it cold") && said.contains("D corrected on polars: cold run"), "{said}");
 
     let (file, record) = bench_record(Path::new(&results));
     assert_eq!(record["schema"], "ghbench-bench/1");
@@ -152,6 +154,13 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(cold["label"].as_str().unwrap().starts_with("true cold"), "{cold}");
     assert_ne!(setup.postmaster_started().await, pg_before, "PostgreSQL was restarted");
     assert_ne!(setup.mongo_pid(), mongo_before, "the MongoDB-wire server was restarted");
+    // Restarted from within ghbench's process group, it must not die with it
+    // (Ctrl-C, a killed job): it leads a session of its own.
+    let pid = setup.mongo_pid().trim().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state, ppid, pgrp, session.
+    let session = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(3)).unwrap_or_default().to_string();
+    assert_eq!(session, pid, "the MongoDB-wire server {pid} leads its own session: {stat}");
     let queries = run["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 4, "A-D corrected");
     for q in queries {
