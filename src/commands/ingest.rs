@@ -165,7 +165,8 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-fn default_concurrency() -> usize {
+/// Hours fetched and loaded side by side when --concurrency is not given.
+pub(crate) fn default_concurrency() -> usize {
     std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(8)
 }
 

@@ -8,7 +8,7 @@ use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
-use ghbench_olap::render::{charts, data_warning, markdown_with_charts};
+use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::runner::{check_data, describe_engine, run_queries, Cooler, DescribedEngine, Progress, QueryOptions};
 use ghbench_olap::{environment, Backend, Catalog};
 
@@ -134,13 +134,20 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
 /// `<stem>-charts/` beside it, linked by relative paths so the folder can be
 /// moved or published whole. Returns the charts' folder.
 pub fn write_markdown_with_charts(record: &RunRecord, md_path: &Path) -> Result<PathBuf> {
+    let charts = charts(record)?;
+    let (dir, dir_name) = write_charts(md_path, &charts)?;
+    write(md_path, &markdown_with_charts(record, &charts, &dir_name))?;
+    Ok(dir)
+}
+
+/// Writes `charts` as SVG files into `<stem>-charts/` beside the Markdown at
+/// `md_path`; returns that folder and its name (for relative links).
+pub fn write_charts<'a>(md_path: &Path, charts: impl IntoIterator<Item = &'a Chart>) -> Result<(PathBuf, String)> {
     let stem = md_path.file_stem().unwrap_or_default().to_string_lossy();
     let dir_name = format!("{stem}-charts");
     let dir = md_path.with_file_name(&dir_name);
-    let charts = charts(record)?;
-    for chart in &charts {
+    for chart in charts {
         write(&dir.join(chart.file_name()), &chart.svg)?;
     }
-    write(md_path, &markdown_with_charts(record, &charts, &dir_name))?;
-    Ok(dir)
+    Ok((dir, dir_name))
 }

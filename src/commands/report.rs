@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::bench::{bench_markdown, largest, load_table, query_table};
+use ghbench_olap::render::bench::{bench_markdown, largest, BenchCharts, load_table, query_table};
 use ghbench_olap::render::{bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
@@ -114,7 +114,7 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
     let run = largest(bench).context("the bench record holds no size")?;
     if args.html {
         let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
-        write(&path, &bench_html(bench)?)?;
+        write(&path, &bench_html(bench, &BenchCharts::draw(bench)?)?)?;
         println!("wrote {}", path.display());
     } else if args.markdown {
         println!("{}\n---\n\n{}", bench_markdown(bench, &[], ""), markdown(run));

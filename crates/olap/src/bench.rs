@@ -52,9 +52,19 @@ impl SizeRecord {
         self.run.context.engines.first()?.data.as_ref().map(|d| d.events)
     }
 
-    /// Every query answered and every comparison agreed.
+    /// Every query answered and every comparison agreed, on the same data.
     pub fn verified(&self) -> bool {
-        self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+        crate::render::no_disagreement(&self.run) && self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+    }
+
+    /// For people: whether the engines agree (one engine alone has nothing to
+    /// agree with, which is not a failure), and whether that is good news.
+    pub fn verdict(&self) -> (&'static str, bool) {
+        match (self.run.context.engines.len() < 2, self.verified()) {
+            (true, _) => ("one engine: nothing to compare", true),
+            (false, true) => ("every query verified: the engines agree", true),
+            (false, false) => ("NOT every query verified (see below)", false),
+        }
     }
 }
 

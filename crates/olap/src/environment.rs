@@ -53,15 +53,23 @@ pub fn redacted_arguments(args: impl IntoIterator<Item = String>) -> Vec<String>
         .collect()
 }
 
+/// What [`drop_os_page_cache`] did.
+pub struct PageCacheDrop {
+    pub dropped: bool,
+    /// For people, e.g. `OS page cache dropped (sync; echo 3 > …)`.
+    pub action: String,
+}
+
 /// Drops the OS page cache (Linux, needs root). Says what happened.
-pub fn drop_os_page_cache() -> String {
+pub fn drop_os_page_cache() -> PageCacheDrop {
     // Dirty pages are not dropped: write them out first.
     let synced = Command::new("sync").status().map(|s| s.success()).unwrap_or(false);
-    match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
-        Ok(()) if synced => "OS page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)".to_string(),
-        Ok(()) => "OS page cache dropped (echo 3 > /proc/sys/vm/drop_caches; sync failed, dirty pages kept)".to_string(),
-        Err(e) => format!("OS page cache NOT dropped: /proc/sys/vm/drop_caches: {e}"),
-    }
+    let (dropped, action) = match std::fs::write("/proc/sys/vm/drop_caches", "3\n") {
+        Ok(()) if synced => (true, "OS page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)".to_string()),
+        Ok(()) => (true, "OS page cache dropped (echo 3 > /proc/sys/vm/drop_caches; sync failed, dirty pages kept)".to_string()),
+        Err(e) => (false, format!("OS page cache NOT dropped: /proc/sys/vm/drop_caches: {e}")),
+    };
+    PageCacheDrop { dropped, action }
 }
 
 #[cfg(test)]

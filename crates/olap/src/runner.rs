@@ -156,7 +156,7 @@ pub struct ClearCaches;
 #[async_trait]
 impl Cooler for ClearCaches {
     async fn make_cold(&self, _index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
-        let mut actions = vec![drop_os_page_cache()];
+        let mut actions = vec![drop_os_page_cache().action];
         actions.extend(backend.clear_caches().await);
         ColdStep { actions, true_cold: false }
     }

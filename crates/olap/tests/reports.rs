@@ -112,3 +112,22 @@ fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
     assert!(page.contains(r#"<span class="">not compared</span>"#), "neutral, neither ok nor bad");
     assert!(!page.contains(r#"<span class="bad">not compared</span>"#));
 }
+
+#[test]
+fn a_bench_size_says_whether_its_engines_agree_and_one_engine_alone_is_no_failure() {
+    use ghbench_olap::bench::SizeRecord;
+    use ghbench_olap::record::{RunRecord, VerificationStatus};
+    let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run };
+    let with_status = |mut run: RunRecord, status: VerificationStatus| {
+        run.queries.iter_mut().for_each(|q| q.verification.status = status);
+        run
+    };
+    let agreeing = with_status(sample::record(), VerificationStatus::Agree);
+    assert_eq!(size(agreeing.clone()).verdict(), ("every query verified: the engines agree", true));
+    let mut differing = agreeing.clone();
+    differing.queries[0].verification.status = VerificationStatus::Mismatch;
+    assert_eq!(size(differing).verdict(), ("NOT every query verified (see below)", false));
+    let mut alone = with_status(agreeing, VerificationStatus::NotCompared);
+    alone.context.engines.truncate(1);
+    assert_eq!(size(alone).verdict(), ("one engine: nothing to compare", true));
+}

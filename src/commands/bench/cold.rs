@@ -151,53 +151,46 @@ impl BenchCooler {
 #[async_trait]
 impl Cooler for BenchCooler {
     async fn make_cold(&self, index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
-        match self.plans.get(index) {
-            Some(Plan::Restart(server, engine)) => {
-                let mut actions = Vec::new();
-                let restarted = match restart(server).await {
-                    Ok(()) => {
-                        actions.push(format!("server {} at {} restarted", server.name, server.address));
-                        true
-                    }
-                    Err(e) => {
-                        actions.push(format!("{} NOT restarted: {e:#}", server.name));
-                        false
-                    }
-                };
-                let dropped = drop_os_page_cache();
-                let page_cache_dropped = dropped.starts_with("OS page cache dropped");
-                actions.push(dropped);
-                let reconnected = match self.reconnect(engine).await {
-                    Ok(fresh) => {
-                        *backend = fresh;
-                        true
-                    }
-                    Err(e) => {
-                        actions.push(format!("{e:#}"));
-                        false
-                    }
-                };
-                ColdStep { actions, true_cold: restarted && page_cache_dropped && reconnected }
+        // A listed server is restarted; an embedded engine only starts afresh.
+        let (engine, server) = match self.plans.get(index) {
+            Some(Plan::Restart(server, engine)) => (engine, Some(server)),
+            Some(Plan::Fresh(engine)) => (engine, None),
+            Some(Plan::ClearOnly) | None => return ClearCaches.make_cold(index, backend).await,
+        };
+        let mut actions = Vec::new();
+        let restarted = match server.map(|s| (s, restart(s))) {
+            None => true,
+            Some((server, restarting)) => match restarting.await {
+                Ok(()) => {
+                    actions.push(format!("server {} at {} restarted", server.name, server.address));
+                    true
+                }
+                Err(e) => {
+                    actions.push(format!("{} NOT restarted: {e:#}", server.name));
+                    false
+                }
+            },
+        };
+        let page_cache = drop_os_page_cache();
+        actions.push(page_cache.action);
+        let renewed = match server {
+            Some(_) => self.reconnect(engine).await,
+            None => engine.backend(&self.table).await.map_err(|e| e.context(format!("{} could not start afresh", engine.engine()))),
+        };
+        let renewed = match renewed {
+            Ok(fresh) => {
+                *backend = fresh;
+                if server.is_none() {
+                    actions.push(format!("{} started afresh (a new engine state)", engine.engine()));
+                }
+                true
             }
-            Some(Plan::Fresh(engine)) => {
-                let dropped = drop_os_page_cache();
-                let page_cache_dropped = dropped.starts_with("OS page cache dropped");
-                let mut actions = vec![dropped];
-                let fresh = match engine.backend(&self.table).await {
-                    Ok(fresh) => {
-                        *backend = fresh;
-                        actions.push(format!("{} started afresh (a new engine state)", engine.engine()));
-                        true
-                    }
-                    Err(e) => {
-                        actions.push(format!("{} could not start afresh: {e:#}", engine.engine()));
-                        false
-                    }
-                };
-                ColdStep { actions, true_cold: page_cache_dropped && fresh }
+            Err(e) => {
+                actions.push(format!("{e:#}"));
+                false
             }
-            Some(Plan::ClearOnly) | None => ClearCaches.make_cold(index, backend).await,
-        }
+        };
+        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed }
     }
 }
 

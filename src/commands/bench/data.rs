@@ -78,7 +78,7 @@ fn covers(folder: &Path, seed: u64, events: u64, range: &HourRange) -> bool {
 }
 
 fn generate(profile: Profile, seed: u64, events: u64, range: HourRange, folder: &Path) -> Result<()> {
-    eprintln!("[bench] data: generating {} of {events} events (seed {seed}) into {}", ghbench_olap::ledger::count_of(range.len() as usize, "hour"), folder.display());
+    eprintln!("[bench] data: generating {} of {events} events (seed {seed}) into {}", ghbench_olap::ledger::count_of(range.len(), "hour"), folder.display());
     let generator = Generator::new(profile, seed)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     // Clean data: the bench measures queries, not the cleaning `ghbench gen --defects` tests.

@@ -18,13 +18,13 @@ use ghbench_core::{Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, IngestOptions};
 use ghbench_olap::bench::{growth, BenchRecord, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_charts, bench_markdown, largest, load_table, query_table, TextTable};
-use ghbench_olap::render::{bench_html, charts, markdown_with_charts, print_servers, problems, seconds, Style};
+use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
+use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, seconds, Style};
 use ghbench_olap::runner::{create_indexes, QueryOptions};
 
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
-use super::olap::{ensure_output_dir, measure, output_path, write, CatalogOptions};
+use super::olap::{ensure_output_dir, measure, output_path, write, write_charts, CatalogOptions};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
@@ -215,7 +215,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         engines: vec![engine.loader()],
         policy: registry.policy(),
         table: table.clone(),
-        concurrency: std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(8),
+        concurrency: super::ingest::default_concurrency(),
         retries: 4,
         timeout: Duration::from_secs(120),
         accept_damaged: false,
@@ -229,13 +229,20 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
     let wall = started.elapsed().as_secs_f64();
     progress.finish();
     let t = &summary.totals;
-    if t.hours_failed + t.hours_partial + t.hours_missing > 0 {
+    // A rerun cannot bring an hour the source lacks: say what can.
+    if t.hours_missing > 0 {
         bail!(
-            "{}: {} hour(s) failed, {} partly, {} missing at the source, loading '{table}'; rerun to retry (loaded hours are kept)",
+            "{}: {} of the hours asked for are missing at the source, loading '{table}'; choose a range the source holds (--from, --hours), or another --source",
+            engine.engine(),
+            t.hours_missing
+        );
+    }
+    if t.hours_failed + t.hours_partial > 0 {
+        bail!(
+            "{}: {} hour(s) failed, {} partly, loading '{table}'; rerun to retry (loaded hours are kept)",
             engine.engine(),
             t.hours_failed,
-            t.hours_partial,
-            t.hours_missing
+            t.hours_partial
         );
     }
     let totals = t.engines.get(engine.engine());
@@ -261,17 +268,12 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     let json_path = output_path(&args.output, "bench", "json");
     write(&json_path, &serde_json::to_string_pretty(record)?)?;
     let md_path = json_path.with_extension("md");
-    let stem = md_path.file_stem().unwrap_or_default().to_string_lossy().to_string();
-    let dir_name = format!("{stem}-charts");
-    let dir = md_path.with_file_name(&dir_name);
-    let (growth_charts, run_charts) = (bench_charts(record)?, charts(run)?);
-    for chart in growth_charts.iter().chain(&run_charts) {
-        write(&dir.join(chart.file_name()), &chart.svg)?;
-    }
-    let md = format!("{}\n---\n\n{}", bench_markdown(record, &growth_charts, &dir_name), markdown_with_charts(run, &run_charts, &dir_name));
+    let charts = BenchCharts::draw(record)?;
+    let (dir, dir_name) = write_charts(&md_path, charts.all())?;
+    let md = format!("{}\n---\n\n{}", bench_markdown(record, &charts.growth, &dir_name), markdown_with_charts(run, &charts.largest, &dir_name));
     write(&md_path, &md)?;
     let html_path = json_path.with_extension("html");
-    write(&html_path, &bench_html(record)?)?;
+    write(&html_path, &bench_html(record, &charts)?)?;
 
     print_servers(&run.context);
     println!("first runs: {}", run.context.cold.label);
@@ -289,7 +291,7 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     for line in &problems {
         eprintln!("{line}");
     }
-    let verified = record.sizes.iter().all(|s| s.verified() || s.run.context.engines.len() < 2);
+    let verified = record.sizes.iter().all(|s| s.verdict().1);
     println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
     Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

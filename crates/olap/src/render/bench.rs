@@ -9,13 +9,11 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::charts::{Chart, ChartError};
+use super::charts::{charts, file_stem, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
 use super::{align_numbers, mark, new_table, seconds, Style};
 use crate::bench::{BenchRecord, SizeRecord};
 use crate::record::RunRecord;
-
-const MIB: f64 = (1u64 << 20) as f64;
 
 /// A table as text cells, for Markdown and for the page.
 #[derive(Debug, Serialize)]
@@ -130,10 +128,32 @@ pub fn growth_table(record: &BenchRecord) -> TextTable {
     table
 }
 
+/// A bench's charts, drawn once for every view that shows them.
+pub struct BenchCharts {
+    /// How each engine's times grow with the data (none with a single size).
+    pub growth: Vec<Chart>,
+    /// The largest size's run: a bar chart per query, load and storage.
+    pub largest: Vec<Chart>,
+}
+
+impl BenchCharts {
+    pub fn draw(record: &BenchRecord) -> Result<BenchCharts, ChartError> {
+        let largest = match largest(record) {
+            Some(run) => charts(run)?,
+            None => Vec::new(),
+        };
+        Ok(BenchCharts { growth: growth_charts(record)?, largest })
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Chart> {
+        self.growth.iter().chain(&self.largest)
+    }
+}
+
 /// The growth charts: per query and variant a line per engine (hot median
 /// against events, log–log), then the load rate against events. None with a
 /// single size.
-pub fn bench_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
+fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
     let Some(run) = largest(record).filter(|_| record.sizes.len() > 1) else { return Ok(Vec::new()) };
     let place = |engine: &ghbench_core::Engine| run.context.engines.iter().position(|e| e.engine == *engine).unwrap_or(0);
     let mut drawn = Vec::new();
@@ -151,7 +171,7 @@ pub fn bench_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
             y_label: "seconds".into(),
             lines,
         };
-        drawn.push(draw(format!("growth-{}-{}", q.query, q.variant), chart)?);
+        drawn.push(draw(&format!("growth-{}-{}", q.query, q.variant), chart)?);
     }
     let loads = run
         .context
@@ -181,12 +201,12 @@ pub fn bench_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
         y_label: "events/s".into(),
         lines: loads,
     };
-    drawn.push(draw("growth-load".into(), chart)?);
+    drawn.push(draw("growth-load", chart)?);
     Ok(drawn)
 }
 
-fn draw(name: String, lines: Lines) -> Result<Chart, ChartError> {
-    let name: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
+fn draw(name: &str, lines: Lines) -> Result<Chart, ChartError> {
+    let name = file_stem(name);
     let svg = lines.svg().map_err(|reason| ChartError { name: name.clone(), reason })?;
     Ok(Chart { name, title: lines.title, svg })
 }
@@ -199,15 +219,13 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
     let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
     let _ = writeln!(md, "Data: {}.\n\nFirst runs: {}.\n", data_line(record), run.context.cold.label);
     for size in &record.sizes {
-        let verified = if size.verified() { "every query verified: the engines agree" } else { "NOT every query verified (see below)" };
-        let _ = writeln!(md, "## {}, {} events (table `{}`): {verified}\n", crate::ledger::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);
+        let (verdict, _) = size.verdict();
+        let _ = writeln!(md, "## {}, {} events (table `{}`): {verdict}\n", crate::ledger::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);
         let _ = writeln!(md, "{}\n\n{}\n", load_table(size).render(Style::Markdown), query_table(size).render(Style::Markdown));
     }
     if !record.growth.is_empty() {
         let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));
-        for chart in charts {
-            let _ = writeln!(md, "![{}]({dir}/{})\n", chart.title, chart.file_name());
-        }
+        md += &super::markdown::chart_links(charts, dir);
     }
     md
 }

@@ -53,7 +53,7 @@ fn draw(name: String, bars: Bars) -> Result<Chart, ChartError> {
 
 /// Letters, digits, `-` and `_` only: query and variant names come from a
 /// catalog folder, and a file name must not climb out of the charts folder.
-fn file_stem(name: &str) -> String {
+pub(crate) fn file_stem(name: &str) -> String {
     name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect()
 }
 
@@ -106,7 +106,7 @@ fn load_bars(view: &ResultsView) -> Bars {
     titled(bars, "Load throughput".into(), subtitle.into(), "events/s", "their ledgers hold no load time")
 }
 
-const MIB: f64 = (1u64 << 20) as f64;
+pub(crate) const MIB: f64 = (1u64 << 20) as f64;
 
 fn storage_bars(view: &ResultsView) -> Bars {
     let bars = per_engine(view, |e| match &e.storage {

@@ -8,13 +8,13 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use super::charts::{charts, engine_color, ChartError};
+use super::charts::{charts, engine_color, Chart, ChartError};
 use super::paper::PaperTable;
 use super::{
     caveats, data_warning, held_line, machine_line, mark, problems, query_problems, result_for, seconds, server_label,
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
-use super::bench::{self, largest, TextTable};
+use super::bench::{self, largest, BenchCharts, TextTable};
 use crate::bench::BenchRecord;
 use crate::record::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
 
@@ -37,12 +37,12 @@ pub enum HtmlError {
 
 /// The whole report as one HTML page.
 pub fn html(record: &RunRecord) -> Result<String, HtmlError> {
-    render(TEMPLATE_NAME, &Page::of(record)?)
+    render(TEMPLATE_NAME, &Page::with_charts(record, &charts(record)?))
 }
 
 /// `ghbench bench`'s page: the run page of the largest size, with the bench's
 /// own sections (every size's loads and queries, the growth charts) on top.
-pub fn bench_html(record: &BenchRecord) -> Result<String, HtmlError> {
+pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, HtmlError> {
     #[derive(Serialize)]
     struct BenchPage<'a> {
         #[serde(flatten)]
@@ -57,17 +57,19 @@ pub fn bench_html(record: &BenchRecord) -> Result<String, HtmlError> {
             .iter()
             .map(|s| SizeView {
                 hours: s.hours,
+                size: crate::ledger::count_of(s.hours as usize, "hour"),
                 events: s.events().unwrap_or(0),
                 table: s.table.clone(),
-                verified: s.verified(),
+                verdict: s.verdict().0,
+                verified: s.verdict().1,
                 loads: bench::load_table(s),
                 queries: bench::query_table(s),
             })
             .collect(),
         growth: bench::growth_table(record),
-        charts: bench::bench_charts(record)?.into_iter().map(|c| Value::from_safe_string(c.svg)).collect(),
+        charts: charts.growth.iter().map(|c| Value::from_safe_string(c.svg.clone())).collect(),
     };
-    let mut page = Page::of(run)?;
+    let mut page = Page::with_charts(run, &charts.largest);
     page.heading = format!("ghbench bench, {}", run.context.started_at);
     render(BENCH_TEMPLATE_NAME, &BenchPage { page, bench })
 }
@@ -94,8 +96,11 @@ struct BenchView {
 #[derive(Serialize)]
 struct SizeView {
     hours: u32,
+    /// `1 hour`, `6 hours`.
+    size: String,
     events: u64,
     table: String,
+    verdict: &'static str,
     verified: bool,
     loads: TextTable,
     queries: TextTable,
@@ -176,14 +181,15 @@ struct EngineView<'a> {
 }
 
 impl<'a> Page<'a> {
-    fn of(record: &'a RunRecord) -> Result<Page<'a>, ChartError> {
+    /// The page of `record`, with its charts as `charts::charts` drew them.
+    fn with_charts(record: &'a RunRecord, charts: &[Chart]) -> Page<'a> {
         let c = &record.context;
         let view = ResultsView::of(record);
-        let mut drawn = charts(record)?.into_iter().map(|chart| Value::from_safe_string(chart.svg));
+        let mut drawn = charts.iter().map(|chart| Value::from_safe_string(chart.svg.clone()));
         // The charts come in the record's query order, then load and storage.
         let queries = record.queries.iter().map(|q| query_view(&view, q, drawn.next().unwrap_or_default())).collect();
         let problems = problems(record);
-        Ok(Page {
+        Page {
             heading: format!("ghbench OLAP results, {}", c.started_at),
             started_at: &c.started_at,
             table: &c.table,
@@ -203,7 +209,7 @@ impl<'a> Page<'a> {
             machine: machine_line(&c.machine),
             command: c.arguments.join(" "),
             paper: PaperTable::of(record),
-        })
+        }
     }
 }
 

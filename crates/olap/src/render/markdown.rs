@@ -65,7 +65,12 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
 
 /// Every chart as an image linked relative to the report, so the folder can move.
 fn charts_section(charts: &[Chart], dir: &str) -> String {
-    let mut md = String::from("## Charts\n\n");
+    format!("## Charts\n\n{}", chart_links(charts, dir))
+}
+
+/// Each chart as a Markdown image of `<dir>/<name>.svg`, titled.
+pub(crate) fn chart_links(charts: &[Chart], dir: &str) -> String {
+    let mut md = String::new();
     for chart in charts {
         // Brackets would end the alt text early.
         let alt = chart.title.replace(['[', ']'], "");
