@@ -125,6 +125,7 @@ fn ingest_index_query_report_in_one_go() {
     assert_eq!(String::from_utf8_lossy(&shown.stdout).matches('✓').count(), 8);
     let compared = String::from_utf8_lossy(&report(&[&results, &results]).stdout).to_string();
     assert_eq!(compared.matches("same within 10%").count(), 8, "{compared}");
+    assert!(compared.contains("new/old") && compared.contains("\nnew: "), "old and new, not A and B (Queries A and B): {compared}");
 
     // A file of the previous schema, as ghbench wrote it then, is read.
     let mut old = record.clone();

@@ -9,16 +9,17 @@ use crate::record::RunRecord;
 /// Two runs differ when their medians differ by more than this fraction.
 pub const DEFAULT_NOISE: f64 = 0.10;
 
-/// Run B against run A, per query × variant × engine: the ratio of medians and
-/// whether B is faster or slower beyond the noise threshold.
+/// The new run against the old, per query × variant × engine: the ratio of
+/// medians and whether the new is faster or slower beyond the noise threshold.
+/// Named old and new, not A and B, which read as Queries A and B.
 pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> String {
     let mut out = String::new();
     for (label, ra, rb) in [("data", data_summary(a), data_summary(b)), ("servers", servers_summary(a), servers_summary(b))] {
         if ra != rb {
-            let _ = writeln!(out, "note: the runs differ in {label}: A {ra}; B {rb}");
+            let _ = writeln!(out, "note: the runs differ in {label}: old {ra}; new {rb}");
         }
     }
-    let header = ["query", "variant", "engine", "A median s", "B median s", "B/A", "verdict"].map(String::from).to_vec();
+    let header = ["query", "variant", "engine", "old median s", "new median s", "new/old", "verdict"].map(String::from).to_vec();
     let mut table = new_table(style, header);
     for qa in &a.queries {
         let Some(qb) = b.queries.iter().find(|q| q.query == qa.query && q.variant == qa.variant) else { continue };
@@ -26,9 +27,9 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
             let (Some(ma), Some(mb)) = (ea.stats.map(|s| s.median), median(qb, &ea.engine)) else { continue };
             let ratio = mb / ma;
             let verdict = if ratio < 1.0 - noise {
-                format!("B faster ({:.0}% less time)", (1.0 - ratio) * 100.0)
+                format!("new faster ({:.0}% less time)", (1.0 - ratio) * 100.0)
             } else if ratio > 1.0 + noise {
-                format!("B slower ({:.0}% more time)", (ratio - 1.0) * 100.0)
+                format!("new slower ({:.0}% more time)", (ratio - 1.0) * 100.0)
             } else {
                 format!("same within {:.0}%", noise * 100.0)
             };
@@ -36,7 +37,7 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
         }
     }
     align_numbers(&mut table, 3);
-    let _ = writeln!(out, "A: {} ({})\nB: {} ({})\n{table}", a.context.started_at, servers_summary(a), b.context.started_at, servers_summary(b));
+    let _ = writeln!(out, "old: {} ({})\nnew: {} ({})\n{table}", a.context.started_at, servers_summary(a), b.context.started_at, servers_summary(b));
     out
 }
 
