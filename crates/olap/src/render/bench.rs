@@ -67,6 +67,7 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             Some(i) => seconds(i.indexes.iter().map(|b| b.seconds).sum()),
             None => "–".to_string(),
         };
+        let no_indexes = index.is_some_and(|i| i.error.is_none() && i.indexes.is_empty());
         let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
         // Every hour reused: the ledger's own timing stands in, said so. It sums each
         // hour's own time: more than the wall time when hours load side by side,
@@ -83,7 +84,8 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             opt(load.upkeep_seconds.map(seconds)),
             index_seconds,
             opt(storage.map(|s| format!("{:.1}", s.table_bytes as f64 / MIB))),
-            opt(storage.map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
+            // An engine that takes no indexes has no index size, not a zero one.
+            opt(storage.filter(|s| !(no_indexes && s.index_bytes == 0)).map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
         ]);
     }
     table
