@@ -15,6 +15,18 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// Pixels: wide enough for six engine names under their bars.
 const SIZE: (u32, u32) = (720, 420);
+
+/// What `draw` draws on an SVG canvas of `size`, as SVG text (every chart's
+/// way out of plotters).
+pub(super) fn svg_text<E: std::fmt::Display>(size: (u32, u32), draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), E>) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, size).into_drawing_area();
+        draw(&root).map_err(|e| e.to_string())?;
+        root.present().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
 /// Medians further apart than this factor go on a log axis: on a linear one
 /// the fast engines' bars would be invisible.
 const LOG_ABOVE: f64 = 30.0;
@@ -102,13 +114,7 @@ impl Bars {
 
     /// The chart as SVG text.
     pub fn svg(&self) -> Result<String, String> {
-        let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-            self.draw_all(&root).map_err(|e| e.to_string())?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        Ok(out)
+        svg_text(SIZE, |root| self.draw_all(root))
     }
 
     fn draw_all<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {

@@ -7,7 +7,7 @@
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-use super::bars::PALETTE;
+use super::bars::{svg_text, PALETTE};
 
 const SIZE: (u32, u32) = (720, 440);
 const FONT: &str = "sans-serif";
@@ -32,13 +32,7 @@ pub(crate) struct Line {
 
 impl Lines {
     pub fn svg(&self) -> Result<String, String> {
-        let mut out = String::new();
-        {
-            let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
-            self.draw(&root).map_err(|e| e.to_string())?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        Ok(out)
+        svg_text(SIZE, |root| self.draw(root))
     }
 
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
