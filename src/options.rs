@@ -240,3 +240,13 @@ impl HourArgs {
         })
     }
 }
+
+/// A clap value parser for a whole number of at least 1 (hours, events, runs,
+/// seconds), saying so in words rather than as a range of the type's limits.
+pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(value: &str) -> std::result::Result<T, String> {
+    match value.trim().parse::<T>() {
+        Ok(n) if n >= T::from(1) => Ok(n),
+        Ok(_) => Err("must be at least 1".into()),
+        Err(_) => Err(format!("'{value}' is not a whole number")),
+    }
+}

@@ -55,7 +55,7 @@ pub struct IngestArgs {
 
     /// Seconds to wait for a server to answer any one step (a batch, a commit,
     /// a ledger query) before giving up on that connection and retrying.
-    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = crate::options::at_least_one::<u64>)]
     pub timeout: u64,
 
     /// Load a download that is still damaged after every retry as far as it

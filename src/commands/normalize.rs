@@ -25,7 +25,7 @@ pub struct NormalizeArgs {
     /// Instead of deriving: rebuild N random documents from the derived tables
     /// and compare them, values and types, with their originals (every
     /// document when there are fewer). A difference fails with its path.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = crate::options::at_least_one::<u64>)]
     pub verify: Option<u64>,
 
     /// For --verify: where the hour files of documents loaded by `ghbench

@@ -43,7 +43,7 @@ pub struct QueryArgs {
     pub all: bool,
 
     /// Timed runs per engine and query.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
     pub repeat: u64,
 
     /// Which texts: `published` (the paper's), `corrected` (deterministic, equivalent

@@ -158,9 +158,9 @@ impl Cooler for BenchCooler {
             Some(Plan::ClearOnly) | None => return ClearCaches.make_cold(index, backend).await,
         };
         let mut actions = Vec::new();
-        let restarted = match server.map(|s| (s, restart(s))) {
+        let restarted = match server {
             None => true,
-            Some((server, restarting)) => match restarting.await {
+            Some(server) => match restart(server).await {
                 Ok(()) => {
                     actions.push(format!("server {} at {} restarted", server.name, server.address));
                     true

@@ -60,11 +60,11 @@ pub struct BenchArgs {
     pub catalog: CatalogOptions,
 
     /// Generated data (`ghbench gen`'s realistic events): this many hours.
-    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = at_least_one::<u32>)]
+    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = crate::options::at_least_one::<u32>)]
     pub gen: Option<u32>,
 
     /// Events per generated hour [default: the built-in profile's, 7,702 as in the real hour].
-    #[arg(long, value_name = "N", value_parser = at_least_one::<u64>, conflicts_with = "source")]
+    #[arg(long, value_name = "N", value_parser = crate::options::at_least_one::<u64>, conflicts_with = "source")]
     pub events_per_hour: Option<u64>,
 
     /// The generator's seed: the same seed, hours and size give the same events.
@@ -80,16 +80,16 @@ pub struct BenchArgs {
     pub from: Hour,
 
     /// With --source: this many hours from --from.
-    #[arg(long, requires = "source", conflicts_with_all = ["scale", "gen"], value_parser = at_least_one::<u32>)]
+    #[arg(long, requires = "source", conflicts_with_all = ["scale", "gen"], value_parser = crate::options::at_least_one::<u32>)]
     pub hours: Option<u32>,
 
     /// Run the benchmark at each of these sizes, in hours (e.g. 1,6,24,96), and
     /// chart how each engine's time grows with the data.
-    #[arg(long, value_delimiter = ',', value_name = "HOURS,...", value_parser = at_least_one::<u32>)]
+    #[arg(long, value_delimiter = ',', value_name = "HOURS,...", value_parser = crate::options::at_least_one::<u32>)]
     pub scale: Vec<u32>,
 
     /// Hot (timed) runs per engine and query, after the cold run when --cold.
-    #[arg(long, default_value_t = 3, value_parser = at_least_one::<u64>)]
+    #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
     pub repeat: u64,
 
     /// Which query texts: `published`, `corrected`, or `both`.
@@ -294,15 +294,6 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     let verified = record.sizes.iter().all(|s| s.verdict().1);
     println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
     Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// A whole number of at least 1: zero hours, events or runs measure nothing.
-fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(value: &str) -> std::result::Result<T, String> {
-    match value.trim().parse::<T>() {
-        Ok(n) if n >= T::from(1) => Ok(n),
-        Ok(_) => Err("must be at least 1: zero measures nothing".into()),
-        Err(_) => Err(format!("'{value}' is not a whole number")),
-    }
 }
 
 fn text(table: &TextTable) -> String {

@@ -55,13 +55,14 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
         sizes: record
             .sizes
             .iter()
-            .map(|s| SizeView {
+            .map(|s| (s, s.verdict()))
+            .map(|(s, (verdict, verified))| SizeView {
                 hours: s.hours,
                 size: crate::ledger::count_of(s.hours as usize, "hour"),
                 events: s.events().unwrap_or(0),
                 table: s.table.clone(),
-                verdict: s.verdict().0,
-                verified: s.verdict().1,
+                verdict,
+                verified,
                 loads: bench::load_table(s),
                 queries: bench::query_table(s),
             })
