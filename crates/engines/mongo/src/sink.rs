@@ -5,14 +5,14 @@
 //! deleted first. The mark turns `done` after the data. Deleting only then
 //! matters: a range delete can scan the whole collection on some servers.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock};
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
@@ -121,26 +121,18 @@ impl EngineSink for MongoSink {
     /// attempt had marked it (it died, or another run is at it), removes what
     /// that attempt left. An hour already `done` is never touched.
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
-        self.inserted = 0;
-        let attempt = ObjectId::new();
-        let id = self.ledger_id(stem);
-        let not_done = doc! {"_id": &id, "state": {"$ne": "done"}};
-        let mut fields = self.entries().key_fields(stem);
-        fields.extend(doc! {"state": "loading", "attempt": attempt, "started_at": mongodb::bson::DateTime::now()});
-        let mark = doc! {"$set": fields};
-        let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
-            Ok(earlier) => earlier,
-            // The upsert collides with the `done` record: another run loaded the hour meanwhile.
-            Err(e) if is_duplicate_key(&e) => {
-                return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
-            }
-            Err(e) => return Err(to_sink_error(&e)),
-        };
-        self.hour = Some((stem.to_string(), attempt));
-        if earlier.is_some() {
-            self.delete_hour(stem).await?;
-        }
-        Ok(())
+        self.begin(stem, false).await
+    }
+
+    /// Marks the hour `loading` even when it is `done`, then deletes its
+    /// documents: interrupted from here on, the hour is not done, and the
+    /// next run that asks for it loads it again (deleting what is left).
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.begin(stem, true).await
+    }
+
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        self.entries().stored_hours().await.sink()
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -168,6 +160,8 @@ impl EngineSink for MongoSink {
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
             "seconds": r.seconds(),
+            "source_digest": r.source_digest.clone(),
+            "retries": i64::from(r.retries),
         };
         let Some((_, attempt)) = self.hour.take() else {
             return Err(SinkError::Other("commit outside an hour".into()));
@@ -198,6 +192,33 @@ impl EngineSink for MongoSink {
 
     async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError> {
         crate::lease::lock(&self.db, &self.table, limit).await
+    }
+}
+
+impl MongoSink {
+    /// See [`EngineSink::begin_hour`]; `replace` takes over a `done` hour too.
+    async fn begin(&mut self, stem: &str, replace: bool) -> Result<(), SinkError> {
+        self.inserted = 0;
+        let attempt = ObjectId::new();
+        let id = self.ledger_id(stem);
+        let not_done = if replace { doc! {"_id": &id} } else { doc! {"_id": &id, "state": {"$ne": "done"}} };
+        let mut fields = self.entries().key_fields(stem);
+        fields.extend(doc! {"state": "loading", "attempt": attempt, "started_at": mongodb::bson::DateTime::now()});
+        let mark = doc! {"$set": fields};
+        let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
+            Ok(earlier) => earlier,
+            // The upsert collides with the `done` record: another run loaded the hour meanwhile.
+            Err(e) if is_duplicate_key(&e) => {
+                return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
+            }
+            Err(e) => return Err(to_sink_error(&e)),
+        };
+        self.hour = Some((stem.to_string(), attempt));
+        // A replaced hour's documents go too (its entry now says `loading`).
+        if earlier.is_some() {
+            self.delete_hour(stem).await?;
+        }
+        Ok(())
     }
 }
 
