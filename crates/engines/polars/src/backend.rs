@@ -71,6 +71,9 @@ impl PolarsBackend {
     /// A query's failure, with the damaged file behind it named when there is
     /// one (checked by checksum: only after a failure, so no query pays for it).
     fn explain_failure(&self, error: anyhow::Error) -> anyhow::Error {
+        if error.downcast_ref::<DamagedFile>().is_some() {
+            return error;
+        }
         match self.find_damage(Check::Checksum) {
             Ok(Some(damage)) => damaged(&damage).context(format!("{error:#}")),
             _ => error,
@@ -78,12 +81,25 @@ impl PolarsBackend {
     }
 }
 
-/// The error for a damaged hour file: which file and hour, and how to repair it.
+/// A damaged hour file: which file and hour, and how to repair it.
+#[derive(Debug)]
+struct DamagedFile(Damage);
+
+impl std::fmt::Display for DamagedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hour = self.0.stem.parse::<ghbench_core::Hour>().map_or_else(|_| self.0.stem.clone(), |h| h.to_string());
+        write!(
+            f,
+            "{}: the hour is not whole; run `ghbench ingest --reload {hour} --engines polars` (with the same --table) to load it again",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for DamagedFile {}
+
 fn damaged(damage: &Damage) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{damage}: the hour is not whole; run `ghbench ingest --reload {} --engines polars` (with the same --table) to load it again",
-        damage.stem.parse::<ghbench_core::Hour>().map_or_else(|_| damage.stem.clone(), |h| h.to_string())
-    )
+    DamagedFile(damage.clone()).into()
 }
 
 #[async_trait]
@@ -104,6 +120,9 @@ impl Backend for PolarsBackend {
 
     /// Rows counted from the files' own footers, not the ledger.
     async fn sizes(&self) -> BackendResult<Storage> {
+        if let Some(damage) = self.find_damage(Check::Size)? {
+            return Err(damaged(&damage));
+        }
         let mut rows = 0;
         for path in self.table.hour_files()?.values() {
             let file = anyhow::Context::with_context(File::open(path), || format!("opening {}", path.display()))?;
