@@ -5,7 +5,8 @@
 //! than the one it was loaded from.
 //!
 //! Which copy a stored hour came from is compared for local folders only:
-//! the file's size (a `stat`), then, when the sizes agree, its BLAKE3 digest
+//! the file's size (a `stat`), then, when the sizes agree and the entry has
+//! one (entries of older ghbench versions do not), its BLAKE3 digest
 //! (one read of the file, well over 1 GB/s: a rerun over a year of hours
 //! reads them all once). An HTTP source is not compared: that would download
 //! every skipped hour, and GH Archive's published files do not change.
@@ -111,7 +112,9 @@ fn source_differs(source: &Source, hour: Hour, stored: &StoredHour) -> Option<St
     let path = dir.join(hour.file_name());
     // Gone from the source: what is stored is all there is, not another copy.
     let size = std::fs::metadata(&path).ok()?.len();
-    let stored_size = stored.compressed_bytes?;
+    // An older ghbench recorded the bytes it read, which stop early in a
+    // corrupt file: only a whole file's are its size.
+    let stored_size = stored.compressed_bytes.filter(|_| stored.source_digest.is_some() || stored.file_defect.is_none())?;
     if size != stored_size {
         return Some(format!("stored from {stored_size} bytes, {} now has {size}", path.display()));
     }
