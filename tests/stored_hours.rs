@@ -201,7 +201,7 @@ async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn reload_replaces_a_small_hour_once_on_mongo() {
+async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour() {
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -209,16 +209,60 @@ async fn reload_replaces_a_small_hour_once_on_mongo() {
     std::fs::create_dir_all(&source).unwrap();
     let lines = real_lines(&real);
     write_hour(&source, REAL_HOUR_FILE, &lines[..40]);
-    let table = table("reload_mongo");
-    assert!(ingest_from(work, &source, &table, "mongo", &["--from", HOUR, "--drop"]).status.success());
-    write_hour(&source, REAL_HOUR_FILE, &lines[..30]);
-    let out = ingest_from(work, &source, &table, "mongo", &["--reload", HOUR]);
-    assert!(out.status.success(), "{}", text(&out));
+    let table = table("reload_small");
+    let engines = "mongo,normalized";
+    assert!(ingest_from(work, &source, &table, engines, &["--from", HOUR, "--drop"]).status.success());
     let db = mongo().await;
-    let documents = db.collection::<mongodb::bson::Document>(&table).count_documents(mongodb::bson::doc! {}).await.unwrap();
-    assert_eq!(documents, 30, "the old hour's documents are gone, the new ones stored once");
+    let documents = || async { db.collection::<mongodb::bson::Document>(&table).count_documents(mongodb::bson::doc! {}).await.unwrap() };
+    let root = format!("normalized.\"{table}\"");
+    let normalized = || async { pg().await.query_one(&format!("SELECT count(*) FROM {root}"), &[]).await.unwrap().get::<_, i64>(0) };
+
+    write_hour(&source, REAL_HOUR_FILE, &lines[..30]);
+    let out = ingest_from(work, &source, &table, engines, &["--reload", HOUR]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(documents().await, 30, "the old hour's documents are gone, the new ones stored once");
+    assert_eq!(normalized().await, 30);
     let (_, mongo_hours) = ledger_hours(&table).await;
     assert_eq!(mongo_hours, ["2015-01-01-0"]);
+
+    // Documents lost behind the ledger's back: the rerun finds the hour short and reloads it.
+    db.collection::<mongodb::bson::Document>(&table).delete_many(mongodb::bson::doc! {"_id": {"$in": ["2015-01-01-0/1", "2015-01-01-0/2"]}}).await.unwrap();
+    pg().await.batch_execute(&format!("DELETE FROM {root} WHERE did IN (SELECT did FROM {root} LIMIT 3)")).await.unwrap();
+    let out = ingest_from(work, &source, &table, engines, &["--from", HOUR]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("mongo collection {table} holds 28 of its rows where its ledger entry lists 30")), "{said}");
+    assert!(said.contains(&format!("normalized table {table} holds 27 of its rows where its ledger entry lists 30")), "{said}");
+    assert_eq!((documents().await, normalized().await), (30, 30));
+    ghbench_normalized::meta::drop_collection(&pg().await, &table).await.unwrap();
+    drop_table(&table).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_refused() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let source = source_with_real_hour(work, &real);
+    write_hour(&source, "2015-01-01-1.json.gz", &real_lines(&real)[..100]);
+    let table = table("count_differs");
+    assert!(ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2", "--drop"]).status.success());
+    // Five rows of hour 1 deleted by hand.
+    let hour_one = format!("(SELECT xmin FROM ghbench_ledger WHERE engine = 'postgres' AND tbl = '{table}' AND hour = '2015-01-01-1')");
+    pg().await.batch_execute(&format!("DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE xmin = {hour_one} LIMIT 5)")).await.unwrap();
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("reloading 2015-01-01T01 on postgres: its stored copy is not whole: postgres table {table} holds 95 of its rows")), "{said}");
+    assert!(said.contains("1 loaded, 1 skipped"), "hour 0 is whole and kept: {said}");
+    assert_eq!(pg_rows(&table).await, 7802);
+
+    // A row no hour wrote: the run refuses, and says what to do.
+    pg().await.batch_execute(&format!("INSERT INTO {table} VALUES ('{{}}')")).await.unwrap();
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("7803 rows where its ledger lists 7802 events, 1 of them of no hour the ledger lists") && said.contains("--drop"), "{said}");
     drop_table(&table).await;
 }
 

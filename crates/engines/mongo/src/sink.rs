@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock};
+use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
@@ -57,10 +57,9 @@ impl MongoSink {
         self.entries().id(stem)
     }
 
-    /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
+    /// Deletes the hour's documents (see [`hour_ids`]).
     async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
-        let (from, to) = (format!("{stem}/"), format!("{stem}0"));
-        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await.sink()?;
+        self.data().delete_many(hour_ids(stem)).await.sink()?;
         Ok(())
     }
 }
@@ -131,8 +130,30 @@ impl EngineSink for MongoSink {
         self.begin(stem, true).await
     }
 
+    /// The ledger's finished hours, the collection counted against them (hour
+    /// by hour by their ids' prefix, only when the totals differ; see [`check_counts`]).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        self.entries().stored_hours().await.sink()
+        let mut stored = self.entries().stored_hours().await.sink()?;
+        // Hours being loaded (a `loading` mark) hold documents the next attempt deletes.
+        let loading = self.ledger().count_documents(doc! {"$and": [self.entries().scope(), {"state": {"$ne": "done"}}]}).await.sink()?;
+        if loading > 0 {
+            return Ok(stored);
+        }
+        let rows = self.data().count_documents(doc! {}).await.sink()?;
+        let what = format!("{} collection {}", SPEC.engine, self.table);
+        let stems: Vec<String> = stored.keys().cloned().collect();
+        check_counts(&mut stored, &what, rows, || async {
+            let mut counted = BTreeMap::new();
+            for stem in stems {
+                let n = self.data().count_documents(hour_ids(&stem)).await.sink()?;
+                counted.insert(stem, n);
+            }
+            let listed: u64 = counted.values().sum();
+            counted.insert("documents of no listed hour".into(), rows.saturating_sub(listed));
+            Ok(counted)
+        })
+        .await?;
+        Ok(stored)
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -220,6 +241,12 @@ impl MongoSink {
         }
         Ok(())
     }
+}
+
+/// Every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
+fn hour_ids(stem: &str) -> Document {
+    let (from, to) = (format!("{stem}/"), format!("{stem}0"));
+    doc! {"_id": {"$gte": from, "$lt": to}}
 }
 
 /// Another run created the collection between our look and our create.

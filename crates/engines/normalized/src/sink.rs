@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ghbench_core::{Hour, ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
+use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
 use tokio_postgres::Client;
@@ -103,7 +103,7 @@ async fn delete_hour(client: &Client, table: &TableName, stem: &str) -> Result<(
             documents = deleted;
         }
     }
-    if documents != events {
+    if !ghbench_postgres::sink::replaceable(documents, events) {
         return Err(SinkError::Other(format!(
             "cannot reload hour {stem} of {table}: its ledger lists {events} documents, and {documents} carry its ids \
              (derived by `ghbench normalize` from the jsonb table?); load the table again with --drop"
@@ -191,8 +191,20 @@ impl EngineSink for NormalizedSink {
         Ok(())
     }
 
+    /// The ledger's entries, the root table counted against them (by the
+    /// hour its document ids hold, see [`check_counts`]).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        self.ledger().stored_hours(&self.client).await.sink()
+        let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
+        let root = meta::qualified(self.table.as_str());
+        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {root}"), &[]).await.sink()?.get(0);
+        let what = format!("{} table {}", SPEC.engine, self.table);
+        check_counts(&mut stored, &what, rows.max(0) as u64, || async {
+            let sql = format!("SELECT did >> 32, count(*) FROM {root} GROUP BY 1");
+            let rows = self.client.query(&sql, &[]).await.sink()?;
+            Ok(rows.iter().map(|r| (did::hour_of_id_prefix(r.get(0)), r.get::<_, i64>(1).max(0) as u64)).collect())
+        })
+        .await?;
+        Ok(stored)
     }
 
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {

@@ -108,8 +108,9 @@ pub struct Upkeep {
     pub seconds: f64,
 }
 
-/// How long upkeep after a load may take, in steps of the sink's timeout: it
-/// reads the whole table (minutes on a year of data), not one hour.
+/// How long upkeep after a load (or checking the stored hours before it) may
+/// take, in steps of the sink's timeout: it reads the whole table (minutes on
+/// a year of data), not one hour.
 const UPKEEP_STEPS: u32 = 30;
 
 #[derive(Debug, thiserror::Error)]
@@ -312,8 +313,15 @@ impl Sink {
         self.step("reading the ledger", |s| s.completed_hours()).await
     }
 
+    /// Allowed [`UPKEEP_STEPS`] times the timeout: checking may count or
+    /// read the whole table.
     pub async fn stored_hours(&mut self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        self.step("reading and checking the ledger", |s| s.stored_hours()).await
+        let limit = self.timeout * UPKEEP_STEPS;
+        let result = bounded(&self.engine, &self.server, "checking the stored hours against the ledger", limit, self.inner.stored_hours()).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
     }
 
     pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
@@ -377,6 +385,43 @@ async fn bounded<T>(
         Ok(result) => result,
         Err(_) => Err(SinkError::Timeout { engine: engine.clone(), server: server.to_string(), step, limit }),
     }
+}
+
+/// The table's row count against its ledger, checked once per run (one
+/// count of the table; hour by hour only when the totals differ): `rows` is
+/// the table's count, `per_hour` counts its rows by the hour they belong to
+/// (called only when needed). Hours whose count differs from their entry are
+/// marked damaged (the run reloads them); rows that belong to no listed hour
+/// stop the run, saying what to do.
+pub async fn check_counts<F, Fut>(
+    stored: &mut BTreeMap<String, StoredHour>,
+    what: &str,
+    rows: u64,
+    per_hour: F,
+) -> Result<(), SinkError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<BTreeMap<String, u64>, SinkError>>,
+{
+    let listed: u64 = stored.values().map(|h| h.events).sum();
+    if rows == listed {
+        return Ok(());
+    }
+    let mut counted = per_hour().await?;
+    for (stem, hour) in stored.iter_mut() {
+        let held = counted.remove(stem).unwrap_or(0);
+        if held != hour.events {
+            hour.damage = Some(format!("{what} holds {held} of its rows where its ledger entry lists {}", hour.events));
+        }
+    }
+    let strays: u64 = counted.values().sum();
+    if strays > 0 {
+        return Err(SinkError::Other(format!(
+            "{what} holds {rows} rows where its ledger lists {listed} events, {strays} of them of no hour the ledger lists \
+             (written by hand, or by another tool): load the table again with --drop"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.
