@@ -123,3 +123,46 @@ mod tests {
         assert_eq!(written.result(), (12, digest), "what is written digests as what is read");
     }
 }
+
+/// What hashing costs beside reading: `cargo test --release -p ghbench-ingest
+/// --lib -- --ignored --nocapture digest_cost` (needs ../shared beside the repo).
+#[cfg(test)]
+mod cost {
+    use std::time::Instant;
+
+    #[test]
+    #[ignore = "a measurement, not a check: run it by name"]
+    fn digest_cost() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gharchive/2015-01-01-0.json.gz");
+        let bytes = std::fs::read(&path).expect("the real hour");
+        let best = |work: &dyn Fn()| (0..5).map(|_| {
+            let started = Instant::now();
+            work();
+            started.elapsed().as_secs_f64()
+        }).fold(f64::MAX, f64::min);
+        let hash = best(&|| {
+            blake3::hash(&bytes);
+        });
+        let decode = best(&|| {
+            let dir = tempfile::tempdir().unwrap();
+            let hour = "2015-01-01T00".parse().unwrap();
+            let mut quarantine = crate::quarantine::Quarantine::for_hour(dir.path(), &"t".parse().unwrap(), hour).unwrap();
+            let file = crate::source::HourBytes::File(std::fs::File::open(&path).unwrap());
+            let report = crate::decode::decode_hour(hour, file, &Default::default(), &[], &mut quarantine, Default::default()).unwrap();
+            assert_eq!(report.events, 7702);
+        });
+        let skip_check = best(&|| {
+            super::of_file(&path).unwrap();
+        });
+        eprintln!(
+            "{} bytes: BLAKE3 {:.2} ms ({:.0} MB/s); reading the hour (gunzip, parse, clean, digest included) {:.1} ms: digest {:.1} % of it; \
+             a rerun's check of a kept hour (read + digest) {:.2} ms",
+            bytes.len(),
+            hash * 1e3,
+            bytes.len() as f64 / hash / 1e6,
+            decode * 1e3,
+            100.0 * hash / decode,
+            skip_check * 1e3
+        );
+    }
+}
