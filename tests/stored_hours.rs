@@ -270,3 +270,48 @@ async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_ref
 fn digest_of(path: &Path) -> (u64, String) {
     ghbench_ingest::digest::of_file(path).unwrap()
 }
+
+/// What `ghbench bench` does: with `reload_changed`, an hour stored from a
+/// damaged copy is reloaded from the good file the source holds now.
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("hours");
+    std::fs::create_dir_all(&source).unwrap();
+    let whole = std::fs::read(&real).unwrap();
+    std::fs::write(source.join(REAL_HOUR_FILE), &whole[..whole.len() / 2]).unwrap();
+    let table = table("reload_changed");
+    let (plugin, config) = servers().engines().remove(0);
+    let hour: ghbench_core::Hour = HOUR.parse().unwrap();
+    let options = |drop: bool| ghbench_ingest::IngestOptions {
+        hours: ghbench_core::HourRange::new(hour, hour).unwrap(),
+        source: ghbench_ingest::Source::Dir(source.clone()),
+        engines: vec![plugin.loader(&config)],
+        policy: ghbench::registry::builtin().policy(),
+        table: table.parse().unwrap(),
+        concurrency: 1,
+        retries: 0,
+        timeout: std::time::Duration::from_secs(60),
+        accept_damaged: false,
+        quarantine_dir: work.path().join("quarantine"),
+        drop,
+        dry_run: false,
+        reload: Default::default(),
+        reload_changed: true,
+    };
+    let run = |drop| async move { ghbench_ingest::ingest(options(drop), std::sync::Arc::new(ghbench_ingest::Quiet)).await.unwrap() };
+    let first = run(true).await;
+    assert_eq!(first.totals.file_defects, 1);
+    assert!(pg_rows(&table).await < 7702);
+
+    std::fs::remove_file(source.join(REAL_HOUR_FILE)).unwrap();
+    std::os::unix::fs::symlink(&real, source.join(REAL_HOUR_FILE)).unwrap();
+    let rerun = run(false).await;
+    assert_eq!((rerun.totals.hours_loaded, rerun.totals.hours_changed), (1, 0), "reloaded, not reported");
+    assert_eq!(rerun.reloaded.len(), 1);
+    assert!(rerun.reloaded[0].detail.starts_with("loaded from another copy of its file (stored from"), "{:?}", rerun.reloaded);
+    assert_eq!(pg_rows(&table).await, 7702);
+    assert_eq!(pg_ledger(&table).await, [("2015-01-01-0".into(), 7702)]);
+    drop_table(&table).await;
+}
