@@ -12,6 +12,8 @@
 //! every skipped hour, and GH Archive's published files do not change.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+#[cfg(test)]
+use std::path::Path;
 
 use ghbench_core::{Engine, Hour};
 
@@ -123,4 +125,88 @@ fn source_differs(source: &Source, hour: Hour, stored: &StoredHour) -> Option<St
     (now != recorded).then(|| {
         format!("stored from a file of digest {}, {} now has {}", digest::short(recorded), path.display(), digest::short(&now))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghbench_core::HourRange;
+
+    fn options(source: &Path, first: &str, hours: u32) -> IngestOptions {
+        IngestOptions {
+            hours: HourRange::starting_at(first.parse().unwrap(), hours).unwrap(),
+            source: Source::Dir(source.to_path_buf()),
+            engines: Vec::new(),
+            policy: Default::default(),
+            table: "t".parse().unwrap(),
+            concurrency: 1,
+            retries: 0,
+            timeout: std::time::Duration::from_secs(1),
+            accept_damaged: false,
+            quarantine_dir: source.join("q"),
+            drop: false,
+            dry_run: false,
+            reload: BTreeSet::new(),
+            reload_changed: false,
+        }
+    }
+
+    fn kept(bytes: u64, digest: Option<String>) -> StoredHour {
+        StoredHour { events: 1, compressed_bytes: Some(bytes), source_digest: digest, ..StoredHour::default() }
+    }
+
+    #[test]
+    fn each_hour_is_kept_reloaded_or_reported_engine_by_engine() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |stem: &str, body: &[u8]| {
+            let path = dir.path().join(format!("{stem}.json.gz"));
+            std::fs::write(&path, body).unwrap();
+            digest::of_file(&path).unwrap()
+        };
+        let (size0, digest0) = file("2015-01-01-0", b"zero");
+        let (size1, _) = file("2015-01-01-1", b"one, now longer");
+        let (size2, _) = file("2015-01-01-2", b"two!");
+        let (pg, polars) = (Engine::from("postgres"), Engine::from("polars"));
+        let pg_hours = BTreeMap::from([
+            ("2015-01-01-0".to_string(), StoredHour { file_defect: Some("truncated".into()), ..kept(size0, Some(digest0.clone())) }),
+            ("2015-01-01-1".to_string(), kept(size1 - 5, None)),
+            // Same size, another digest.
+            ("2015-01-01-2".to_string(), kept(size2, Some(digest0.clone()))),
+        ]);
+        let polars_hours = BTreeMap::from([
+            ("2015-01-01-0".to_string(), StoredHour { damage: Some("cut short".into()), ..kept(size0, Some(digest0.clone())) }),
+            ("2015-01-01-1".to_string(), StoredHour { note: Some("old entry".into()), ..kept(size1, None) }),
+        ]);
+        let stored = [(pg.clone(), pg_hours), (polars.clone(), polars_hours)];
+        let mut asked = options(dir.path(), "2015-01-01T00", 4);
+        asked.reload.insert("2015-01-02T00".parse().unwrap());
+        let plan = plan(&asked, &stored);
+
+        let queued: Vec<(String, Vec<Engine>, Vec<Engine>)> =
+            plan.queue.iter().map(|p| (p.hour.stem(), p.needed.clone(), p.replacing.clone())).collect();
+        assert_eq!(
+            queued,
+            [
+                ("2015-01-01-0".into(), vec![polars.clone()], vec![polars.clone()]),
+                ("2015-01-01-2".into(), vec![polars.clone()], vec![]),
+                ("2015-01-01-3".into(), vec![pg.clone(), polars.clone()], vec![]),
+                ("2015-01-02-0".into(), vec![pg.clone(), polars.clone()], vec![]),
+            ]
+        );
+        let changed: Vec<(String, &str)> = plan.changed.iter().map(|c| (c.hour.stem(), c.engine.name())).collect();
+        assert_eq!(changed, [("2015-01-01-1".into(), "postgres"), ("2015-01-01-2".into(), "postgres")]);
+        assert!(plan.changed[0].detail.contains(&format!("stored from {} bytes", size1 - 5)), "{:?}", plan.changed);
+        assert!(plan.changed[1].detail.contains("stored from a file of digest blake3:"), "{:?}", plan.changed);
+        assert_eq!(plan.damaged_copies.len(), 1, "hour 0 on postgres: kept, from a damaged copy");
+        assert!(plan.skipped.is_empty(), "hour 1 is neither loaded nor skipped: {:?}", plan.skipped);
+        assert_eq!(plan.notes, ["polars: old entry"]);
+
+        // With reload_changed (bench), the changed hours are replaced instead.
+        asked.reload_changed = true;
+        let plan = super::plan(&asked, &stored);
+        assert!(plan.changed.is_empty());
+        let replaced: Vec<String> = plan.reloaded.iter().filter(|r| r.engine == pg).map(|r| r.hour.stem()).collect();
+        assert_eq!(replaced, ["2015-01-01-1", "2015-01-01-2"]);
+        assert_eq!(plan.skipped.len(), 0);
+    }
 }

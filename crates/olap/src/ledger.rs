@@ -100,5 +100,13 @@ mod tests {
         assert_eq!(Ledger::default().summary().first_hour, None);
         let timed = Ledger::from_entries([("2015-01-01-0".to_string(), 10, Some(0.5)), ("2015-01-01-1".to_string(), 10, Some(1.5))]);
         assert_eq!(timed.summary().load_seconds, Some(2.0));
+        assert_eq!(timed.summary().load_retries, 0);
+        let retried = timed.clone().with_retries(3).summary();
+        assert_eq!(retried.load_retries, 3, "the retries go with the load time into the run record");
+        assert_eq!(crate::render::retries_note(retried.load_retries), "; includes 3 retries");
+        assert_eq!(crate::render::retries_note(1), "; includes 1 retry");
+        assert_eq!(crate::render::retries_note(0), "");
+        let json = serde_json::to_value(&timed.summary()).unwrap();
+        assert!(json.get("load_retries").is_none(), "no retries, no field: records stay as they were");
     }
 }
