@@ -103,9 +103,9 @@ mod tests {
         assert_eq!(timed.summary().load_retries, 0);
         let retried = timed.clone().with_retries(3).summary();
         assert_eq!(retried.load_retries, 3, "the retries go with the load time into the run record");
-        assert_eq!(crate::render::retries_note(retried.load_retries), "; includes 3 retries");
-        assert_eq!(crate::render::retries_note(1), "; includes 1 retry");
-        assert_eq!(crate::render::retries_note(0), "");
+        assert_eq!(crate::render::retries_note(retried.load_retries).as_deref(), Some("includes 3 retries"));
+        assert_eq!(crate::render::retries_note(1).as_deref(), Some("includes 1 retry"));
+        assert_eq!(crate::render::retries_note(0), None);
         let json = serde_json::to_value(&timed.summary()).unwrap();
         assert!(json.get("load_retries").is_none(), "no retries, no field: records stay as they were");
     }

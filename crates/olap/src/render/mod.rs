@@ -260,7 +260,7 @@ pub fn data_line(engine: &EngineRecord) -> String {
                 "{}, loaded in {} s ({rate:.0} events/s, summed over hours{})",
                 held_line(engine),
                 seconds(s),
-                retries_note(d.load_retries)
+                retries_note(d.load_retries).map(|n| format!("; {n}")).unwrap_or_default()
             ),
             _ => held_line(engine),
         },
@@ -268,13 +268,13 @@ pub fn data_line(engine: &EngineRecord) -> String {
     }
 }
 
-/// `; includes N retries` when the load time includes attempts made again
+/// `includes N retries` when the load time includes attempts made again
 /// after faults (their time and the waits between them).
-pub fn retries_note(retries: u64) -> String {
+pub fn retries_note(retries: u64) -> Option<String> {
     match retries {
-        0 => String::new(),
-        1 => "; includes 1 retry".into(),
-        n => format!("; includes {n} retries"),
+        0 => None,
+        1 => Some("includes 1 retry".into()),
+        n => Some(format!("includes {n} retries")),
     }
 }
 
