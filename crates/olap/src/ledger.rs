@@ -106,7 +106,7 @@ mod tests {
         assert_eq!(crate::render::retries_note(retried.load_retries).as_deref(), Some("includes 3 retries"));
         assert_eq!(crate::render::retries_note(1).as_deref(), Some("includes 1 retry"));
         assert_eq!(crate::render::retries_note(0), None);
-        let json = serde_json::to_value(&timed.summary()).unwrap();
+        let json = serde_json::to_value(timed.summary()).unwrap();
         assert!(json.get("load_retries").is_none(), "no retries, no field: records stay as they were");
     }
 }
