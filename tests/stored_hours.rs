@@ -121,6 +121,10 @@ async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
     write_hour(&source, "2015-01-01-1.json.gz", &lines[..100]);
     let table = table("reload");
     let engines = "postgres,polars";
+    for (bad, why) in [("2015-01-01T05..2015-01-01T02", "the last hour is before the first"), ("noon", "invalid hour 'noon'"), (",", "name at least one hour")] {
+        let out = ingest_from(work, &source, &table, engines, &["--reload", bad]);
+        assert!(!out.status.success() && text(&out).contains(why), "{bad}: {}", text(&out));
+    }
     assert!(ingest_from(work, &source, &table, engines, &["--from", HOUR, "--hours", "2", "--drop"]).status.success());
     assert_eq!(pg_rows(&table).await, 7802);
 

@@ -24,13 +24,15 @@ Examples:
   ghbench ingest --source ./mirror --reload 2015-01-01T03 --engines polars   # load one hour again
 
 Rerunning skips hours each engine's ledger lists as loaded; an interrupted hour
-is loaded again from scratch. A listed hour is loaded again (replaced) when its
-engine finds its stored copy no longer whole (a polars file of another size or
-checksum than its ledger entry), and when asked with --reload. An hour stored
-from another copy of its file than a local --source holds now (another size or
-BLAKE3 digest; an http source is not compared, GH Archive's files do not change)
-is kept and reported, with the --reload that replaces it. Lines no engine can take go to the quarantine
-folder with their line number and reason; `\\u0000` escapes are removed.
+is loaded again from scratch. A listed hour is loaded again (replaced) when asked
+with --reload, and when its engine finds its stored copy no longer whole: a
+polars file of another size or checksum than its ledger entry, a table that
+holds fewer of the hour's rows than its ledger lists (counted once per run).
+An hour stored from another copy of its file than a local --source holds now
+(another size or BLAKE3 digest; an http source is not compared: GH Archive's
+files do not change) is kept and reported with the --reload that replaces it,
+exit status 1. Lines no engine can take go to the quarantine folder with their
+line number and reason; `\\u0000` escapes are removed.
 
 Faults are retried (--retries, with backoff): network errors and HTTP 5xx, a
 download that arrives damaged (not gzip, cut short), and per engine a lost
@@ -193,7 +195,13 @@ fn parse_hours(value: &str) -> std::result::Result<BTreeSet<Hour>, String> {
     for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
         let parse = |h: &str| h.trim().parse::<Hour>().map_err(|e| format!("'{h}': {e}"));
         match item.split_once("..") {
-            Some((first, last)) => hours.extend(HourRange::new(parse(first)?, parse(last)?).map_err(|e| format!("'{item}': {e}"))?.iter()),
+            Some((first, last)) => {
+                let (first, last) = (parse(first)?, parse(last)?);
+                if last < first {
+                    return Err(format!("'{item}': the last hour is before the first (write FIRST..LAST)"));
+                }
+                hours.extend(HourRange::new(first, last).map_err(|e| format!("'{item}': {e}"))?.iter());
+            }
             None => {
                 hours.insert(parse(item)?);
             }
