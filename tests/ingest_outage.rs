@@ -86,6 +86,26 @@ async fn a_restart_mid_run_is_survived_with_exact_counts_and_a_summary() {
     // Counted at the end on a new connection: the first one died in the restart.
     assert_eq!(t["engines"]["postgres"]["table_events"], HOURS * per_hour);
     assert_eq!(rows(&pg.url(), "outage").await, HOURS * per_hour, "no hour lost or doubled");
+
+    // The ledger keeps each hour's retries with its load time, and the query
+    // report's data line says the time includes them.
+    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &pg.url()).await.unwrap();
+    let recorded: i64 = client.query_one("SELECT sum(retries)::bigint FROM ghbench_ledger WHERE tbl = 'outage'", &[]).await.unwrap().get(0);
+    assert_eq!(recorded as u64, t["retries"].as_u64().unwrap(), "every retry of the run is in the ledger");
+    let ledger = ghbench_postgres::ledger::PgLedger { engine: &ghbench_postgres::SPEC.engine, table: &"outage".parse().unwrap() };
+    let summary = ledger.report(&client).await.unwrap().summary();
+    assert_eq!(summary.load_retries, recorded as u64);
+    let results = work.path().join("results");
+    let query = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres", "--table", "outage", "--pg-url", &pg.url()])
+        .arg("--output")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let said = text(&query);
+    assert!(query.status.success(), "{said}");
+    let retries = if recorded == 1 { "includes 1 retry".to_string() } else { format!("includes {recorded} retries") };
+    assert!(said.contains(&format!("summed over hours; {retries})")), "the load time says it includes the retries: {said}");
 }
 
 #[tokio::test]

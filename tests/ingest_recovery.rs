@@ -109,11 +109,17 @@ async fn an_hour_of_no_events_keeps_both_ledgers_in_step() {
     assert_eq!(report["totals"]["file_defects"], 1);
 
     // The file is replaced and the next hour added; the rerun must treat hour 00
-    // alike in both engines (it is loaded, with 0 events, in both).
+    // alike in both engines (it is loaded, with 0 events, in both): kept, and
+    // reported in both as stored from another copy of its file (exit 1).
     write_hour(&dir, "2015-01-01-0.json.gz", &lines[..50]);
     write_hour(&dir, "2015-01-01-1.json.gz", &lines[..50]);
-    let rerun = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "2"]);
-    assert_eq!(rerun["totals"]["hours_skipped"], 1);
+    let (out, rerun) = ingest_any(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "2"]);
+    let rerun = rerun.expect("a report");
+    assert!(!out.status.success());
+    assert_eq!(rerun["totals"]["hours_changed"], 1);
+    let engines: Vec<&str> = rerun["changed"].as_array().unwrap().iter().map(|c| c["engine"].as_str().unwrap()).collect();
+    assert_eq!(engines, ["postgres", "mongo"]);
+    assert_eq!(rerun["totals"]["hours_skipped"], 0);
     assert_eq!(rerun["totals"]["hours_loaded"], 1);
     assert_exact(&table, 50).await;
     let both = vec!["2015-01-01-0".to_string(), "2015-01-01-1".to_string()];

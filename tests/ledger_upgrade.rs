@@ -31,8 +31,10 @@ async fn an_old_ledger_keeps_its_hours_and_gains_the_engine_key() {
     // An hour an older ghbench loaded: its rows and its ledger entry.
     client.batch_execute(OLD_LEDGER).await.unwrap();
     client.batch_execute("CREATE TABLE old_load (data jsonb); INSERT INTO old_load SELECT '{}'::jsonb FROM generate_series(1, 7702)").await.unwrap();
+    // It read the whole file: its size is the one recorded (a rerun compares it).
+    let size = std::fs::metadata(&real).unwrap().len();
     client
-        .batch_execute("INSERT INTO ghbench_ledger VALUES ('old_load', '2015-01-01-0', 7702, 7702, 0, 0, 2643000, NULL, '0.1.0', now())")
+        .batch_execute(&format!("INSERT INTO ghbench_ledger VALUES ('old_load', '2015-01-01-0', 7702, 7702, 0, 0, {size}, NULL, '0.1.0', now())"))
         .await
         .unwrap();
 
@@ -86,4 +88,26 @@ async fn an_old_ledger_keeps_its_hours_and_gains_the_engine_key() {
     assert_eq!(seconds.len(), 2);
     assert_eq!(seconds[0], None, "the old entry was not timed");
     assert!(seconds[1].is_some_and(|s| s > 0.0), "the new hour's load time is recorded");
+    // The old entry gains the source's digest and the retries as unknown; the new one records them.
+    let rows = client
+        .query("SELECT source_digest, retries FROM ghbench_ledger WHERE engine = 'postgres' ORDER BY hour", &[])
+        .await
+        .unwrap();
+    let kept: Vec<(Option<String>, Option<i32>)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(kept[0], (None, None), "nothing is made up for the old entry");
+    assert!(kept[1].0.as_deref().is_some_and(|d| d.starts_with("blake3:")), "{kept:?}");
+    assert_eq!(kept[1].1, Some(0));
+    // Its rows cannot be told apart (written apart from their entry): --reload refuses and says what to do.
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--engines", "postgres", "--table", "old_load", "--pg-url", &pg.url(), "--reload", "2015-01-01T00"])
+        .args(["--source", source.to_str().unwrap()])
+        .arg("--quarantine-dir")
+        .arg(work.path().join("quarantine"))
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("cannot reload hour 2015-01-01-0 of old_load") && said.contains("--drop"), "{said}");
+    let rows: i64 = client.query_one("SELECT count(*) FROM old_load", &[]).await.unwrap().get(0);
+    assert_eq!(rows, 7702 + 100, "nothing changed");
 }

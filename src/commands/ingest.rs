@@ -1,5 +1,6 @@
 //! `ghbench ingest`: argument handling and the run's summary for people.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,7 +9,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use chrono::Datelike;
 use clap::Args;
-use ghbench_core::summarise_hours;
+use ghbench_core::{summarise_hours, Hour, HourRange};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
 use crate::options::{ConnOptions, Engines, HourArgs};
@@ -20,10 +21,18 @@ Examples:
   ghbench ingest --year 2015                                   # all of 2015 from data.gharchive.org
   ghbench ingest --from 2015-01-01T00 --to 2015-01-01T23       # one day
   ghbench ingest --source ./mirror --from 2015-01-01T00 --hours 6
+  ghbench ingest --source ./mirror --reload 2015-01-01T03 --engines polars   # load one hour again
 
 Rerunning skips hours each engine's ledger lists as loaded; an interrupted hour
-is loaded again from scratch. Lines no engine can take go to the quarantine
-folder with their line number and reason; `\\u0000` escapes are removed.
+is loaded again from scratch. A listed hour is loaded again (replaced) when asked
+with --reload, and when its engine finds its stored copy no longer whole: a
+polars file of another size or checksum than its ledger entry, a table that
+holds fewer of the hour's rows than its ledger lists (counted once per run).
+An hour stored from another copy of its file than a local --source holds now
+(another size or BLAKE3 digest; an http source is not compared: GH Archive's
+files do not change) is kept and reported with the --reload that replaces it,
+exit status 1. Lines no engine can take go to the quarantine folder with their
+line number and reason; `\\u0000` escapes are removed.
 
 Faults are retried (--retries, with backoff): network errors and HTTP 5xx, a
 download that arrives damaged (not gzip, cut short), and per engine a lost
@@ -71,6 +80,15 @@ pub struct IngestArgs {
     #[arg(long)]
     pub drop: bool,
 
+    /// Load these hours again on the --engines, each replacing its stored copy
+    /// exactly once (the old hour and its ledger entry go in the same step the
+    /// new ones are stored; an hour not stored yet is simply loaded). Hours as
+    /// --from takes them, comma-separated, a range as FIRST..LAST:
+    /// `2015-01-01T03`, `2015-01-01T00..2015-01-01T05,2015-01-02T12`. Without
+    /// --year/--from, the run is about these hours alone.
+    #[arg(long, value_name = "HOURS", value_parser = parse_hours, conflicts_with_all = ["drop", "dry_run"])]
+    pub reload: Option<BTreeSet<Hour>>,
+
     /// Read, check and encode every hour for every engine but store nothing and
     /// contact no server: measures the client pipeline alone.
     #[arg(long)]
@@ -86,7 +104,12 @@ pub struct IngestArgs {
 }
 
 pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
-    let range = args.hours.range()?;
+    let reload = args.reload.clone().unwrap_or_default();
+    let range = match reload.first() {
+        // The reloaded hours alone: a range of the first, which they include.
+        Some(first) if args.hours.year.is_none() && args.hours.from.is_none() => HourRange::new(*first, *first)?,
+        _ => args.hours.range()?,
+    };
     let source = Source::parse(&args.source)?;
     let concurrency = args.concurrency.unwrap_or_else(default_concurrency);
     if concurrency == 0 {
@@ -114,9 +137,20 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.drop,
         dry_run: args.dry_run,
+        reload,
+        reload_changed: false,
     };
     let target = if args.dry_run { "nowhere (dry run)".to_string() } else { join(&engines) };
-    eprintln!("loading {range} from {} into '{}' on {target}", options.source.describe(), options.table);
+    let what = if options.reload.is_empty() || args.hours.year.is_some() || args.hours.from.is_some() {
+        range.to_string()
+    } else {
+        String::new()
+    };
+    let reloading = match options.reload.len() {
+        0 => String::new(),
+        _ => format!("{}reloading {}", if what.is_empty() { "" } else { ", " }, summarise_hours(options.reload.iter().copied(), 10)),
+    };
+    eprintln!("loading {what}{reloading} from {} into '{}' on {target}", options.source.describe(), options.table);
     let progress = Arc::new(IngestProgress::new(if args.dry_run { &[] } else { &engines }));
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
@@ -127,6 +161,14 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         std::fs::write(path, json).with_context(|| format!("writing the report {}", path.display()))?;
     }
     let t = &summary.totals;
+    if t.hours_changed > 0 {
+        eprintln!(
+            "error: {} hour(s) are stored from another copy of their file than the source holds (see above); reload them with --reload {}",
+            t.hours_changed,
+            reload_argument(&summary)
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     if t.hours_loaded + t.hours_partial == 0 && t.hours_skipped == 0 {
         eprintln!("error: no hour could be loaded ({} missing, {} failed); see above", t.hours_missing, t.hours_failed);
         return Ok(ExitCode::FAILURE);
@@ -145,6 +187,36 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         return super::index::run(index, registry).await;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Hours for `--reload`, as its help says: `H`, `H1..H2`, comma-separated.
+fn parse_hours(value: &str) -> std::result::Result<BTreeSet<Hour>, String> {
+    let mut hours = BTreeSet::new();
+    for item in value.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+        let parse = |h: &str| h.trim().parse::<Hour>().map_err(|e| format!("'{h}': {e}"));
+        match item.split_once("..") {
+            Some((first, last)) => {
+                let (first, last) = (parse(first)?, parse(last)?);
+                if last < first {
+                    return Err(format!("'{item}': the last hour is before the first (write FIRST..LAST)"));
+                }
+                hours.extend(HourRange::new(first, last).map_err(|e| format!("'{item}': {e}"))?.iter());
+            }
+            None => {
+                hours.insert(parse(item)?);
+            }
+        }
+    }
+    if hours.is_empty() {
+        return Err("name at least one hour, e.g. 2015-01-01T03 or 2015-01-01T00..2015-01-01T05".into());
+    }
+    Ok(hours)
+}
+
+/// The `--reload` value that replaces the changed hours.
+fn reload_argument(s: &IngestSummary) -> String {
+    let hours: BTreeSet<Hour> = s.changed.iter().map(|c| c.hour).collect();
+    hours.iter().map(Hour::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// Creates the report's folder and tries the file, so a bad path fails before
@@ -184,8 +256,14 @@ fn print_summary(s: &IngestSummary) {
         }
     }
     println!(
-        "hours:  {} requested, {} loaded, {} skipped (already loaded), {} missing, {} failed, {} partial",
-        t.hours_requested, t.hours_loaded, t.hours_skipped, t.hours_missing, t.hours_failed, t.hours_partial
+        "hours:  {} requested, {} loaded, {} skipped (already loaded), {} missing, {} failed, {} partial{}",
+        t.hours_requested,
+        t.hours_loaded,
+        t.hours_skipped,
+        t.hours_missing,
+        t.hours_failed,
+        t.hours_partial,
+        if t.hours_changed > 0 { format!(", {} stored from another copy of their file", t.hours_changed) } else { String::new() }
     );
     println!(
         "lines:  {} read, {} events, {} quarantined, {} sanitized (\\u0000 removed), {} damaged files",
@@ -193,6 +271,21 @@ fn print_summary(s: &IngestSummary) {
     );
     for (defect, n) in &t.quarantined {
         println!("        quarantined {}: {n}", defect.name());
+    }
+    for r in &s.reloaded {
+        println!("reloading {} on {}: {}", r.hour, r.engine, r.detail);
+    }
+    for c in &s.changed {
+        println!(
+            "hour {} on {} was loaded from another copy of its file ({}); reload it with --reload {}",
+            c.hour, c.engine, c.detail, c.hour
+        );
+    }
+    for d in &s.damaged_copies {
+        println!(
+            "hour {} on {} is stored from a damaged copy of its file ({}); once the file is whole, reload it with --reload {}",
+            d.hour, d.engine, d.detail, d.hour
+        );
     }
     if t.retries > 0 {
         println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);

@@ -64,6 +64,8 @@ impl LoadedTable {
             quarantine_dir: quarantine.path().to_path_buf(),
             drop: true,
             dry_run: false,
+            reload: Default::default(),
+            reload_changed: false,
         };
         let summary = ingest(options, Arc::new(Quiet)).await.expect("ingest");
         assert_eq!(summary.totals.engines.len(), 2, "both engines loaded");

@@ -13,6 +13,7 @@ use ghbench_core::{Engine, Hour};
 use tokio::sync::mpsc;
 
 use crate::clean::{CleanDoc, Defect, Policy, Rejected};
+use crate::digest::HashingReader;
 use crate::quarantine::Quarantine;
 use crate::sink::Encoded;
 use crate::source::HourBytes;
@@ -67,6 +68,9 @@ pub struct DecodeReport {
     pub sanitized: u64,
     pub quarantined: BTreeMap<Defect, u64>,
     pub compressed_bytes: u64,
+    /// The digest of the compressed bytes as read (see [`crate::digest`]):
+    /// which copy of the hour's file this was.
+    pub source_digest: Option<String>,
     pub json_bytes: u64,
     /// A defect of the file as a whole: empty, truncated or corrupt gzip.
     pub file_defect: Option<String>,
@@ -144,8 +148,9 @@ pub fn decode_hour(
         HourBytes::File(f) => Box::new(f),
         HourBytes::Stream(s) => Box::new(tokio_util::io::SyncIoBridge::new(s)),
     };
-    let counting = CountingReader { inner: raw, count: compressed.clone() };
-    let mut reader = gz_lines(counting);
+    let counting = HashingReader::new(CountingReader { inner: raw, count: compressed.clone() });
+    // Built here rather than by `gz_lines`: the hashing reader is taken back at the end.
+    let mut reader = BufReader::with_capacity(256 << 10, MultiGzDecoder::new(counting));
     let stem = hour.stem();
     let mut report = DecodeReport::default();
     let new_batch = || Batch { encoded: lanes.iter().map(|_| Vec::new()).collect(), ..Batch::default() };
@@ -206,6 +211,15 @@ pub fn decode_hour(
     if !batch.docs.is_empty() {
         report.json_bytes += batch.json_bytes;
         send(batch, lanes, &mut live)?;
+    }
+    // The rest of a file whose gzip broke off is read too: the digest and size
+    // are the whole file's, as a rerun sees it.
+    match reader.into_inner().into_inner().finish() {
+        Ok(digest) => report.source_digest = Some(digest),
+        Err(e) => match source_failure(&e) {
+            Some(failure) => return Err(DecodeError::Source(failure.to_string())),
+            None => report.source_digest = None,
+        },
     }
     report.compressed_bytes = compressed.load(Ordering::Relaxed);
     if report.compressed_bytes == 0 {

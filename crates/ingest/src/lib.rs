@@ -3,8 +3,10 @@
 
 pub mod clean;
 pub mod decode;
+pub mod digest;
 pub mod mirror;
 pub mod pipeline;
+pub mod plan;
 pub mod quarantine;
 pub mod report;
 pub mod serve;

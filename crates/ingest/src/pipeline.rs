@@ -9,7 +9,7 @@
 //! again on a new connection), a network failure, and a download that arrived
 //! damaged. Once loading has begun, the run always ends with a summary.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -22,6 +22,7 @@ use tokio::task::JoinSet;
 
 use crate::clean::Policy;
 use crate::decode::{decode_hour, DecodeError, DecodeReport, EngineBatch, Lane};
+use crate::plan::{self, PlannedHour};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
 use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, TableLock};
@@ -55,6 +56,14 @@ pub struct IngestOptions {
     /// Read, check and encode every hour for all engines, but store nothing and
     /// touch no server: the speed of the client alone.
     pub dry_run: bool,
+    /// Hours to load again on every engine, replacing what is stored of them
+    /// (exactly once; an hour not stored yet is simply loaded), whether or not
+    /// they lie in `hours`.
+    pub reload: BTreeSet<Hour>,
+    /// Reload an hour whose source file is another copy than the one its
+    /// stored hour was loaded from (see [`crate::plan`]), rather than keep it
+    /// and report it (`ghbench bench` sets this).
+    pub reload_changed: bool,
 }
 
 /// What the run tells its observer (the CLI draws progress bars from these).
@@ -160,28 +169,19 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Resu
     let prepare_err = |engine: Engine| move |e: SinkError| IngestError::Prepare { engine, detail: e.detail() };
 
     let mut servers = Vec::new();
-    let mut done: BTreeMap<Engine, HashSet<String>> = BTreeMap::new();
+    let mut stored = Vec::new();
     for (_, sink) in &mut control {
         let engine = sink.engine().clone();
         sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
         servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
-        done.insert(engine.clone(), sink.completed_hours().await.map_err(prepare_err(engine))?);
+        stored.push((engine.clone(), sink.stored_hours().await.map_err(prepare_err(engine))?));
     }
     let loaders: Vec<Arc<dyn Loader>> = control.iter().map(|(loader, _)| loader.clone()).collect();
 
-    let mut queue = VecDeque::new();
-    let mut skipped = Vec::new();
-    for hour in options.hours.iter() {
-        let stem = hour.stem();
-        let needed: Vec<Engine> = loaders.iter().map(|l| l.spec().engine.clone()).filter(|e| !done[e].contains(&stem)).collect();
-        if needed.is_empty() && !options.dry_run {
-            skipped.push(hour);
-        } else {
-            queue.push_back((hour, needed));
-        }
-    }
-    ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: skipped.len() });
-    let planned: Vec<Hour> = queue.iter().map(|(hour, _)| *hour).collect();
+    let plan = plan::plan(options, &stored);
+    let queue = plan.queue;
+    ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: plan.skipped.len() });
+    let planned: Vec<Hour> = queue.iter().map(|p| p.hour).collect();
 
     let workers = options.concurrency.clamp(1, queue.len().max(1));
     let queue = Arc::new(Mutex::new(queue));
@@ -207,23 +207,27 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Resu
     }
     hours.sort_by_key(|h| h.hour);
 
+    let run_hours = plan::run_hours(options);
     let mut summary = IngestSummary {
         ghbench_version: env!("CARGO_PKG_VERSION"),
         started_at,
         elapsed_seconds: started.elapsed().as_secs_f64(),
         table: options.table.to_string(),
         source: options.source.describe(),
-        first_hour: options.hours.first,
-        last_hour: options.hours.last,
+        first_hour: run_hours.first().copied().unwrap_or(options.hours.first),
+        last_hour: run_hours.last().copied().unwrap_or(options.hours.last),
         concurrency: workers,
         servers,
         totals: Totals::default(),
-        skipped,
+        skipped: plan.skipped,
+        changed: plan.changed,
+        reloaded: plan.reloaded,
+        damaged_copies: plan.damaged_copies,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
-        warnings: Vec::new(),
+        warnings: plan.notes,
     };
-    summary.tally(options.hours.len());
+    summary.tally(run_hours.len());
     for (loader, sink) in control {
         // On a new connection when the first one died meanwhile (a server restarted).
         let mut slot = Slot::new(loader, Some(sink));
@@ -280,19 +284,20 @@ impl Slot {
     }
 }
 
-type Queue = Mutex<VecDeque<(Hour, Vec<Engine>)>>;
+type Queue = Mutex<VecDeque<PlannedHour>>;
 
 async fn worker(ctx: Arc<Ctx>, loaders: Vec<Arc<dyn Loader>>, queue: Arc<Queue>) -> Vec<HourReport> {
     let mut slots: Vec<Slot> = loaders.into_iter().map(|loader| Slot::new(loader, None)).collect();
     let mut reports = Vec::new();
     loop {
         let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or_else(|poisoned| poisoned.into_inner().pop_front());
-        let Some((hour, needed)) = next else { break };
+        let Some(planned) = next else { break };
+        let hour = planned.hour;
         let report = match ctx.lock_lost() {
             Some(reason) => HourReport::failed(hour, format!("not loaded: {reason}")),
             None => {
-                let mut selected: Vec<&mut Slot> = slots.iter_mut().filter(|s| needed.contains(&s.engine)).collect();
-                load_hour(&ctx, hour, &mut selected).await
+                let mut selected: Vec<&mut Slot> = slots.iter_mut().filter(|s| planned.needed.contains(&s.engine)).collect();
+                load_hour(&ctx, hour, &mut selected, &planned.replacing).await
             }
         };
         ctx.observer.event(Event::HourDone(&report));
@@ -313,19 +318,20 @@ enum Attempt {
 type EngineResults = Vec<(Engine, Result<u64, SinkError>)>;
 
 /// What an attempt needs to know of the ones before it.
-struct AttemptState {
+struct AttemptState<'a> {
+    /// Attempts made at the hour before this one.
+    before: u32,
+    /// The engines that replace a stored copy of the hour.
+    replacing: &'a [Engine],
     /// No retry follows this one.
     last: bool,
-    /// An earlier attempt was made: an engine may have committed the hour
-    /// although its answer was lost.
-    retrying: bool,
     /// What the hour held when other engines committed it.
     loaded: Option<DecodeReport>,
 }
 
 /// Loads one hour into every selected engine, retrying (with backoff) what a
 /// retry can mend, for only the engines that still need it.
-async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport {
+async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], replacing: &[Engine]) -> HourReport {
     let started = Instant::now();
     let mut outcomes: BTreeMap<Engine, EngineOutcome> = BTreeMap::new();
     let mut pending: Vec<Engine> = slots.iter().map(|s| s.engine.clone()).collect();
@@ -337,7 +343,7 @@ async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot]) -> HourReport
         let mut todo: Vec<&mut Slot> = slots.iter_mut().filter(|s| pending.contains(&s.engine)).map(|s| &mut **s).collect();
         // Once an engine committed the hour, the others must store the very same.
         let loaded = outcomes.values().any(|o| o.error.is_none());
-        let state = AttemptState { last, retrying: attempt > 1, loaded: decode.clone().filter(|_| loaded) };
+        let state = AttemptState { before: attempt - 1, replacing, last, loaded: decode.clone().filter(|_| loaded) };
         let retry_because = match try_hour(ctx, hour, &mut todo, state).await {
             Ok((report, results)) => {
                 decode = report.or(decode);
@@ -402,7 +408,7 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
 /// One attempt: read the hour once, feed every engine, then commit each engine
 /// that took all of it, or abort all of them when the read itself failed.
 /// An engine that cannot be reached fails this attempt alone.
-async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: AttemptState) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
+async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: AttemptState<'_>) -> Result<(Option<DecodeReport>, EngineResults), Attempt> {
     let options = &ctx.options;
     let stem = hour.stem();
     let mut results: EngineResults = Vec::new();
@@ -418,7 +424,12 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         };
         // The server may have committed before the connection broke: then the
         // hour is done there (we hold the table's lock, nobody else did it).
-        match if state.retrying { sink.hour_done(&stem).await } else { Ok(None) } {
+        // After an earlier attempt, an engine may have committed although its
+        // answer was lost. One that replaces the hour replaces it again: the
+        // replacement is whole either way, and its ledger cannot tell the new
+        // copy from the old.
+        let replacing = state.replacing.contains(&engine);
+        match if state.before > 0 && !replacing { sink.hour_done(&stem).await } else { Ok(None) } {
             Ok(Some(events)) => results.push((engine, Ok(events))),
             Ok(None) => sinks.push(sink),
             Err(e) => results.push((engine, Err(e))),
@@ -446,7 +457,11 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         let file = quarantine.finish();
         (result, file)
     });
-    let fed = join_all(sinks.iter_mut().zip(receivers).map(|(sink, rx)| timed(feed(ctx, sink, &stem, rx)))).await;
+    let fed = join_all(sinks.iter_mut().zip(receivers).map(|(sink, rx)| {
+        let replacing = state.replacing.contains(sink.engine());
+        timed(feed(ctx, sink, &stem, replacing, rx))
+    }))
+    .await;
 
     let decoded = match decoder.await {
         Ok((Ok(mut report), Ok(file))) => {
@@ -488,6 +503,8 @@ async fn try_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], state: Attempt
         sanitized: decoded.sanitized,
         compressed_bytes: decoded.compressed_bytes,
         file_defect: decoded.file_defect.clone(),
+        source_digest: decoded.source_digest.clone(),
+        retries: state.before,
         clock: LoadClock::default(),
     };
     for (sink, (fed, feeding)) in sinks.iter_mut().zip(fed) {
@@ -526,7 +543,9 @@ fn damaged_download(options: &IngestOptions, report: &DecodeReport, last: bool) 
 /// hour before it (a download damaged this time, a file changed meanwhile).
 fn read_differently(loaded: Option<&DecodeReport>, now: &DecodeReport) -> Option<Attempt> {
     let before = loaded?;
-    let content = |d: &DecodeReport| (d.lines, d.events, d.sanitized, d.quarantined.clone(), d.compressed_bytes, d.file_defect.clone());
+    let content = |d: &DecodeReport| {
+        (d.lines, d.events, d.sanitized, d.quarantined.clone(), d.compressed_bytes, d.file_defect.clone(), d.source_digest.clone())
+    };
     (content(before) != content(now)).then(|| {
         Attempt::Retry(format!(
             "the hour read differently than when other engines loaded it ({} events of {} lines then, {} of {} now)",
@@ -544,8 +563,12 @@ async fn timed<T>(work: impl std::future::Future<Output = T>) -> (T, Duration) {
 
 /// Streams the hour's batches into one engine. Returning early drops `rx`, which
 /// tells the decoder to stop feeding this engine while the others go on.
-async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, mut rx: mpsc::Receiver<EngineBatch>) -> Result<(), SinkError> {
-    sink.begin_hour(stem).await?;
+async fn feed(ctx: &Ctx, sink: &mut Sink, stem: &str, replacing: bool, mut rx: mpsc::Receiver<EngineBatch>) -> Result<(), SinkError> {
+    if replacing {
+        sink.begin_replacing(stem).await?;
+    } else {
+        sink.begin_hour(stem).await?;
+    }
     while let Some(batch) = rx.recv().await {
         sink.write(&batch).await?;
         ctx.observer.event(Event::Stored {

@@ -62,6 +62,9 @@ pub struct Totals {
     pub hours_loaded: usize,
     pub hours_partial: usize,
     pub hours_skipped: usize,
+    /// Hours kept on an engine although the source holds another copy of
+    /// their file (see `changed`): neither loaded nor skipped.
+    pub hours_changed: usize,
     pub hours_missing: usize,
     pub hours_failed: usize,
     pub lines: u64,
@@ -79,6 +82,14 @@ pub struct Totals {
     pub engines: BTreeMap<Engine, EngineTotals>,
 }
 
+/// Something about one engine's stored copy of an hour.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StoredNotice {
+    pub hour: Hour,
+    pub engine: Engine,
+    pub detail: String,
+}
+
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct IngestSummary {
     pub ghbench_version: &'static str,
@@ -91,7 +102,16 @@ pub struct IngestSummary {
     pub concurrency: usize,
     pub servers: Vec<ServerInfo>,
     pub totals: Totals,
+    /// Hours every engine kept as stored.
     pub skipped: Vec<Hour>,
+    /// Hours an engine stores from another copy of their file than the
+    /// source holds now, kept as they are: reload them with `--reload`.
+    pub changed: Vec<StoredNotice>,
+    /// Hours replaced on an engine (`--reload`, a stored copy not whole, a
+    /// source file changed), and why.
+    pub reloaded: Vec<StoredNotice>,
+    /// Hours kept that an engine loaded from a damaged copy of their file.
+    pub damaged_copies: Vec<StoredNotice>,
     pub hours: Vec<HourReport>,
     pub quarantine_dir: String,
     /// What went wrong beside the hours (e.g. the final count could not be made).
@@ -136,7 +156,8 @@ impl IngestSummary {
 
     /// Fills `totals` from the hour reports.
     pub(crate) fn tally(&mut self, requested: usize) {
-        let mut t = Totals { hours_requested: requested, hours_skipped: self.skipped.len(), ..Totals::default() };
+        let changed: std::collections::BTreeSet<Hour> = self.changed.iter().map(|c| c.hour).collect();
+        let mut t = Totals { hours_requested: requested, hours_skipped: self.skipped.len(), hours_changed: changed.len(), ..Totals::default() };
         for server in &self.servers {
             t.engines.entry(server.engine.clone()).or_default();
         }

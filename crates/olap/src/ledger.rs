@@ -22,6 +22,9 @@ pub struct Ledger {
     /// Work on the whole table after loading (`VACUUM (ANALYZE)`), part of
     /// the load's cost, when the engine does and records any.
     pub upkeep_seconds: Option<f64>,
+    /// Attempts at hours made again after a fault, summed over the hours
+    /// (`load_seconds` includes them); 0 for entries older than the count.
+    pub load_retries: u64,
 }
 
 impl Ledger {
@@ -45,6 +48,12 @@ impl Ledger {
         self
     }
 
+    /// The ledger, with the retries its hours needed summed.
+    pub fn with_retries(mut self, retries: u64) -> Ledger {
+        self.load_retries = retries;
+        self
+    }
+
     /// Events of every entry, readable or not.
     pub fn events(&self) -> u64 {
         self.hours.values().chain(self.unreadable.values()).sum()
@@ -59,6 +68,7 @@ impl Ledger {
             last_hour: self.hours.keys().next_back().map(Hour::to_string),
             load_seconds: self.load_seconds.filter(|_| self.events() > 0).map(|s| s + self.upkeep_seconds.unwrap_or(0.0)),
             upkeep_seconds: self.upkeep_seconds.filter(|_| self.events() > 0),
+            load_retries: self.load_retries,
         }
     }
 }
@@ -90,5 +100,13 @@ mod tests {
         assert_eq!(Ledger::default().summary().first_hour, None);
         let timed = Ledger::from_entries([("2015-01-01-0".to_string(), 10, Some(0.5)), ("2015-01-01-1".to_string(), 10, Some(1.5))]);
         assert_eq!(timed.summary().load_seconds, Some(2.0));
+        assert_eq!(timed.summary().load_retries, 0);
+        let retried = timed.clone().with_retries(3).summary();
+        assert_eq!(retried.load_retries, 3, "the retries go with the load time into the run record");
+        assert_eq!(crate::render::retries_note(retried.load_retries).as_deref(), Some("includes 3 retries"));
+        assert_eq!(crate::render::retries_note(1).as_deref(), Some("includes 1 retry"));
+        assert_eq!(crate::render::retries_note(0), None);
+        let json = serde_json::to_value(timed.summary()).unwrap();
+        assert!(json.get("load_retries").is_none(), "no retries, no field: records stay as they were");
     }
 }

@@ -209,6 +209,15 @@ pub struct DataLoaded {
     /// visibility map before anything is timed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upkeep_seconds: Option<f64>,
+    /// Attempts at hours made again after a fault while loading (a server
+    /// stopped, a connection lost, a damaged download), summed over the hours:
+    /// `load_seconds` includes their time and the waits between them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub load_retries: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl DataLoaded {

@@ -222,6 +222,9 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.fresh,
         dry_run: false,
+        reload: Default::default(),
+        // A table is reused only with the very files asked for.
+        reload_changed: true,
     };
     let progress = Arc::new(IngestProgress::new(std::slice::from_ref(engine.engine())));
     let started = Instant::now();

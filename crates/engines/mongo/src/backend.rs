@@ -76,12 +76,7 @@ impl Backend for MongoBackend {
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let ledger = MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table };
-        let cursor = ledger.collection().find(ledger.done()).projection(doc! {"hour": 1, "events": 1, "seconds": 1}).await?;
-        let entries: Vec<Document> = cursor.try_collect().await?;
-        Ok(Ledger::from_entries(entries.iter().map(|d| {
-            (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64, d.get_f64("seconds").ok())
-        })))
+        Ok(MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table }.report().await?)
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {

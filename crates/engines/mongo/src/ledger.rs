@@ -7,7 +7,12 @@
 //! each other's hours. Entries written before the key held the engine belong
 //! to [`FIRST_OWNER`]; its ids keep their old form, so nothing is reloaded.
 
+use std::collections::BTreeMap;
+
+use futures_util::TryStreamExt;
 use ghbench_core::{Engine, TableName};
+use ghbench_ingest::sink::StoredHour;
+use ghbench_olap::ledger::Ledger;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Collection, Database};
 
@@ -55,6 +60,36 @@ impl MongoLedger<'_> {
         let mut filter = self.scope();
         filter.insert("state", "done");
         filter
+    }
+
+    /// What the reports show of the ledger: every finished hour, its load
+    /// time and the retries it needed.
+    pub async fn report(&self) -> Result<Ledger, mongodb::error::Error> {
+        let fields = doc! {"hour": 1, "events": 1, "seconds": 1, "retries": 1};
+        let entries: Vec<Document> = self.collection().find(self.done()).projection(fields).await?.try_collect().await?;
+        let retries = entries.iter().map(|d| number(d, "retries").unwrap_or(0)).sum();
+        let ledger = Ledger::from_entries(
+            entries.iter().map(|d| (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64, d.get_f64("seconds").ok())),
+        );
+        Ok(ledger.with_retries(retries))
+    }
+
+    /// Every finished hour with what a rerun compares: the source file's
+    /// size and digest, whether it was a damaged copy.
+    pub async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, mongodb::error::Error> {
+        let fields = doc! {"hour": 1, "events": 1, "compressed_bytes": 1, "source_digest": 1, "file_defect": 1};
+        let entries: Vec<Document> = self.collection().find(self.done()).projection(fields).await?.try_collect().await?;
+        let stored = entries.iter().filter_map(|d| {
+            let hour = StoredHour {
+                events: number(d, "events").unwrap_or(0),
+                compressed_bytes: number(d, "compressed_bytes"),
+                source_digest: d.get_str("source_digest").ok().map(str::to_string),
+                file_defect: d.get_str("file_defect").ok().map(str::to_string),
+                ..StoredHour::default()
+            };
+            Some((d.get_str("hour").ok()?.to_string(), hour))
+        });
+        Ok(stored.collect())
     }
 
     /// The fields every entry carries besides its state.

@@ -5,14 +5,14 @@
 //! deleted first. The mark turns `done` after the data. Deleting only then
 //! matters: a range delete can scan the whole collection on some servers.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock};
+use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
@@ -57,10 +57,9 @@ impl MongoSink {
         self.entries().id(stem)
     }
 
-    /// Deletes every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
+    /// Deletes the hour's documents (see [`hour_ids`]).
     async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
-        let (from, to) = (format!("{stem}/"), format!("{stem}0"));
-        self.data().delete_many(doc! {"_id": {"$gte": from, "$lt": to}}).await.sink()?;
+        self.data().delete_many(hour_ids(stem)).await.sink()?;
         Ok(())
     }
 }
@@ -121,26 +120,40 @@ impl EngineSink for MongoSink {
     /// attempt had marked it (it died, or another run is at it), removes what
     /// that attempt left. An hour already `done` is never touched.
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
-        self.inserted = 0;
-        let attempt = ObjectId::new();
-        let id = self.ledger_id(stem);
-        let not_done = doc! {"_id": &id, "state": {"$ne": "done"}};
-        let mut fields = self.entries().key_fields(stem);
-        fields.extend(doc! {"state": "loading", "attempt": attempt, "started_at": mongodb::bson::DateTime::now()});
-        let mark = doc! {"$set": fields};
-        let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
-            Ok(earlier) => earlier,
-            // The upsert collides with the `done` record: another run loaded the hour meanwhile.
-            Err(e) if is_duplicate_key(&e) => {
-                return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
-            }
-            Err(e) => return Err(to_sink_error(&e)),
-        };
-        self.hour = Some((stem.to_string(), attempt));
-        if earlier.is_some() {
-            self.delete_hour(stem).await?;
+        self.begin(stem, false).await
+    }
+
+    /// Marks the hour `loading` even when it is `done`, then deletes its
+    /// documents: interrupted from here on, the hour is not done, and the
+    /// next run that asks for it loads it again (deleting what is left).
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.begin(stem, true).await
+    }
+
+    /// The ledger's finished hours, the collection counted against them (hour
+    /// by hour by their ids' prefix, only when the totals differ; see [`check_counts`]).
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let mut stored = self.entries().stored_hours().await.sink()?;
+        // Hours being loaded (a `loading` mark) hold documents the next attempt deletes.
+        let loading = self.ledger().count_documents(doc! {"$and": [self.entries().scope(), {"state": {"$ne": "done"}}]}).await.sink()?;
+        if loading > 0 {
+            return Ok(stored);
         }
-        Ok(())
+        let rows = self.data().count_documents(doc! {}).await.sink()?;
+        let what = format!("{} collection {}", SPEC.engine, self.table);
+        let stems: Vec<String> = stored.keys().cloned().collect();
+        check_counts(&mut stored, &what, rows, || async {
+            let mut counted = BTreeMap::new();
+            for stem in stems {
+                let n = self.data().count_documents(hour_ids(&stem)).await.sink()?;
+                counted.insert(stem, n);
+            }
+            let listed: u64 = counted.values().sum();
+            counted.insert("documents of no listed hour".into(), rows.saturating_sub(listed));
+            Ok(counted)
+        })
+        .await?;
+        Ok(stored)
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -168,6 +181,8 @@ impl EngineSink for MongoSink {
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
             "seconds": r.seconds(),
+            "source_digest": r.source_digest.clone(),
+            "retries": i64::from(r.retries),
         };
         let Some((_, attempt)) = self.hour.take() else {
             return Err(SinkError::Other("commit outside an hour".into()));
@@ -199,6 +214,39 @@ impl EngineSink for MongoSink {
     async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError> {
         crate::lease::lock(&self.db, &self.table, limit).await
     }
+}
+
+impl MongoSink {
+    /// See [`EngineSink::begin_hour`]; `replace` takes over a `done` hour too.
+    async fn begin(&mut self, stem: &str, replace: bool) -> Result<(), SinkError> {
+        self.inserted = 0;
+        let attempt = ObjectId::new();
+        let id = self.ledger_id(stem);
+        let not_done = if replace { doc! {"_id": &id} } else { doc! {"_id": &id, "state": {"$ne": "done"}} };
+        let mut fields = self.entries().key_fields(stem);
+        fields.extend(doc! {"state": "loading", "attempt": attempt, "started_at": mongodb::bson::DateTime::now()});
+        let mark = doc! {"$set": fields};
+        let earlier = match self.ledger().find_one_and_update(not_done, mark).upsert(true).await {
+            Ok(earlier) => earlier,
+            // The upsert collides with the `done` record: another run loaded the hour meanwhile.
+            Err(e) if is_duplicate_key(&e) => {
+                return Err(SinkError::Other(format!("hour {stem} was recorded by another run meanwhile")))
+            }
+            Err(e) => return Err(to_sink_error(&e)),
+        };
+        self.hour = Some((stem.to_string(), attempt));
+        // A replaced hour's documents go too (its entry now says `loading`).
+        if earlier.is_some() {
+            self.delete_hour(stem).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
+fn hour_ids(stem: &str) -> Document {
+    let (from, to) = (format!("{stem}/"), format!("{stem}0"));
+    doc! {"_id": {"$gte": from, "$lt": to}}
 }
 
 /// Another run created the collection between our look and our create.

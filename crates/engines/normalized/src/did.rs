@@ -43,6 +43,16 @@ pub fn of_ctid(ctid: &str) -> Result<i64, String> {
     Ok(FROM_JSONB | i64::from(block) << 16 | i64::from(offset))
 }
 
+/// The hour stem that ids `prefix << 32 | line` belong to, for counting a
+/// table by hour; ids derived from the `jsonb` table belong to none (and
+/// get a key no hour has).
+pub fn hour_of_id_prefix(prefix: i64) -> String {
+    match origin(prefix << LINE_BITS) {
+        Some(Origin::Line { hour, .. }) if prefix << LINE_BITS & FROM_JSONB == 0 => hour.stem(),
+        _ => format!("ids {prefix}<<32 (derived from the jsonb table)"),
+    }
+}
+
 /// Where document `did` came from.
 pub fn origin(did: i64) -> Option<Origin> {
     if did & FROM_JSONB != 0 {

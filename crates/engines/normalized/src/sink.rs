@@ -4,13 +4,13 @@
 //! every table's COPY and the hour's ledger row, so a crash leaves no partial
 //! hour and a rerun loads it again.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{Hour, ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock, Upkeep};
+use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
 use tokio_postgres::Client;
@@ -27,11 +27,13 @@ pub struct NormalizedSink {
     deriver: Option<Deriver>,
     /// The hour being loaded.
     hour: Option<Hour>,
+    /// The hour replaces the stored one (`--reload`): deleted in its commit.
+    replacing: bool,
 }
 
 impl NormalizedSink {
     pub fn new(client: Client, url: String, table: TableName) -> Self {
-        NormalizedSink { client, url, table, deriver: None, hour: None }
+        NormalizedSink { client, url, table, deriver: None, hour: None, replacing: false }
     }
 
     fn ledger(&self) -> PgLedger<'_> {
@@ -69,6 +71,9 @@ impl NormalizedSink {
         let deriver = self.deriver.as_mut().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
         deriver.extend(&self.client).await.sink()?;
         self.client.batch_execute("BEGIN").await.sink()?;
+        if self.replacing {
+            delete_hour(&self.client, &self.table, &r.hour).await?;
+        }
         let stored = deriver.send(&self.client).await.map_err(send_error)?;
         let documents = stored.iter().find(|(table, _)| *table == ghbench_normalize::ROOT).map_or(0, |(_, rows)| *rows);
         check_stored(documents, r)?;
@@ -78,6 +83,33 @@ impl NormalizedSink {
         deriver.clear();
         Ok(documents)
     }
+}
+
+/// Deletes a stored hour (its documents in every table, found by their ids,
+/// which hold the hour, and its ledger entry) inside the open transaction.
+/// The documents deleted must be the entry's count, or nothing changes.
+async fn delete_hour(client: &Client, table: &TableName, stem: &str) -> Result<(), SinkError> {
+    let Some((_, events)) = ledger_of(table).take_entry(client, stem).await.sink()? else {
+        return Ok(());
+    };
+    let hour: Hour = stem.parse().map_err(|e| SinkError::Other(format!("{e}")))?;
+    let (from, to) = (did::of_line(hour, 0).map_err(SinkError::Other)?, did::of_line(hour.next(), 0).map_err(SinkError::Other)?);
+    let mut documents = 0;
+    for (position, name) in meta::table_names(client, table.as_str()).await.sink()?.iter().enumerate() {
+        let sql = format!("DELETE FROM {} WHERE did >= $1 AND did < $2", meta::qualified(name));
+        let deleted = client.execute(&sql, &[&from, &to]).await.sink()?;
+        // The root table comes first: one row per document.
+        if position == 0 {
+            documents = deleted;
+        }
+    }
+    if !ghbench_postgres::sink::replaceable(documents, events) {
+        return Err(SinkError::Other(format!(
+            "cannot reload hour {stem} of {table}: its ledger lists {events} documents, and {documents} carry its ids \
+             (derived by `ghbench normalize` from the jsonb table?); load the table again with --drop"
+        )));
+    }
+    Ok(())
 }
 
 /// The normalized engine's ledger entries for a collection.
@@ -153,7 +185,30 @@ impl EngineSink for NormalizedSink {
         self.ledger().hour_done(&self.client, stem).await.sink()
     }
 
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.begin_hour(stem).await?;
+        self.replacing = true;
+        Ok(())
+    }
+
+    /// The ledger's entries, the root table counted against them (by the
+    /// hour its document ids hold, see [`check_counts`]).
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
+        let root = meta::qualified(self.table.as_str());
+        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {root}"), &[]).await.sink()?.get(0);
+        let what = format!("{} table {}", SPEC.engine, self.table);
+        check_counts(&mut stored, &what, rows.max(0) as u64, || async {
+            let sql = format!("SELECT did >> 32, count(*) FROM {root} GROUP BY 1");
+            let rows = self.client.query(&sql, &[]).await.sink()?;
+            Ok(rows.iter().map(|r| (did::hour_of_id_prefix(r.get(0)), r.get::<_, i64>(1).max(0) as u64)).collect())
+        })
+        .await?;
+        Ok(stored)
+    }
+
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.replacing = false;
         let hour: Hour = stem.parse().map_err(|e| SinkError::Other(format!("{e}")))?;
         self.deriver().await?.clear();
         self.hour = Some(hour);

@@ -16,7 +16,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 
 use crate::schema::table_schema;
-use crate::store::TableDir;
+use crate::store::{Check, Damage, TableDir};
 
 /// How a plan is shown: polars' own optimised plan.
 const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
@@ -34,8 +34,13 @@ impl PolarsBackend {
     }
 
     /// Every loaded hour's file, as one lazy frame of the declared schema.
+    /// A file of another size than its ledger entry recorded stops the query
+    /// (a `stat` per file: a damaged file is not read as if it were data).
     fn scan(&self) -> anyhow::Result<LazyFrame> {
         let files = self.table.hour_files()?;
+        if let Some(damage) = self.find_damage(Check::Size)? {
+            return Err(damaged(&damage));
+        }
         if files.is_empty() {
             return Ok(DataFrame::empty_with_schema(&table_schema()).lazy());
         }
@@ -52,6 +57,51 @@ impl PolarsBackend {
     }
 }
 
+impl PolarsBackend {
+    /// The first hour whose file is not the one its ledger entry recorded.
+    fn find_damage(&self, check: Check) -> anyhow::Result<Option<Damage>> {
+        for (stem, entry) in self.table.ledger()? {
+            if let Some(damage) = self.table.check(&stem, &entry, check)? {
+                return Ok(Some(damage));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A query's failure, with the damaged file behind it named when there is
+    /// one (checked by checksum: only after a failure, so no query pays for it).
+    fn explain_failure(&self, error: anyhow::Error) -> anyhow::Error {
+        if error.downcast_ref::<DamagedFile>().is_some() {
+            return error;
+        }
+        match self.find_damage(Check::Checksum) {
+            Ok(Some(damage)) => damaged(&damage).context(format!("{error:#}")),
+            _ => error,
+        }
+    }
+}
+
+/// A damaged hour file: which file and hour, and how to repair it.
+#[derive(Debug)]
+struct DamagedFile(Damage);
+
+impl std::fmt::Display for DamagedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hour = self.0.stem.parse::<ghbench_core::Hour>().map_or_else(|_| self.0.stem.clone(), |h| h.to_string());
+        write!(
+            f,
+            "{}: the hour is not whole; run `ghbench ingest --reload {hour} --engines polars` (with the same --table) to load it again",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for DamagedFile {}
+
+fn damaged(damage: &Damage) -> anyhow::Error {
+    DamagedFile(damage.clone()).into()
+}
+
 #[async_trait]
 impl Backend for PolarsBackend {
     fn spec(&self) -> &EngineSpec {
@@ -64,11 +114,15 @@ impl Backend for PolarsBackend {
 
     async fn ledger(&self) -> BackendResult<Ledger> {
         let entries = self.table.ledger()?;
-        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))))
+        let retries = entries.values().map(|e| u64::from(e.record.retries)).sum();
+        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))).with_retries(retries))
     }
 
     /// Rows counted from the files' own footers, not the ledger.
     async fn sizes(&self) -> BackendResult<Storage> {
+        if let Some(damage) = self.find_damage(Check::Size)? {
+            return Err(damaged(&damage));
+        }
         let mut rows = 0;
         for path in self.table.hour_files()?.values() {
             let file = anyhow::Context::with_context(File::open(path), || format!("opening {}", path.display()))?;
@@ -79,14 +133,14 @@ impl Backend for PolarsBackend {
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
-        Ok(Box::new(Planned(self.plan(query)?)))
+        Ok(Box::new(Planned(self.plan(query).map_err(|e| self.explain_failure(e))?)))
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let Planned(frame) = prepared(self.engine(), query)?;
         let frame = frame.clone();
-        let result = tokio::task::spawn_blocking(move || frame.collect()).await??;
-        rows(&result)
+        let result = tokio::task::spawn_blocking(move || frame.collect()).await?;
+        rows(&result.map_err(|e| self.explain_failure(e.into()))?)
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {

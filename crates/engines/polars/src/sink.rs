@@ -2,7 +2,7 @@
 //! written as Parquet row groups to a temporary file as they fill; the commit
 //! finishes and fsyncs the file and names it (see [`crate::store`]).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::{File, OpenOptions};
 use std::io::{Read as _, Seek as _, Write as _};
 use std::path::PathBuf;
@@ -12,11 +12,12 @@ use async_trait::async_trait;
 use ghbench_core::ServerInfo;
 use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::lock::{Lost, TableLock};
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError};
+use ghbench_ingest::digest::{HashingWriter, WrittenDigest};
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour};
 use polars::prelude::*;
 
 use crate::schema::{table_schema, Columns};
-use crate::store::{annotate, HourEntry, TableDir};
+use crate::store::{annotate, Check, HourEntry, TableDir};
 
 /// Rows per Parquet row group, about (the buffer is written once it holds
 /// this many, with the rest of the batch that filled it): large enough for column statistics and
@@ -31,9 +32,13 @@ pub const COMPRESSION: &str = "zstd";
 struct HourFile {
     stem: String,
     path: PathBuf,
-    writer: polars::io::parquet::write::BatchedWriter<File>,
+    writer: polars::io::parquet::write::BatchedWriter<HashingWriter<File>>,
+    /// The size and checksum of what `writer` wrote, for the ledger entry.
+    written: WrittenDigest,
     columns: Columns,
     rows: u64,
+    /// It replaces the hour's stored file (`--reload`, or a damaged file).
+    replacing: bool,
 }
 
 pub struct PolarsSink {
@@ -139,16 +144,22 @@ impl EngineSink for PolarsSink {
     }
 
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
-        self.abort_hour().await;
-        let path = self.table.temporary_data_path(stem);
-        let file = File::create(&path).map_err(|e| Self::io(annotate(e, "creating", &path)))?;
-        let writer = ParquetWriter::new(file)
-            .with_compression(ParquetCompression::Zstd(None))
-            .with_statistics(StatisticsOptions::full())
-            .batched(&table_schema())
-            .map_err(|e| Self::polars(e, "starting a Parquet file"))?;
-        self.hour = Some(HourFile { stem: stem.to_string(), path, writer, columns: Columns::default(), rows: 0 });
-        Ok(())
+        self.begin(stem, false).await
+    }
+
+    /// The stored file stays until the new one is complete: the commit
+    /// removes it, then names the new one (see [`TableDir::remove_data`]).
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.begin(stem, true).await
+    }
+
+    /// Every entry, each hour's file checked against it (size and checksum).
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let table = self.table.clone();
+        tokio::task::spawn_blocking(move || stored_hours(&table))
+            .await
+            .map_err(|e| SinkError::Other(format!("checking the stored hours: {e}")))?
+            .map_err(Self::io)
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -179,6 +190,21 @@ impl EngineSink for PolarsSink {
 }
 
 impl PolarsSink {
+    /// See [`EngineSink::begin_hour`]; `replacing` replaces the stored hour at the commit.
+    async fn begin(&mut self, stem: &str, replacing: bool) -> Result<(), SinkError> {
+        self.abort_hour().await;
+        let path = self.table.temporary_data_path(stem);
+        let file = File::create(&path).map_err(|e| Self::io(annotate(e, "creating", &path)))?;
+        let (file, written) = HashingWriter::new(file);
+        let writer = ParquetWriter::new(file)
+            .with_compression(ParquetCompression::Zstd(None))
+            .with_statistics(StatisticsOptions::full())
+            .batched(&table_schema())
+            .map_err(|e| Self::polars(e, "starting a Parquet file"))?;
+        self.hour = Some(HourFile { stem: stem.to_string(), path, writer, written, columns: Columns::default(), rows: 0, replacing });
+        Ok(())
+    }
+
     /// See [`EngineSink::commit_hour`]; on error the caller removes the temporary file.
     async fn commit(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
         self.flush(true).await?;
@@ -187,19 +213,45 @@ impl PolarsSink {
         if hour.stem != record.hour {
             return Err(SinkError::Other(format!("the hour begun was {}, the one committed {}", hour.stem, record.hour)));
         }
-        let path = hour.path.clone();
+        let HourFile { path, writer, written, replacing, .. } = hour;
+        let temporary = path.clone();
         tokio::task::spawn_blocking(move || -> Result<(), SinkError> {
-            let hour = hour;
-            hour.writer.finish().map_err(|e| Self::polars(e, "finishing the Parquet file"))?;
+            writer.finish().map_err(|e| Self::polars(e, "finishing the Parquet file"))?;
             // fsync is per file, whichever descriptor asks.
-            File::open(&hour.path).and_then(|f| f.sync_all()).map_err(|e| Self::io(annotate(e, "syncing", &hour.path)))
+            File::open(&temporary).and_then(|f| f.sync_all()).map_err(|e| Self::io(annotate(e, "syncing", &temporary)))
         })
         .await
         .map_err(|e| SinkError::Other(format!("finishing {}: {e}", path.display())))??;
-        let entry = HourEntry { record: record.clone(), seconds: record.seconds() };
+        let (bytes, digest) = written.result();
+        let entry = HourEntry { record: record.clone(), seconds: record.seconds(), parquet_bytes: Some(bytes), parquet_digest: Some(digest) };
+        if replacing {
+            self.table.remove_data(&record.hour).map_err(Self::io)?;
+        }
         self.table.commit(&record.hour, &entry).map_err(Self::io)?;
         Ok(record.events)
     }
+}
+
+/// See [`EngineSink::stored_hours`]: an entry older than files' checksums is
+/// not checked, and says so.
+fn stored_hours(table: &TableDir) -> std::io::Result<BTreeMap<String, StoredHour>> {
+    let mut stored = BTreeMap::new();
+    for (stem, entry) in table.ledger()? {
+        let damage = table.check(&stem, &entry, Check::Checksum)?;
+        let note = entry.parquet_digest.is_none().then(|| {
+            "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
+        });
+        let hour = StoredHour {
+            events: entry.events(),
+            compressed_bytes: Some(entry.record.compressed_bytes),
+            source_digest: entry.record.source_digest.clone(),
+            file_defect: entry.record.file_defect.clone(),
+            damage: damage.map(|d| d.to_string()),
+            note,
+        };
+        stored.insert(stem, hour);
+    }
+    Ok(stored)
 }
 
 #[cfg(test)]

@@ -34,11 +34,40 @@ pub struct HourEntry {
     #[serde(flatten)]
     pub record: HourRecord,
     pub seconds: f64,
+    /// The data file's size and digest as written, to tell a file that is no
+    /// longer whole; None in entries written before ghbench kept them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parquet_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parquet_digest: Option<String>,
 }
 
 impl HourEntry {
     pub fn events(&self) -> u64 {
         self.record.events
+    }
+}
+
+/// How closely a stored hour's file is compared with its ledger entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Its size (a `stat`): what every query does.
+    Size,
+    /// Its size, then its checksum (reads the file): what an ingest rerun does.
+    Checksum,
+}
+
+/// What a check found wrong with an hour's file, naming it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    pub stem: String,
+    pub path: PathBuf,
+    pub what: String,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the file {} of hour {} {}", self.path.display(), self.stem, self.what)
     }
 }
 
@@ -170,6 +199,40 @@ impl TableDir {
         serde_json::from_str(&text).map(Some).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))
     }
 
+    /// Whether the hour's data file is still the one its entry recorded:
+    /// None when it is (or the entry predates sizes and checksums, see
+    /// [`HourEntry::parquet_bytes`]).
+    pub fn check(&self, stem: &str, entry: &HourEntry, check: Check) -> io::Result<Option<Damage>> {
+        let path = self.data_path(stem);
+        let Some(expected) = entry.parquet_bytes else { return Ok(None) };
+        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what }));
+        let size = fs::metadata(&path).map_err(|e| annotate(e, "reading", &path))?.len();
+        if size != expected {
+            return damage(format!("is {size} bytes where its ledger entry recorded {expected}"));
+        }
+        let Some(recorded) = entry.parquet_digest.as_deref().filter(|_| check == Check::Checksum) else { return Ok(None) };
+        let (_, digest) = ghbench_ingest::digest::of_file(&path).map_err(|e| annotate(e, "reading", &path))?;
+        if digest != recorded {
+            return damage(format!(
+                "has another checksum ({}) than its ledger entry recorded ({})",
+                ghbench_ingest::digest::short(&digest),
+                ghbench_ingest::digest::short(recorded)
+            ));
+        }
+        Ok(None)
+    }
+
+    /// Removes a committed hour's data file, so that its replacement is
+    /// committed in its place (its entry, left alone, is then an orphan that
+    /// [`TableDir::clean`] removes should the replacement not be committed).
+    pub fn remove_data(&self, stem: &str) -> io::Result<()> {
+        let path = self.data_path(stem);
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", &path)),
+            _ => self.sync_folder(),
+        }
+    }
+
     /// Where an hour's data is written before it is committed.
     pub fn temporary_data_path(&self, stem: &str) -> PathBuf {
         self.path().join(format!("{stem}{DATA}{TEMPORARY}"))
@@ -235,9 +298,11 @@ mod tests {
             sanitized: 0,
             compressed_bytes: 1,
             file_defect: None,
+            source_digest: None,
+            retries: 0,
             clock: Default::default(),
         };
-        HourEntry { record, seconds: 0.5 }
+        HourEntry { record, seconds: 0.5, parquet_bytes: None, parquet_digest: None }
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! Keyed by `(engine, tbl, hour)`, so engines sharing one server (the `jsonb`
 //! and, to come, the normalized layouts) never take each other's hours.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use ghbench_core::{Engine, TableName};
-use ghbench_ingest::sink::HourRecord;
+use ghbench_ingest::sink::{HourRecord, StoredHour};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error};
 
@@ -33,7 +33,7 @@ pub fn create_sql() -> String {
             engine text NOT NULL, tbl text NOT NULL, hour text NOT NULL, events bigint NOT NULL, lines bigint NOT NULL,
             quarantined bigint NOT NULL, sanitized bigint NOT NULL, compressed_bytes bigint NOT NULL,
             file_defect text, ghbench_version text NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
-            seconds double precision,
+            seconds double precision, source_digest text, retries integer,
             PRIMARY KEY (engine, tbl, hour));
          CREATE TABLE IF NOT EXISTS {UPKEEP} (
             engine text NOT NULL, tbl text NOT NULL, step text NOT NULL, seconds double precision NOT NULL,
@@ -44,8 +44,8 @@ pub fn create_sql() -> String {
 }
 
 /// Brings a ledger written by an older ghbench up to date, if there is one:
-/// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds`
-/// column. The default stays, so an older ghbench still writes (as the
+/// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds`,
+/// `source_digest` and `retries` columns (NULL in older rows: not known). The default stays, so an older ghbench still writes (as the
 /// [`FIRST_OWNER`]) into the upgraded ledger.
 fn upgrade_sql() -> String {
     format!(
@@ -58,6 +58,9 @@ fn upgrade_sql() -> String {
             -- Only when missing: even a no-op ALTER takes the table's strongest lock.
             IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'seconds') THEN
                 ALTER TABLE {LEDGER} ADD COLUMN seconds double precision;
+            END IF;
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'source_digest') THEN
+                ALTER TABLE {LEDGER} ADD COLUMN source_digest text, ADD COLUMN retries integer;
             END IF;
          END $$;"
     )
@@ -117,6 +120,45 @@ impl PgLedger<'_> {
         Ok(rows.iter().map(|r| r.get(0)).collect())
     }
 
+    /// Every entry, with what a rerun compares: the source file's size and
+    /// digest, and whether it was a damaged copy.
+    pub async fn stored_hours(&self, client: &Client) -> Result<BTreeMap<String, StoredHour>, Error> {
+        let sql = format!("SELECT hour, events, compressed_bytes, source_digest, file_defect FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
+        let stored = rows.iter().map(|r| {
+            let hour = StoredHour {
+                events: r.get::<_, i64>(1).max(0) as u64,
+                compressed_bytes: Some(r.get::<_, i64>(2).max(0) as u64),
+                source_digest: r.get(3),
+                file_defect: r.get(4),
+                ..StoredHour::default()
+            };
+            (r.get(0), hour)
+        });
+        Ok(stored.collect())
+    }
+
+    /// Deletes the hour's entry and returns the transaction id that wrote it
+    /// (with the hour's rows: see [`crate::sink`]), inside the caller's
+    /// transaction; None when the hour has no entry.
+    pub async fn take_entry(&self, client: &Client, stem: &str) -> Result<Option<(u32, u64)>, Error> {
+        let sql = format!("DELETE FROM {LEDGER} WHERE engine = $1 AND tbl = $2 AND hour = $3 RETURNING xmin::text::bigint, events");
+        let row = client.query_opt(&sql, &[&self.engine.name(), &self.table.as_str(), &stem]).await?;
+        Ok(row.map(|r| (r.get::<_, i64>(0) as u32, r.get::<_, i64>(1).max(0) as u64)))
+    }
+
+    /// Attempts after the first summed over the table's hours (0 for entries
+    /// written before ghbench kept them).
+    pub async fn retries(&self, client: &Client) -> Result<u64, Error> {
+        let sql = "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'retries')";
+        if !client.query_one(sql, &[&LEDGER]).await?.get::<_, bool>(0) {
+            return Ok(0);
+        }
+        let sql = format!("SELECT coalesce(sum(retries), 0)::bigint FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let n: i64 = client.query_one(&sql, &[&self.engine.name(), &self.table.as_str()]).await?.get(0);
+        Ok(n.max(0) as u64)
+    }
+
     pub async fn events(&self, client: &Client) -> Result<u64, Error> {
         let sql = format!("SELECT coalesce(sum(events), 0)::bigint FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
         let n: i64 = client.query_one(&sql, &[&self.engine.name(), &self.table.as_str()]).await?.get(0);
@@ -134,14 +176,16 @@ impl PgLedger<'_> {
     /// a second record of it (e.g. a concurrent run), which rolls the hour back.
     pub async fn record(&self, client: &Client, r: &HourRecord) -> Result<(), Error> {
         let sql = format!(
-            "INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
+            "INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds,
+                                   source_digest, retries)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         );
         let n = |v: u64| v as i64;
         let version = env!("CARGO_PKG_VERSION");
-        let params: [&(dyn ToSql + Sync); 11] = [
+        let retries = i32::try_from(r.retries).unwrap_or(i32::MAX);
+        let params: [&(dyn ToSql + Sync); 13] = [
             &self.engine.name(), &self.table.as_str(), &r.hour, &n(r.events), &n(r.lines), &n(r.quarantined), &n(r.sanitized),
-            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds(),
+            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds(), &r.source_digest, &retries,
         ];
         client.execute(&sql, &params).await.map(|_| ())
     }
@@ -153,9 +197,10 @@ impl PgLedger<'_> {
         let sql = format!(
             "WITH source AS (SELECT * FROM {LEDGER} WHERE engine = $3 AND tbl = $4),
                   total AS (SELECT greatest(sum(events), 1)::float8 AS events FROM source)
-             INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds)
+             INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds,
+                                   source_digest, retries)
              SELECT $1, $2, s.hour, s.events, s.lines, s.quarantined, s.sanitized, s.compressed_bytes, s.file_defect, $5,
-                    $6::float8 * s.events / total.events
+                    $6::float8 * s.events / total.events, s.source_digest, 0
              FROM source s, total
              RETURNING events"
         );
@@ -171,7 +216,8 @@ impl PgLedger<'_> {
     pub async fn report(&self, client: &Client) -> anyhow::Result<Ledger> {
         let entries = self.entries(client).await.context("reading the ingest ledger")?;
         let upkeep = self.upkeep_seconds(client).await.context("reading the ingest ledger's upkeep")?;
-        Ok(Ledger::from_entries(entries).with_upkeep(upkeep))
+        let retries = self.retries(client).await.context("reading the ingest ledger's retries")?;
+        Ok(Ledger::from_entries(entries).with_upkeep(upkeep).with_retries(retries))
     }
 
     /// Every entry for the reports: hour stem, events, seconds (None before

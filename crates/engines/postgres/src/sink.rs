@@ -1,7 +1,12 @@
 //! PostgreSQL: `(data jsonb)` loaded with binary COPY, one transaction per hour
 //! that also inserts the hour's ledger row, so a crash leaves no partial hour.
+//!
+//! The table has no column saying which hour a row came from (its layout is
+//! what is measured), but an hour's rows and its ledger row share the
+//! transaction that wrote them, so their `xmin`: that finds an hour's rows to
+//! replace it (`--reload`), in the same transaction as the new ones.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::error::Error;
 use std::pin::Pin;
 use std::time::Duration;
@@ -10,12 +15,18 @@ use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, TableLock, Upkeep};
+use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use tokio_postgres::Client;
 
 use crate::error::OrSink;
+
+/// Whether `deleted` rows found for an hour whose entry lists `events` are
+/// that hour's (see `delete_hour`).
+pub fn replaceable(deleted: u64, events: u64) -> bool {
+    deleted == events || (deleted > 0 && deleted < events)
+}
 use crate::ledger::{self, PgLedger, SERIALIZE_DDL};
 use crate::SPEC;
 
@@ -134,9 +145,29 @@ impl EngineSink for PostgresSink {
 
     async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
         self.client.batch_execute("BEGIN").await.sink()?;
-        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await.sink()?;
-        self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
-        Ok(())
+        self.start_copy().await
+    }
+
+    /// In the hour's transaction, before its COPY: its ledger entry and its
+    /// rows are deleted, found by the transaction that wrote both (the rows'
+    /// `xmin` is the entry's, see the module's note). The count must be the
+    /// entry's, or nothing changes.
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.client.batch_execute("BEGIN").await.sink()?;
+        if let Err(e) = self.delete_hour(stem).await {
+            let _ = self.client.batch_execute("ROLLBACK").await;
+            return Err(e);
+        }
+        self.start_copy().await
+    }
+
+    /// The ledger's entries, the table counted against them (see [`check_counts`]).
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
+        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {}", self.table), &[]).await.sink()?.get(0);
+        let what = format!("{} table {}", SPEC.engine, self.table);
+        check_counts(&mut stored, &what, rows.max(0) as u64, || self.rows_per_hour()).await?;
+        Ok(stored)
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -178,5 +209,47 @@ impl EngineSink for PostgresSink {
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables = [self.table.to_string()];
         Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
+    }
+}
+
+impl PostgresSink {
+    async fn start_copy(&mut self) -> Result<(), SinkError> {
+        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await.sink()?;
+        self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
+        Ok(())
+    }
+
+    /// The table's rows by hour: by the transaction that wrote them, which
+    /// wrote the hour's ledger entry too. Rows of no entry's transaction come
+    /// under a key no hour has.
+    async fn rows_per_hour(&self) -> Result<BTreeMap<String, u64>, SinkError> {
+        let sql = format!(
+            "SELECT coalesce(l.hour, 'written by transaction ' || d.xid), d.n
+             FROM (SELECT xmin::text AS xid, count(*) AS n FROM {} GROUP BY 1) d
+             LEFT JOIN {} l ON l.xmin::text = d.xid AND l.engine = $1 AND l.tbl = $2",
+            self.table,
+            ledger::LEDGER
+        );
+        let rows = self.client.query(&sql, &[&SPEC.engine.name(), &self.table.as_str()]).await.sink()?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64)).collect())
+    }
+
+    /// Deletes the stored hour and its ledger entry, inside the open transaction.
+    async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
+        let Some((xid, events)) = self.ledger().take_entry(&self.client, stem).await.sink()? else {
+            return Ok(());
+        };
+        // A number read from the server, spliced as a literal (xid has no binary parameter type).
+        let deleted = self.client.execute(&format!("DELETE FROM {} WHERE xmin = '{xid}'::xid", self.table), &[]).await.sink()?;
+        // Fewer rows than listed: the hour lost some (the rerun repairs it).
+        // None, or more: the rows cannot be told apart by their transaction.
+        if !replaceable(deleted, events) {
+            return Err(SinkError::Other(format!(
+                "cannot reload hour {stem} of {}: its ledger lists {events} events, and {deleted} rows were written with its entry \
+                 (loaded by an older ghbench, or the table was restored from a dump); load the table again with --drop",
+                self.table
+            )));
+        }
+        Ok(())
     }
 }

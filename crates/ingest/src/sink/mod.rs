@@ -11,7 +11,7 @@
 pub mod lock;
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,15 @@ pub struct HourRecord {
     pub sanitized: u64,
     pub compressed_bytes: u64,
     pub file_defect: Option<String>,
+    /// The digest of the source file the hour was loaded from (see
+    /// [`crate::digest`]); None in entries written before ghbench kept it.
+    #[serde(default)]
+    pub source_digest: Option<String>,
+    /// Attempts at the hour on this engine after the first (a lost connection,
+    /// a server that stopped answering, a damaged download): its `seconds`
+    /// include them. 0 in entries written before ghbench kept it.
+    #[serde(default)]
+    pub retries: u32,
     /// This engine's time for the hour; read with [`HourRecord::seconds`].
     #[serde(skip)]
     pub clock: LoadClock,
@@ -46,6 +55,26 @@ impl HourRecord {
     pub fn seconds(&self) -> f64 {
         self.clock.fed.as_secs_f64() + self.clock.committing.elapsed().as_secs_f64()
     }
+}
+
+/// What an engine's ledger says of a stored hour, for deciding on a rerun
+/// whether it stays: which copy of the file it came from, and whether the
+/// engine still finds it whole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StoredHour {
+    pub events: u64,
+    /// The size of the source file it was loaded from (None: not recorded).
+    pub compressed_bytes: Option<u64>,
+    /// See [`HourRecord::source_digest`].
+    pub source_digest: Option<String>,
+    /// It was loaded from a damaged copy (empty, truncated, corrupt gzip).
+    pub file_defect: Option<String>,
+    /// The engine's own check found the stored hour no longer whole (a file
+    /// of another size or checksum, a count that differs): why.
+    pub damage: Option<String>,
+    /// Said once per run about the engine's check (e.g. entries too old to
+    /// hold a checksum, checked by size only).
+    pub note: Option<String>,
 }
 
 /// See [`HourRecord::seconds`].
@@ -79,8 +108,9 @@ pub struct Upkeep {
     pub seconds: f64,
 }
 
-/// How long upkeep after a load may take, in steps of the sink's timeout: it
-/// reads the whole table (minutes on a year of data), not one hour.
+/// How long upkeep after a load (or checking the stored hours before it) may
+/// take, in steps of the sink's timeout: it reads the whole table (minutes on
+/// a year of data), not one hour.
 const UPKEEP_STEPS: u32 = 30;
 
 #[derive(Debug, thiserror::Error)]
@@ -177,6 +207,12 @@ pub trait EngineSink: Send + Sync {
     /// Hour stems this engine's ledger lists as loaded for the table.
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError>;
 
+    /// The ledger's entries, by hour stem, with what the engine finds of each
+    /// stored hour. The default knows only that the hours are listed.
+    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        Ok(self.completed_hours().await?.into_iter().map(|stem| (stem, StoredHour::default())).collect())
+    }
+
     /// Events the ledger says the table holds.
     async fn ledger_events(&self) -> Result<u64, SinkError>;
 
@@ -184,6 +220,15 @@ pub trait EngineSink: Send + Sync {
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError>;
 
     async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError>;
+
+    /// Begins the hour as [`EngineSink::begin_hour`] does, to replace what is
+    /// stored of it: its commit leaves the new hour and its new ledger entry,
+    /// or (interrupted) the old ones or a state the next run repairs, never
+    /// both. An hour not stored is simply begun.
+    async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        let _ = stem;
+        Err(SinkError::Other("this engine cannot reload one hour: load the table again with --drop".into()))
+    }
 
     /// Stores a batch: its clean documents, with this engine's encodings of them.
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError>;
@@ -268,6 +313,17 @@ impl Sink {
         self.step("reading the ledger", |s| s.completed_hours()).await
     }
 
+    /// Allowed [`UPKEEP_STEPS`] times the timeout: checking may count or
+    /// read the whole table.
+    pub async fn stored_hours(&mut self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let limit = self.timeout * UPKEEP_STEPS;
+        let result = bounded(&self.engine, &self.server, "checking the stored hours against the ledger", limit, self.inner.stored_hours()).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
+    }
+
     pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
         self.step("counting the ledger's events", |s| s.ledger_events()).await
     }
@@ -279,6 +335,10 @@ impl Sink {
 
     pub async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
         self.step("starting the hour", |s| s.begin_hour(stem)).await
+    }
+
+    pub async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.step("starting to replace the hour", |s| s.begin_replacing(stem)).await
     }
 
     pub async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -325,6 +385,43 @@ async fn bounded<T>(
         Ok(result) => result,
         Err(_) => Err(SinkError::Timeout { engine: engine.clone(), server: server.to_string(), step, limit }),
     }
+}
+
+/// The table's row count against its ledger, checked once per run (one
+/// count of the table; hour by hour only when the totals differ): `rows` is
+/// the table's count, `per_hour` counts its rows by the hour they belong to
+/// (called only when needed). Hours whose count differs from their entry are
+/// marked damaged (the run reloads them); rows that belong to no listed hour
+/// stop the run, saying what to do.
+pub async fn check_counts<F, Fut>(
+    stored: &mut BTreeMap<String, StoredHour>,
+    what: &str,
+    rows: u64,
+    per_hour: F,
+) -> Result<(), SinkError>
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<BTreeMap<String, u64>, SinkError>>,
+{
+    let listed: u64 = stored.values().map(|h| h.events).sum();
+    if rows == listed {
+        return Ok(());
+    }
+    let mut counted = per_hour().await?;
+    for (stem, hour) in stored.iter_mut() {
+        let held = counted.remove(stem).unwrap_or(0);
+        if held != hour.events {
+            hour.damage = Some(format!("{what} holds {held} of its rows where its ledger entry lists {}", hour.events));
+        }
+    }
+    let strays: u64 = counted.values().sum();
+    if strays > 0 {
+        return Err(SinkError::Other(format!(
+            "{what} holds {rows} rows where its ledger lists {listed} events, {strays} of them of no hour the ledger lists \
+             (written by hand, or by another tool): load the table again with --drop"
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.

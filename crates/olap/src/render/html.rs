@@ -265,7 +265,10 @@ fn engine_view<'a>(view: &ResultsView, e: &'a EngineRecord) -> EngineView<'a> {
         held: held_line(e),
         events: data.map(|d| d.events),
         hours: data.map(|d| d.hours),
-        load_seconds: data.and_then(|d| d.load_seconds).map(seconds),
+        load_seconds: data.and_then(|d| {
+            let note = super::retries_note(d.load_retries).map(|n| format!(" ({n})")).unwrap_or_default();
+            d.load_seconds.map(|s| format!("{}{note}", seconds(s)))
+        }),
         events_per_second: data.and_then(|d| d.events_per_second()).map(|r| format!("{r:.0}")),
         storage: storage_line(e),
         indexes: e.storage.iter().flat_map(|s| &s.indexes).map(|i| (i.name.as_str(), i.bytes)).collect(),

@@ -256,10 +256,25 @@ pub fn no_disagreement(record: &RunRecord) -> bool {
 pub fn data_line(engine: &EngineRecord) -> String {
     match &engine.data {
         Some(d) => match (d.load_seconds, d.events_per_second()) {
-            (Some(s), Some(rate)) => format!("{}, loaded in {} s ({rate:.0} events/s, summed over hours)", held_line(engine), seconds(s)),
+            (Some(s), Some(rate)) => format!(
+                "{}, loaded in {} s ({rate:.0} events/s, summed over hours{})",
+                held_line(engine),
+                seconds(s),
+                retries_note(d.load_retries).map(|n| format!("; {n}")).unwrap_or_default()
+            ),
             _ => held_line(engine),
         },
         None => held_line(engine),
+    }
+}
+
+/// `includes N retries` when the load time includes attempts made again
+/// after faults (their time and the waits between them).
+pub fn retries_note(retries: u64) -> Option<String> {
+    match retries {
+        0 => None,
+        1 => Some("includes 1 retry".into()),
+        n => Some(format!("includes {n} retries")),
     }
 }
 

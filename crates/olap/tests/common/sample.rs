@@ -55,6 +55,7 @@ fn engine(e: usize) -> EngineRecord {
             // The MongoDB-wire server's ledger predates load timing.
             load_seconds: [Some(0.70), None, Some(2.48)][e],
             upkeep_seconds: None,
+            load_retries: 0,
         }),
         data_error: None,
         storage: (e != 1).then(|| Storage {
