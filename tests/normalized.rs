@@ -182,3 +182,128 @@ async fn a_killed_normalized_load_leaves_exact_rows_after_the_rerun() {
     assert!(out.status.success());
     drop_all(&table).await;
 }
+
+/// Loads `lines` as one hour into postgres, normalized and polars (and
+/// indexes them), runs every query and returns the `index` output and the
+/// query record; each command must succeed.
+fn load_index_query(table: &str, work: &Path, lines: &[Vec<u8>]) -> (String, serde_json::Value) {
+    let dir = work.join("hours");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_hour(&dir, REAL_HOUR_FILE, lines);
+    let polars = work.join("polars");
+    let engines = ["--engines", "postgres,normalized,polars", "--table", table, "--polars-dir", polars.to_str().unwrap()];
+    let quarantine = work.join("q");
+    let mut ingest = vec!["ingest", "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--quarantine-dir", quarantine.to_str().unwrap()];
+    ingest.extend(engines);
+    assert!(ghbench(&ingest).status.success(), "ingest");
+    let mut index = vec!["index"];
+    index.extend(engines);
+    let indexed = ghbench(&index);
+    assert!(indexed.status.success(), "index");
+    let results = work.join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", results.to_str().unwrap()];
+    query.extend(engines);
+    assert!(ghbench(&query).status.success(), "every query answered and verified");
+    let file = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).unwrap();
+    (text(&indexed), serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap())
+}
+
+/// Every query of `record` agreed across its engines.
+fn assert_all_agree(record: &serde_json::Value) -> &Vec<serde_json::Value> {
+    let queries = record["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 8, "A-D, both variants");
+    for q in queries {
+        assert_eq!(q["verification"]["status"], "agree", "{} {}: {}", q["query"], q["variant"], q["verification"]);
+    }
+    queries
+}
+
+/// The real hour's lines whose event type is `kind`, at most `n`, parsed.
+fn real_events(real: &Path, kind: &str, n: usize) -> Vec<serde_json::Value> {
+    let all = real_lines(real).into_iter().map(|l| serde_json::from_slice::<serde_json::Value>(&l).unwrap());
+    all.filter(|e| e["type"] == kind).take(n).collect()
+}
+
+fn lines_of(events: &[serde_json::Value]) -> Vec<Vec<u8>> {
+    events.iter().map(|e| serde_json::to_vec(e).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn a_path_no_document_has_reads_as_null_and_its_index_is_skipped() {
+    let Some(real) = real_hour() else { return };
+    let table = table("norm_unseen");
+    drop_all(&table).await;
+    let work = tempfile::tempdir().unwrap();
+    // PushEvents have no payload.action and no payload.issue.
+    let pushes = real_events(&real, "PushEvent", 500);
+    assert_eq!(pushes.len(), 500);
+    let (indexed, record) = load_index_query(&table, work.path(), &lines_of(&pushes));
+    assert!(indexed.contains("skipped"), "the indexes over paths never seen are skipped, said: {indexed}");
+    for q in assert_all_agree(&record) {
+        if q["query"] == "A" || q["query"] == "D" {
+            let normalized = q["engines"].as_array().unwrap().iter().find(|e| e["engine"] == "normalized").unwrap();
+            assert_eq!(normalized["rows"], 0, "{} {}: no opened issue, no comments: {normalized}", q["query"], q["variant"]);
+        }
+    }
+    drop_all(&table).await;
+}
+
+#[tokio::test]
+async fn an_object_with_more_keys_than_columns_is_quarantined_for_every_engine() {
+    let Some(real) = real_hour() else { return };
+    let table = table("norm_wide");
+    drop_all(&table).await;
+    let work = tempfile::tempdir().unwrap();
+    let mut events = real_events(&real, "IssuesEvent", 100);
+    let mut wide = events[0].clone();
+    wide["payload"] = (0..2000).map(|i| (format!("k{i}"), serde_json::json!(i))).collect::<serde_json::Map<_, _>>().into();
+    events.push(wide);
+    let dir = work.path().join("hours");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_hour(&dir, REAL_HOUR_FILE, &lines_of(&events));
+    let args = ["--engines", "postgres,normalized", "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"];
+    let report = ingest_report(&table, work.path(), &args);
+    assert_eq!(report["totals"]["quarantined"]["too_many_keys"], 1, "{}", report["totals"]);
+    assert_eq!(report["totals"]["hours_loaded"], 1, "the hour is whole on both engines: {}", report["totals"]);
+    let listed = "SELECT engine, events FROM ghbench_ledger WHERE tbl = $1 ORDER BY engine";
+    let rows = pg().await.query(listed, &[&table]).await.unwrap();
+    let ledger: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(ledger, vec![("normalized".to_string(), 100), ("postgres".to_string(), 100)]);
+    // Nothing is left to retry.
+    let again = ingest_report(&table, work.path(), &args);
+    assert_eq!(again["totals"]["hours_skipped"], 1, "{}", again["totals"]);
+    assert_eq!(again["totals"]["hours_loaded"], 0);
+    drop_all(&table).await;
+}
+
+#[tokio::test]
+async fn values_of_other_types_are_read_as_jsonb_reads_them() {
+    let Some(real) = real_hour() else { return };
+    let table = table("norm_types");
+    drop_all(&table).await;
+    let work = tempfile::tempdir().unwrap();
+    let mut opened = real_events(&real, "IssuesEvent", 200);
+    opened.retain(|e| e["payload"]["action"] == "opened");
+    let mut comments = real_events(&real, "IssueCommentEvent", 200);
+    comments.retain(|e| e["payload"]["issue"]["comments"].as_u64().is_some_and(|n| n > 2));
+    assert!(opened.len() >= 4 && comments.len() >= 5, "enough events of each kind in the real hour");
+    // A repository name that is a number, or a boolean; comments fractional,
+    // beyond 32 bits, or a string (which counts nowhere).
+    opened[0]["repo"]["name"] = serde_json::json!(12345);
+    opened[1]["repo"]["name"] = serde_json::json!(12345);
+    opened[2]["repo"]["name"] = serde_json::json!(true);
+    comments[0]["payload"]["issue"]["comments"] = serde_json::json!(3.5);
+    comments[1]["payload"]["issue"]["comments"] = serde_json::json!(1_099_511_627_776_i64);
+    comments[2]["payload"]["issue"]["comments"] = serde_json::json!("7");
+    comments[3]["repo"]["name"] = serde_json::json!(12345);
+    comments[4]["type"] = serde_json::json!(7);
+    let events: Vec<serde_json::Value> = opened.into_iter().chain(comments).collect();
+    let (_, record) = load_index_query(&table, work.path(), &lines_of(&events));
+    assert_all_agree(&record);
+    // The numbers were really read: the number-named repository is a group of
+    // A, as jsonb's ->> names it.
+    let a = record["queries"].as_array().unwrap().iter().find(|q| q["query"] == "A" && q["variant"] == "corrected").unwrap();
+    let normalized = a["engines"].as_array().unwrap().iter().find(|e| e["engine"] == "normalized").unwrap();
+    assert!(normalized["head"].to_string().contains("12345"), "{}", normalized["head"]);
+    drop_all(&table).await;
+}

@@ -68,6 +68,8 @@ pub struct DocumentLimits {
     pub max_bytes: Option<usize>,
     /// Strings may not hold `\u0000` (such escapes are removed, the line kept).
     pub refuses_nul: bool,
+    /// Most keys one object may have (e.g. a layout with a column per key).
+    pub max_object_keys: Option<usize>,
 }
 
 /// One command-line option an engine takes, e.g. its server's URL. Added to

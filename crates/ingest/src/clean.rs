@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use ghbench_core::{DocumentLimits, Engine};
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeSeed, Deserializer, Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::sink::{Encoded, Encoder};
 
@@ -54,10 +54,13 @@ pub enum Defect {
     IntegerOutOfRange,
     /// The last, incomplete line of a truncated or corrupt gzip stream.
     TruncatedLine,
+    /// An object with more keys than an engine can store (the normalized
+    /// layout's columns per table).
+    TooManyKeys,
 }
 
 impl Defect {
-    pub const ALL: [Defect; 9] = [
+    pub const ALL: [Defect; 10] = [
         Defect::InvalidUtf8,
         Defect::InvalidJson,
         Defect::NotAnObject,
@@ -67,6 +70,7 @@ impl Defect {
         Defect::TooDeep,
         Defect::IntegerOutOfRange,
         Defect::TruncatedLine,
+        Defect::TooManyKeys,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -80,6 +84,7 @@ impl Defect {
             Defect::TooDeep => "too_deep",
             Defect::IntegerOutOfRange => "integer_out_of_range",
             Defect::TruncatedLine => "truncated_line",
+            Defect::TooManyKeys => "too_many_keys",
         }
     }
 }
@@ -102,6 +107,7 @@ impl Rejected {
 #[derive(Clone, Default)]
 pub struct Policy {
     max_bytes: Option<usize>,
+    max_object_keys: Option<usize>,
     strip_nul: bool,
     encoders: Vec<(Engine, Arc<dyn Encoder>)>,
 }
@@ -116,6 +122,7 @@ impl Policy {
         let mut policy = Policy::default();
         for l in limits {
             policy.max_bytes = min(policy.max_bytes, l.max_bytes);
+            policy.max_object_keys = min(policy.max_object_keys, l.max_object_keys);
             policy.strip_nul |= l.refuses_nul;
         }
         policy
@@ -157,8 +164,14 @@ impl Policy {
     /// (the cheapest full check), and looks into `\u` escapes only on the rare
     /// line that has one, since skipping strings does not decode them.
     fn validate(&self, text: &str) -> Result<(), Rejected> {
-        if let Err(e) = serde_json::from_str::<IgnoredAny>(text) {
-            return Err(Rejected::new(Defect::InvalidJson, e.to_string()));
+        let keys = KeyLimit { max: self.max_object_keys.unwrap_or(usize::MAX) };
+        let mut reader = serde_json::Deserializer::from_str(text);
+        if let Err(e) = keys.deserialize(&mut reader).and_then(|()| reader.end()) {
+            // The limit's own error is a data error; anything else is the JSON's.
+            return Err(match e.classify() {
+                serde_json::error::Category::Data => Rejected::new(Defect::TooManyKeys, e.to_string()),
+                _ => Rejected::new(Defect::InvalidJson, e.to_string()),
+            });
         }
         if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
             if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
@@ -167,6 +180,64 @@ impl Policy {
         }
         if !text.trim_start().starts_with('{') {
             return Err(Rejected::new(Defect::NotAnObject, "JSON value is not an object"));
+        }
+        Ok(())
+    }
+}
+
+/// Reads JSON keeping nothing, as [`IgnoredAny`] does (the cheapest full
+/// check), and refuses an object with more than `max` keys.
+#[derive(Clone, Copy)]
+struct KeyLimit {
+    max: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for KeyLimit {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
+        reader.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeyLimit {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+        while items.next_element_seed(self)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
+        let mut keys = 0;
+        while entries.next_key::<IgnoredAny>()?.is_some() {
+            keys += 1;
+            if keys > self.max {
+                return Err(A::Error::custom(format!("an object with more than {} keys (a table has at most that many columns)", self.max)));
+            }
+            entries.next_value_seed(self)?;
         }
         Ok(())
     }
@@ -211,8 +282,8 @@ mod tests {
     /// Limits like the built-in engines' (jsonb's, and BSON's, whose other
     /// rules its encoder applies).
     fn policy() -> Policy {
-        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true };
-        let binary_engine = DocumentLimits { max_bytes: Some(16 << 20), refuses_nul: false };
+        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true, max_object_keys: None };
+        let binary_engine = DocumentLimits { max_bytes: Some(16 << 20), refuses_nul: false, max_object_keys: None };
         Policy::strictest([&text_engine, &binary_engine])
     }
 
@@ -253,6 +324,21 @@ mod tests {
         assert_eq!(defect(b"17"), Defect::NotAnObject);
         let big = format!(r#"{{"s":"{}"}}"#, "x".repeat(16 << 20));
         assert_eq!(defect(big.as_bytes()), Defect::TooLarge);
+    }
+
+    #[test]
+    fn an_object_with_too_many_keys_is_refused_at_any_depth() {
+        let columns = DocumentLimits { max_object_keys: Some(3), ..DocumentLimits::default() };
+        let policy = Policy::strictest([&DocumentLimits::default(), &columns]);
+        let object = |n: usize| format!("{{{}}}", (0..n).map(|i| format!(r#""k{i}":{i}"#)).collect::<Vec<_>>().join(","));
+        assert!(policy.clean_line(1, object(3).as_bytes()).is_ok());
+        assert_eq!(policy.clean_line(1, object(4).as_bytes()).unwrap_err().defect, Defect::TooManyKeys);
+        let nested = format!(r#"{{"a":[1,{{"b":{}}}],"s":"x"}}"#, object(4));
+        assert_eq!(policy.clean_line(1, nested.as_bytes()).unwrap_err().defect, Defect::TooManyKeys);
+        // Without the limit, the same lines are clean; broken JSON stays invalid_json.
+        assert!(Policy::strictest([&DocumentLimits::default()]).clean_line(1, nested.as_bytes()).is_ok());
+        assert_eq!(policy.clean_line(1, b"{\"a\":1,}").unwrap_err().defect, Defect::InvalidJson);
+        assert_eq!(policy.clean_line(1, b"{\"a\":1} x").unwrap_err().defect, Defect::InvalidJson);
     }
 
     #[test]

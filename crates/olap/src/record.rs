@@ -272,15 +272,24 @@ pub struct IndexBuild {
     pub created: bool,
     pub seconds: f64,
     pub bytes: Option<u64>,
+    /// Why it was not built: it indexes a path no loaded document has yet
+    /// (the normalized layout has no column for it; a later load makes one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
 }
 
 impl IndexBuild {
+    /// An index left out, and why (see [`IndexBuild::skipped`]).
+    pub fn left_out(name: String, definition: String, why: String) -> IndexBuild {
+        IndexBuild { name, definition, created: false, seconds: 0.0, bytes: None, skipped: Some(why) }
+    }
+
     /// What the build did, for people.
     pub fn state(&self) -> &'static str {
-        if self.created {
-            "built"
-        } else {
-            "already there"
+        match (&self.skipped, self.created) {
+            (Some(_), _) => "skipped: path not loaded yet",
+            (None, true) => "built",
+            (None, false) => "already there",
         }
     }
 }

@@ -8,7 +8,7 @@
 -- "C", like MongoDB), nulls first (like MongoDB), so LIMIT 10 always keeps the
 -- same actors.
 SELECT actor, sum(n) AS count FROM (
-    SELECT a.{column:actor.login:s} AS actor, count(*) AS n FROM {table:actor} a GROUP BY 1
+    SELECT a.{text:actor.login} AS actor, count(*) AS n FROM {table:actor} a GROUP BY 1
     UNION ALL
     SELECT NULL, count(*) FROM {table} WHERE {column:actor:e} IS DISTINCT FROM false
 ) counted

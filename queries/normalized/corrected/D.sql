@@ -3,14 +3,13 @@
 -- Joined on did: one payload.issue and one repo row per document.
 -- Corrections (as in the jsonb text): IssueCommentEvent instead of PushEvent;
 -- comments > 2; ties broken by repository name ascending (bytewise, nulls
--- first, like MongoDB). Only numbers count, as with MongoDB's {$gt: 2}: the
--- integer column holds every number GH Archive has there (a fractional or
--- 64-bit value would sit in another column, _d or _l, and be left out here:
--- the verification against the other engines would then show it).
-SELECT r.{column:repo.name:s} AS repo, avg(i.{column:payload.issue.comments:i}) AS comments
+-- first, like MongoDB). Only numbers count, as with MongoDB's {$gt: 2}:
+-- {number:…} reads every number column the key has (_i, and _l or _d when a
+-- 64-bit or fractional value made one), and never its strings.
+SELECT r.{text:repo.name} AS repo, avg(i.{number:payload.issue.comments}) AS comments
 FROM {table} e
 JOIN {table:payload.issue} i ON i.did = e.did
 LEFT JOIN {table:repo} r ON r.did = e.did
-WHERE e.{column:type:s} = 'IssueCommentEvent' AND i.{column:payload.issue.comments:i} > 2
+WHERE e.{text:type} = 'IssueCommentEvent' AND i.{number:payload.issue.comments} > 2
 GROUP BY 1
-ORDER BY comments DESC, r.{column:repo.name:s} COLLATE "C" NULLS FIRST
+ORDER BY comments DESC, r.{text:repo.name} COLLATE "C" NULLS FIRST

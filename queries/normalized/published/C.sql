@@ -6,7 +6,7 @@
 -- counts, slower; a partial index holds just those documents (indexes.sql).
 -- Orders by count only, and LIMIT 10 can cut through a tie.
 SELECT actor, sum(n) AS count FROM (
-    SELECT a.{column:actor.login:s} AS actor, count(*) AS n FROM {table:actor} a GROUP BY 1
+    SELECT a.{text:actor.login} AS actor, count(*) AS n FROM {table:actor} a GROUP BY 1
     UNION ALL
     SELECT NULL, count(*) FROM {table} WHERE {column:actor:e} IS DISTINCT FROM false
 ) counted

@@ -3,9 +3,9 @@
 -- Known defects, kept as in the jsonb text: PushEvent payloads carry no issue,
 -- so this returns no rows on real data; and there is no comments > 2.
 -- Integer comments only: the jsonb text casts to int.
-SELECT r.{column:repo.name:s}, avg(i.{column:payload.issue.comments:i}) AS comments
+SELECT r.{text:repo.name}, avg(i.{number:payload.issue.comments}) AS comments
 FROM {table} e
 JOIN {table:payload.issue} i ON i.did = e.did
 LEFT JOIN {table:repo} r ON r.did = e.did
-WHERE e.{column:type:s} = 'PushEvent' AND i.{column:payload.issue.comments:i} IS NOT NULL
+WHERE e.{text:type} = 'PushEvent' AND i.{number:payload.issue.comments} IS NOT NULL
 GROUP BY 1 ORDER BY 2 DESC

@@ -110,7 +110,7 @@ impl Backend for MongoBackend {
             self.db.run_command(command).await.with_context(|| format!("creating {name}"))?;
             let seconds = started.elapsed().as_secs_f64();
             let bytes = self.coll_stats().await.ok().and_then(|s| s.get_document("indexSizes").ok().and_then(|d| number(d, &name)));
-            let build = IndexBuild { name, definition, created: !existed, seconds, bytes };
+            let build = IndexBuild { name, definition, created: !existed, seconds, bytes, skipped: None };
             built(&build);
             builds.push(build);
         }

@@ -11,11 +11,13 @@ use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, Plan, Storage};
 use ghbench_olap::rows::Row;
 use ghbench_postgres::backend as pg;
+use ghbench_postgres::sql;
 use tokio_postgres::Client;
 
 use crate::meta::{self, qualified, SCHEMA};
 use crate::sink::ledger_of;
-use crate::{template, SPEC};
+use crate::template::{self, Missing};
+use crate::SPEC;
 
 /// Query files name derived tables unqualified (see [`crate::template`]):
 /// the session reads schema `normalized` first.
@@ -40,10 +42,11 @@ impl NormalizedBackend {
         meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")
     }
 
-    /// `file`'s text with the derived tables' names in place.
+    /// `file`'s text with the derived tables' names in place; a path no
+    /// loaded document has reads NULL, as `->>` reads a missing key.
     async fn resolve(&self, file: &QueryFile) -> BackendResult<String> {
         let schema = self.schema().await?;
-        template::resolve(&file.text, &schema).map_err(|e| anyhow!("{}: {e}", file.path))
+        template::resolve(&file.text, &schema, Missing::ReadsNull).map_err(|e| anyhow!("{}: {e}", file.path))
     }
 
     async fn tables(&self) -> BackendResult<Vec<String>> {
@@ -92,9 +95,26 @@ impl Backend for NormalizedBackend {
         Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
     }
 
+    /// Each index of the file, but one over a path no loaded document has
+    /// yet, which is left out and recorded so (the other engines index
+    /// nothing there either; a later load makes the column).
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        let text = self.resolve(file).await?;
-        pg::create_indexes(&self.client, file, &text, built).await
+        let schema = self.schema().await?;
+        let mut builds = Vec::new();
+        for statement in sql::statements(&file.text).with_context(|| file.path.clone())? {
+            // A file that cannot mean anything fails as it is; a missing path only skips.
+            let as_read = template::resolve(&statement, &schema, Missing::ReadsNull).map_err(|e| anyhow!("{}: {e}", file.path))?;
+            match template::resolve(&statement, &schema, Missing::IsError) {
+                Ok(text) => builds.extend(pg::create_indexes(&self.client, file, &text, built).await?),
+                Err(why) => {
+                    let name = sql::created_index_name(&as_read).map_or_else(|_| statement.clone(), |n| n.to_string());
+                    let build = IndexBuild::left_out(name, statement, why);
+                    built(&build);
+                    builds.push(build);
+                }
+            }
+        }
+        Ok(builds)
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {

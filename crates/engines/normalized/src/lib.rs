@@ -30,13 +30,21 @@ use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
 use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
 
+/// Most keys one object of a document may have: each key is a column of its
+/// object's table, beside at most four linking columns (`did`, `rid`, `pid`,
+/// `seq`), and a PostgreSQL table has at most 1,600 columns. A document over
+/// it could never be stored, so every engine quarantines it (`too_many_keys`)
+/// rather than leave its hour partial here.
+pub const MAX_OBJECT_KEYS: usize = 1600 - 4;
+
 pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("normalized"),
     aliases: &["torodb", "relational"],
     about: "the same PostgreSQL, the documents as ToroDB-style relational tables in schema normalized",
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
-    // Text columns refuse `\u0000`; a document has no size limit of its own.
-    limits: DocumentLimits { max_bytes: None, refuses_nul: true },
+    // Text columns refuse `\u0000`; a document has no size limit of its own,
+    // but an object's keys are its table's columns (see MAX_OBJECT_KEYS).
+    limits: DocumentLimits { max_bytes: None, refuses_nul: true, max_object_keys: Some(MAX_OBJECT_KEYS) },
     options: &[ghbench_postgres::URL],
     default: false,
     connect_hint: "--pg-url or DATABASE_URL",

@@ -65,7 +65,7 @@ pub async fn create_indexes(client: &Client, file: &QueryFile, text: &str, built
         let seconds = started.elapsed().as_secs_f64();
         let size = "SELECT pg_relation_size(to_regclass($1))";
         let bytes: Option<i64> = client.query_one(size, &[&name.as_str()]).await?.get(0);
-        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64) };
+        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64), skipped: None };
         built(&build);
         builds.push(build);
     }
