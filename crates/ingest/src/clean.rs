@@ -164,9 +164,18 @@ impl Policy {
     /// (the cheapest full check), and looks into `\u` escapes only on the rare
     /// line that has one, since skipping strings does not decode them.
     fn validate(&self, text: &str) -> Result<(), Rejected> {
-        let keys = KeyLimit { max: self.max_object_keys.unwrap_or(usize::MAX) };
-        let mut reader = serde_json::Deserializer::from_str(text);
-        if let Err(e) = keys.deserialize(&mut reader).and_then(|()| reader.end()) {
+        // Every key is followed by a `:`, so a line with fewer colons than the
+        // limit has no object over it: only such rare lines are read key by key,
+        // the rest by serde_json's fastest check.
+        let keys = self.max_object_keys.filter(|&max| memchr::memchr_iter(b':', text.as_bytes()).nth(max).is_some());
+        let checked = match keys {
+            Some(max) => {
+                let mut reader = serde_json::Deserializer::from_str(text);
+                KeyLimit { max, depth: 0 }.deserialize(&mut reader).and_then(|()| reader.end())
+            }
+            None => serde_json::from_str::<IgnoredAny>(text).map(|_| ()),
+        };
+        if let Err(e) = checked {
             // The limit's own error is a data error; anything else is the JSON's.
             return Err(match e.classify() {
                 serde_json::error::Category::Data => Rejected::new(Defect::TooManyKeys, e.to_string()),
@@ -185,11 +194,22 @@ impl Policy {
     }
 }
 
-/// Reads JSON keeping nothing, as [`IgnoredAny`] does (the cheapest full
-/// check), and refuses an object with more than `max` keys.
+/// Reads JSON keeping nothing, as [`IgnoredAny`] does, and refuses an object
+/// with more than `max` keys. Below [`KeyLimit::DEEPEST`] it skips values
+/// unread: serde_json's depth limit (128) would call a deep but valid document
+/// invalid, and BSON's nesting limit (100 levels) refuses such documents anyway.
 #[derive(Clone, Copy)]
 struct KeyLimit {
     max: usize,
+    depth: u32,
+}
+
+impl KeyLimit {
+    const DEEPEST: u32 = 100;
+
+    fn deeper(self) -> KeyLimit {
+        KeyLimit { depth: self.depth + 1, ..self }
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for KeyLimit {
@@ -226,7 +246,11 @@ impl<'de> Visitor<'de> for KeyLimit {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
-        while items.next_element_seed(self)?.is_some() {}
+        if self.depth >= Self::DEEPEST {
+            while items.next_element::<IgnoredAny>()?.is_some() {}
+        } else {
+            while items.next_element_seed(self.deeper())?.is_some() {}
+        }
         Ok(())
     }
 
@@ -237,7 +261,11 @@ impl<'de> Visitor<'de> for KeyLimit {
             if keys > self.max {
                 return Err(A::Error::custom(format!("an object with more than {} keys (a table has at most that many columns)", self.max)));
             }
-            entries.next_value_seed(self)?;
+            if self.depth >= Self::DEEPEST {
+                entries.next_value::<IgnoredAny>()?;
+            } else {
+                entries.next_value_seed(self.deeper())?;
+            }
         }
         Ok(())
     }
@@ -339,6 +367,10 @@ mod tests {
         assert!(Policy::strictest([&DocumentLimits::default()]).clean_line(1, nested.as_bytes()).is_ok());
         assert_eq!(policy.clean_line(1, b"{\"a\":1,}").unwrap_err().defect, Defect::InvalidJson);
         assert_eq!(policy.clean_line(1, b"{\"a\":1} x").unwrap_err().defect, Defect::InvalidJson);
+        // Deeper than serde_json's own limit, and many colons: still valid JSON here
+        // (BSON's encoder refuses the depth, as too_deep).
+        let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
+        assert!(policy.clean_line(1, deep.as_bytes()).is_ok());
     }
 
     #[test]
