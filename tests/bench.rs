@@ -88,19 +88,6 @@ impl Drop for OwnSetup {
     }
 }
 
-/// The bench record in `dir` (the newest when several).
-fn bench_record(dir: &Path) -> (PathBuf, Value) {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with("bench-"))
-        .collect();
-    files.sort();
-    let file = files.pop().expect("a bench results file");
-    let record = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
-    (file, record)
-}
-
 fn of<'a>(list: &'a Value, engine: &str) -> &'a Value {
     list.as_array().unwrap().iter().find(|e| e["engine"] == engine).unwrap_or_else(|| panic!("no {engine} in {list}"))
 }

@@ -171,3 +171,17 @@ pub fn wait_within(mut child: std::process::Child, limit: std::time::Duration) -
     }
     child.wait_with_output().expect("output")
 }
+
+/// The bench record in `dir` (the newest when several).
+pub fn bench_record(dir: &Path) -> (PathBuf, serde_json::Value) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with("bench-"))
+        .collect();
+    files.sort();
+    let file = files.pop().expect("a bench results file");
+    let record = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    (file, record)
+}
+

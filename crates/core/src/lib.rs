@@ -2,6 +2,7 @@
 //! engine is (name, capabilities, options), validated table names, and how a
 //! server describes itself. No database driver: each engine brings its own.
 
+pub mod digest;
 pub mod engine;
 pub mod hour;
 pub mod redact;

@@ -47,6 +47,9 @@ pub struct HourManifest {
     pub generated: u64,
     /// Size of the gzip file.
     pub bytes: u64,
+    /// Its content (`blake3:…`, as the ingest ledgers record a source file):
+    /// a reader can tell the file is still the one written.
+    pub digest: String,
     pub injected: Injected,
     pub expected: Expected,
 }
@@ -151,6 +154,7 @@ fn write_hour(gen: &Generator, out: &Path, hour: Hour, events: u64, defects: Def
         file: hour.file_name(),
         generated: events,
         bytes: damaged.gzip.len() as u64,
+        digest: ghbench_core::digest::of_bytes(&damaged.gzip),
         injected: damaged.injected,
         expected: damaged.expected,
     })

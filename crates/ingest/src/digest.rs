@@ -12,13 +12,7 @@ use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 use std::path::Path;
 
-/// How a digest is written: `blake3:` and 64 hex digits.
-const PREFIX: &str = "blake3:";
-
-/// A digest as the ledgers record it.
-pub fn format(hash: &blake3::Hash) -> String {
-    format!("{PREFIX}{}", hash.to_hex())
-}
+pub use ghbench_core::digest::{format, PREFIX};
 
 /// A digest shortened for messages (`blake3:1a2b3c4d5e6f`).
 pub fn short(digest: &str) -> &str {

@@ -223,6 +223,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Resu
         changed: plan.changed,
         reloaded: plan.reloaded,
         damaged_copies: plan.damaged_copies,
+        kept_quarantined: plan.kept_quarantined,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
         warnings: plan.notes,

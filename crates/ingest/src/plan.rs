@@ -44,6 +44,9 @@ pub struct Plan {
     pub reloaded: Vec<StoredNotice>,
     /// Hours kept that were loaded from a damaged copy of their file.
     pub damaged_copies: Vec<StoredNotice>,
+    /// Lines quarantined when the hours every engine keeps were loaded (as
+    /// the first engine's ledger lists them: the policy is every engine's).
+    pub kept_quarantined: u64,
     /// What an engine's check says once per run (e.g. entries it cannot check).
     pub notes: Vec<String>,
 }
@@ -101,6 +104,7 @@ pub fn plan(options: &IngestOptions, stored: &[(Engine, BTreeMap<String, StoredH
         if !planned.needed.is_empty() || options.dry_run {
             plan.queue.push_back(planned);
         } else if !changed {
+            plan.kept_quarantined += stored.first().and_then(|(_, hours)| hours.get(&stem)).map_or(0, |h| h.quarantined);
             plan.skipped.push(hour);
         }
     }

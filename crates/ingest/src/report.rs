@@ -112,6 +112,9 @@ pub struct IngestSummary {
     pub reloaded: Vec<StoredNotice>,
     /// Hours kept that an engine loaded from a damaged copy of their file.
     pub damaged_copies: Vec<StoredNotice>,
+    /// Lines quarantined when the kept (`skipped`) hours were loaded, by an
+    /// earlier run (the ledger's count; `totals` counts this run's reading).
+    pub kept_quarantined: u64,
     pub hours: Vec<HourReport>,
     pub quarantine_dir: String,
     /// What went wrong beside the hours (e.g. the final count could not be made).

@@ -33,6 +33,10 @@ pub struct DataSource {
     /// The generator's seed and events per hour (generated data only).
     pub seed: Option<u64>,
     pub events_per_hour: Option<u64>,
+    /// For `source`: the digest of the location (its canonical form) and the
+    /// first hour, which names the tables (`…_src1a2b3c4d`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 /// The benchmark at one size: its own table on every engine.
@@ -55,6 +59,11 @@ impl SizeRecord {
     /// Every query answered and every comparison agreed, on the same data.
     pub fn verified(&self) -> bool {
         crate::render::no_disagreement(&self.run) && self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+    }
+
+    /// Per engine whose data held damage, a line saying what (see [`DataDamage`]).
+    pub fn damage_lines(&self) -> Vec<String> {
+        self.loads.iter().filter_map(|l| Some(format!("{}: {}", l.engine, l.damage.describe()?))).collect()
     }
 
     /// For people: whether the engines agree (one engine alone has nothing to
@@ -87,6 +96,61 @@ pub struct LoadRecord {
     /// Of `seconds`: the upkeep after loading, and what it was.
     pub upkeep: Option<String>,
     pub upkeep_seconds: Option<f64>,
+    /// Attempts at hours this run made again after a fault (a server lost and
+    /// back, a damaged download), and the hours that needed them: `seconds`
+    /// includes their time and the waits between them.
+    #[serde(default)]
+    pub retries: u64,
+    #[serde(default)]
+    pub hours_retried: u64,
+    /// What the hours held besides events: damaged files and quarantined lines.
+    #[serde(default)]
+    pub damage: DataDamage,
+}
+
+/// What a load's hours held that is not events, as `ghbench ingest` reports
+/// it: files that were empty, truncated or corrupt (their readable lines
+/// load), and lines quarantined. Hours reused from an earlier run count from
+/// the engine's ledger, which keeps the counts but not the defects.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct DataDamage {
+    /// `hour: what was wrong with its file`, e.g. `2015-01-01T03: truncated gzip …`.
+    pub damaged_hours: Vec<String>,
+    /// Lines quarantined by this run's reading, by defect (`invalid_json`, …).
+    pub quarantined: std::collections::BTreeMap<String, u64>,
+    /// Lines quarantined when the reused hours were loaded (ledger counts).
+    pub quarantined_reused: u64,
+    /// Documents kept with `\u0000` escapes removed.
+    pub sanitized: u64,
+    /// The folder of the quarantined lines.
+    pub quarantine_dir: String,
+}
+
+impl DataDamage {
+    pub fn quarantined_total(&self) -> u64 {
+        self.quarantined.values().sum::<u64>() + self.quarantined_reused
+    }
+
+    /// Nothing damaged, nothing quarantined.
+    pub fn is_clean(&self) -> bool {
+        self.damaged_hours.is_empty() && self.quarantined_total() == 0
+    }
+
+    /// For people: `2 damaged hours (…); 12 lines quarantined (invalid_json 10, …) in DIR`.
+    pub fn describe(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.damaged_hours.is_empty() {
+            parts.push(format!("{} ({})", crate::ledger::count_of(self.damaged_hours.len(), "damaged hour"), self.damaged_hours.join("; ")));
+        }
+        if self.quarantined_total() > 0 {
+            let mut kinds: Vec<String> = self.quarantined.iter().map(|(defect, n)| format!("{defect} {n}")).collect();
+            if self.quarantined_reused > 0 {
+                kinds.push(format!("{} in reused hours", self.quarantined_reused));
+            }
+            parts.push(format!("{} quarantined ({}) in {}", crate::ledger::count_of(self.quarantined_total() as usize, "line"), kinds.join(", "), self.quarantine_dir));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
 }
 
 /// How one engine's hot median of one query grows with the data.

@@ -7,7 +7,7 @@
 mod cold;
 mod data;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_core::{Hour, HourRange, TableName};
-use ghbench_ingest::{ingest, IngestOptions};
-use ghbench_olap::bench::{growth, BenchRecord, LoadRecord, SizeRecord, BENCH_SCHEMA};
+use ghbench_ingest::{ingest, IngestOptions, IngestSummary};
+use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
 use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, seconds, Style};
@@ -29,7 +29,7 @@ use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
 
-/// The table names' stem when --table is not given: `bench_6h_e7702_s42`.
+/// The table names' stem when --table is not given: `bench_6h_e7702_s42_20150101t00`.
 const DEFAULT_BASE: &str = "bench";
 
 #[derive(Args, Debug)]
@@ -40,7 +40,9 @@ Examples:
   ghbench bench --scale 1,6,24,96 --events-per-hour 25000
   ghbench bench --source ./mirror --from 2015-01-01T00 --hours 24 --engines postgres,polars
 
-Each size loads into tables of its own (named after --table, the size and the data),
+Each size loads into tables of its own (named after --table, the size and the data:
+generated hours by events per hour, seed and first hour; a --source by its first
+hour and a digest of its location), checked hour by hour against the files asked for,
 one engine at a time, so no load waits on another; PostgreSQL tables are vacuumed and
 analysed as part of their load. A rerun reuses what each engine's ledger lists as loaded
 (its load time then says so) unless --fresh.
@@ -49,6 +51,10 @@ analysed as part of their load. A rerun reuses what each engine's ledger lists a
 --servers) is restarted and the OS page cache dropped, an engine without a server
 starts afresh: a true cold run, labelled so. Other servers get the page cache dropped
 and what they clear themselves, labelled as not truly cold. The other runs are hot.
+
+Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
+each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
+local file loads the lines it holds, and a retried load says so beside its time.
 
 Writes results/bench-<time>.json (everything), .md, -charts/ and .html. Exits non-zero
 when an engine fails or the engines' answers disagree.")]
@@ -199,7 +205,11 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let (run, _) = measured?;
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
         println!("{hours} h, {} events in '{table}':", size.events().unwrap_or(0));
-        println!("{}\n{}", text(&load_table(&size)), text(&query_table(&size)));
+        println!("{}", text(&load_table(&size)));
+        for line in size.damage_lines() {
+            println!("damaged input: {line}");
+        }
+        println!("{}", text(&query_table(&size)));
         record.sizes.push(size);
     }
     record.growth = growth(&record.sizes);
@@ -261,7 +271,26 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         events_per_second: (loaded > 0 && wall > 0.0).then(|| events as f64 / wall),
         upkeep: upkeep.map(|u| u.step.clone()),
         upkeep_seconds: upkeep.map(|u| u.seconds),
+        retries: t.retries,
+        hours_retried: t.hours_retried as u64,
+        damage: damage(&summary),
     })
+}
+
+/// What the hours held besides events, as ingest reported it: this run's
+/// damaged files and quarantined lines, and what the ledger says of reused hours.
+fn damage(summary: &IngestSummary) -> DataDamage {
+    let read = summary.hours.iter().filter_map(|h| Some(format!("{}: {}", h.hour, h.decode.as_ref()?.file_defect.as_ref()?)));
+    let reused = summary.damaged_copies.iter().map(|c| format!("{} (reused): {}", c.hour, c.detail));
+    let mut damaged_hours: Vec<String> = read.chain(reused).collect();
+    damaged_hours.dedup();
+    DataDamage {
+        damaged_hours,
+        quarantined: summary.totals.quarantined.iter().map(|(defect, n)| (defect.name().to_string(), *n)).collect(),
+        quarantined_reused: summary.kept_quarantined,
+        sanitized: summary.totals.sanitized,
+        quarantine_dir: Path::new(&summary.quarantine_dir).join(&summary.table).display().to_string(),
+    }
 }
 
 /// Writes the JSON, the Markdown with its charts and the HTML page; says

@@ -77,7 +77,7 @@ impl MongoLedger<'_> {
     /// Every finished hour with what a rerun compares: the source file's
     /// size and digest, whether it was a damaged copy.
     pub async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, mongodb::error::Error> {
-        let fields = doc! {"hour": 1, "events": 1, "compressed_bytes": 1, "source_digest": 1, "file_defect": 1};
+        let fields = doc! {"hour": 1, "events": 1, "compressed_bytes": 1, "source_digest": 1, "file_defect": 1, "quarantined": 1};
         let entries: Vec<Document> = self.collection().find(self.done()).projection(fields).await?.try_collect().await?;
         let stored = entries.iter().filter_map(|d| {
             let hour = StoredHour {
@@ -85,6 +85,7 @@ impl MongoLedger<'_> {
                 compressed_bytes: number(d, "compressed_bytes"),
                 source_digest: d.get_str("source_digest").ok().map(str::to_string),
                 file_defect: d.get_str("file_defect").ok().map(str::to_string),
+                quarantined: number(d, "quarantined").unwrap_or(0),
                 ..StoredHour::default()
             };
             Some((d.get_str("hour").ok()?.to_string(), hour))

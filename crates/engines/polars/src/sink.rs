@@ -246,6 +246,7 @@ fn stored_hours(table: &TableDir) -> std::io::Result<BTreeMap<String, StoredHour
             compressed_bytes: Some(entry.record.compressed_bytes),
             source_digest: entry.record.source_digest.clone(),
             file_defect: entry.record.file_defect.clone(),
+            quarantined: entry.record.quarantined,
             damage: damage.map(|d| d.to_string()),
             note,
         };

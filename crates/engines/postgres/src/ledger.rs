@@ -123,7 +123,7 @@ impl PgLedger<'_> {
     /// Every entry, with what a rerun compares: the source file's size and
     /// digest, and whether it was a damaged copy.
     pub async fn stored_hours(&self, client: &Client) -> Result<BTreeMap<String, StoredHour>, Error> {
-        let sql = format!("SELECT hour, events, compressed_bytes, source_digest, file_defect FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        let sql = format!("SELECT hour, events, compressed_bytes, source_digest, file_defect, quarantined FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
         let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
         let stored = rows.iter().map(|r| {
             let hour = StoredHour {
@@ -131,6 +131,7 @@ impl PgLedger<'_> {
                 compressed_bytes: Some(r.get::<_, i64>(2).max(0) as u64),
                 source_digest: r.get(3),
                 file_defect: r.get(4),
+                quarantined: r.get::<_, i64>(5).max(0) as u64,
                 ..StoredHour::default()
             };
             (r.get(0), hour)

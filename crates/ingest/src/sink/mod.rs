@@ -69,6 +69,8 @@ pub struct StoredHour {
     pub source_digest: Option<String>,
     /// It was loaded from a damaged copy (empty, truncated, corrupt gzip).
     pub file_defect: Option<String>,
+    /// Lines of its file quarantined when it was loaded.
+    pub quarantined: u64,
     /// The engine's own check found the stored hour no longer whole (a file
     /// of another size or checksum, a count that differs): why.
     pub damage: Option<String>,

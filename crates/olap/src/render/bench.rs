@@ -73,7 +73,11 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         // hour's own time: more than the wall time when hours load side by side,
         // less for a single hour (no connecting, no VACUUM), so never mixed with it.
         let data = engine.and_then(|e| e.data.as_ref()).filter(|_| load.seconds.is_none());
-        let load_seconds = load.seconds.map(seconds).or_else(|| data?.load_seconds.map(|s| format!("{} (ledger, hours summed)", seconds(s))));
+        let load_seconds = match (load.seconds, data) {
+            (Some(s), _) => Some(with_notes(seconds(s), super::retries_note(load.retries))),
+            (None, Some(d)) => d.load_seconds.map(|s| with_notes(seconds(s), ["ledger, hours summed".to_string()].into_iter().chain(super::retries_note(d.load_retries)))),
+            (None, None) => None,
+        };
         let rate = load.events_per_second.map(|r| format!("{r:.0}")).or_else(|| data?.events_per_second().map(|r| format!("{r:.0} (ledger)")));
         table.rows.push(vec![
             load.engine.to_string(),
@@ -89,6 +93,15 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         ]);
     }
     table
+}
+
+/// `text` and the notes after it, if any: `4.1 (includes 2 retries)`.
+fn with_notes(text: String, notes: impl IntoIterator<Item = String>) -> String {
+    let notes: Vec<String> = notes.into_iter().collect();
+    match notes.is_empty() {
+        true => text,
+        false => format!("{text} ({})", notes.join("; ")),
+    }
 }
 
 /// One row per query, variant and engine: the cold run beside the hot ones.
@@ -223,7 +236,11 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
     for size in &record.sizes {
         let (verdict, _) = size.verdict();
         let _ = writeln!(md, "## {}, {} events (table `{}`): {verdict}\n", crate::ledger::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);
-        let _ = writeln!(md, "{}\n\n{}\n", load_table(size).render(Style::Markdown), query_table(size).render(Style::Markdown));
+        let _ = writeln!(md, "{}\n", load_table(size).render(Style::Markdown));
+        for line in size.damage_lines() {
+            let _ = writeln!(md, "**Damaged input**: {line}\n");
+        }
+        let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
     }
     if !record.growth.is_empty() {
         let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));

@@ -64,6 +64,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
                 verdict,
                 verified,
                 loads: bench::load_table(s),
+                damage: s.damage_lines(),
                 queries: bench::query_table(s),
             })
             .collect(),
@@ -104,6 +105,8 @@ struct SizeView {
     verdict: &'static str,
     verified: bool,
     loads: TextTable,
+    /// What the data held besides events, per engine (see `SizeRecord::damage_lines`).
+    damage: Vec<String>,
     queries: TextTable,
 }
 

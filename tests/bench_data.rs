@@ -1,0 +1,211 @@
+//! `ghbench bench` reports numbers about exactly the data it names: tables
+//! are never reused for another data set (another source, another first
+//! hour), generated hours are checked against their manifest, damaged input
+//! is shown in every report, and a load that needed retries says so. Against
+//! the PostgreSQL `just setup` started (and one of the test's own, restarted
+//! mid-load), with polars beside it; small data.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::throwaway_pg::ThrowawayPg;
+use common::*;
+use serde_json::Value;
+
+/// One test's folders, its bench tables' stem and the runs it makes.
+struct Bench {
+    work: tempfile::TempDir,
+    base: String,
+    runs: usize,
+}
+
+impl Bench {
+    fn new(test: &str) -> Bench {
+        Bench { work: tempfile::tempdir().unwrap(), base: table(test), runs: 0 }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.work.path().join(name)
+    }
+
+    /// Runs `ghbench bench` on postgres and polars with `args`; its output,
+    /// and the record and Markdown and HTML it wrote (each run its own folder).
+    fn run(&mut self, args: &[&str]) -> (String, Value, String, String) {
+        self.runs += 1;
+        let results = self.path(&format!("results-{}", self.runs));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command
+            .args(["bench", "--engines", "postgres,polars", "--table", &self.base, "--variant", "corrected", "--repeat", "1"])
+            .arg("--polars-dir")
+            .arg(self.path("polars"))
+            .arg("--data-dir")
+            .arg(self.path("data"))
+            .arg("--quarantine-dir")
+            .arg(self.path("q"))
+            .arg("--output")
+            .arg(&results)
+            .args(args)
+            .env("DATABASE_URL", pg_url());
+        let out = output_within(&mut command, Duration::from_secs(300));
+        let said = text(&out);
+        eprintln!("ghbench bench {}:\n{said}", args.join(" "));
+        assert!(out.status.success(), "bench failed: {said}");
+        let (file, record) = bench_record(&results);
+        let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+        let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
+        (said, record, md, html)
+    }
+}
+
+/// The load record of `engine` at the record's only size.
+fn load<'a>(record: &'a Value, engine: &str) -> &'a Value {
+    record["sizes"][0]["loads"].as_array().unwrap().iter().find(|l| l["engine"] == engine).unwrap()
+}
+
+/// A folder holding `lines` as the hour 2015-01-01T00.
+fn source_with(dir: &Path, lines: &[Vec<u8>]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    write_hour(dir, REAL_HOUR_FILE, lines);
+    dir.to_str().unwrap().to_string()
+}
+
+#[test]
+fn another_source_or_first_hour_never_reuses_a_table() {
+    let Some(real) = real_hour() else { return };
+    let lines = real_lines(&real);
+    let mut bench = Bench::new("bench_ident");
+    let a = source_with(&bench.path("a"), &lines[..300]);
+    let b = source_with(&bench.path("b"), &lines[300..800]);
+
+    let (_, first, ..) = bench.run(&["--source", &a, "--hours", "1"]);
+    assert_eq!(first["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300);
+    let (_, second, ..) = bench.run(&["--source", &b, "--hours", "1"]);
+    assert_ne!(first["sizes"][0]["table"], second["sizes"][0]["table"], "another source, another table");
+    assert_eq!(load(&second, "postgres")["hours_reused"], 0, "nothing of the other source is reused");
+    assert_eq!(second["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 500, "the numbers are about the source named");
+    assert!(second["data"]["identity"].as_str().unwrap().starts_with("blake3:"), "{}", second["data"]);
+
+    // Generated hours: another first hour is other data, in other tables.
+    let (_, jan1, ..) = bench.run(&["--gen", "1", "--events-per-hour", "300", "--from", "2015-01-01T00"]);
+    let (_, jan2, ..) = bench.run(&["--gen", "1", "--events-per-hour", "300", "--from", "2015-01-02T00"]);
+    assert_ne!(jan1["sizes"][0]["table"], jan2["sizes"][0]["table"]);
+    assert_eq!(load(&jan2, "polars")["hours_reused"], 0, "the hour of another day is loaded, not reused");
+    // The same data again is reused.
+    let (_, again, ..) = bench.run(&["--gen", "1", "--events-per-hour", "300", "--from", "2015-01-02T00"]);
+    assert_eq!(again["sizes"][0]["table"], jan2["sizes"][0]["table"]);
+    assert_eq!(load(&again, "postgres")["hours_reused"], 1);
+}
+
+#[test]
+fn a_damaged_generated_hour_is_made_again_before_it_is_reused() {
+    let mut bench = Bench::new("bench_regen");
+    let gen = ["--gen", "1", "--events-per-hour", "400"];
+    let (_, first, ..) = bench.run(&gen);
+    let folder = PathBuf::from(first["data"]["location"].as_str().unwrap());
+    let file = folder.join(REAL_HOUR_FILE);
+    let whole = std::fs::read(&file).unwrap();
+    std::fs::write(&file, &whole[..whole.len() / 2]).unwrap();
+
+    let (said, second, ..) = bench.run(&gen);
+    assert!(said.contains("is damaged") && said.contains("generating again"), "the damage is found and said: {said}");
+    assert_eq!(std::fs::read(&file).unwrap(), whole, "the same bytes are made again");
+    assert_eq!(second["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 400);
+}
+
+#[test]
+fn damaged_source_hours_and_quarantined_lines_are_in_every_report() {
+    let Some(real) = real_hour() else { return };
+    let lines = real_lines(&real);
+    let mut bench = Bench::new("bench_damage");
+    let dir = bench.path("source");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut first: Vec<Vec<u8>> = lines[..200].to_vec();
+    first.push(b"{not json".to_vec());
+    write_hour(&dir, "2015-01-01-0.json.gz", &first);
+    std::fs::write(dir.join("2015-01-01-1.json.gz"), b"").unwrap();
+    let cut = gzip_lines(&lines[200..600]);
+    std::fs::write(dir.join("2015-01-01-2.json.gz"), &cut[..cut.len() / 2]).unwrap();
+    let source = dir.to_str().unwrap().to_string();
+    let args = ["--source", &source, "--hours", "3"];
+
+    let (said, record, md, html) = bench.run(&args);
+    let damage = &load(&record, "postgres")["damage"];
+    let hours: Vec<&str> = damage["damaged_hours"].as_array().unwrap().iter().map(|h| h.as_str().unwrap()).collect();
+    assert_eq!(hours.len(), 2, "the empty and the cut file: {damage}");
+    assert!(hours[0].starts_with("2015-01-01T01") && hours[1].starts_with("2015-01-01T02"), "{hours:?}");
+    assert_eq!(damage["quarantined"]["invalid_json"], 1, "{damage}");
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains("2015-01-01T01") && text.contains("2015-01-01T02"), "the {view} names the damaged hours");
+        assert!(text.contains("invalid_json 1"), "the {view} counts the quarantined lines by defect");
+    }
+
+    // Reused, the damage is still said: the ledger remembers it.
+    let (said, record, ..) = bench.run(&args);
+    let damage = &load(&record, "polars")["damage"];
+    assert_eq!(load(&record, "polars")["hours_reused"], 3);
+    assert_eq!(damage["damaged_hours"].as_array().unwrap().len(), 2, "{damage}");
+    assert!(damage["quarantined_reused"].as_u64().unwrap() >= 1, "{damage}");
+    assert!(said.contains("damaged input"), "{said}");
+}
+
+#[tokio::test]
+async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
+    let Some(real) = real_hour() else { return };
+    let Some(pg) = ThrowawayPg::start("bench_retry") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    for h in 0..6 {
+        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    let results = work.path().join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["bench", "--engines", "postgres", "--table", "retry", "--variant", "corrected", "--repeat", "1", "--hours", "6"])
+        .args(["--pg-url", &pg.url(), "--from", "2015-01-01T00"])
+        .arg("--source")
+        .arg(&dir)
+        .arg("--quarantine-dir")
+        .arg(work.path().join("q"))
+        .arg("--output")
+        .arg(&results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Restart once an hour is in and before the last is.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let loaded = match ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &pg.url()).await {
+            Ok(client) => client
+                .query_one("SELECT count(*) FROM ghbench_ledger WHERE engine = 'postgres' AND tbl LIKE 'retry%'", &[])
+                .await
+                .map_or(0, |r| r.get::<_, i64>(0)),
+            Err(_) => 0,
+        };
+        if loaded >= 1 {
+            assert!(loaded < 6, "the load ended before the restart could test anything");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the load never got going");
+        assert!(child.try_wait().unwrap().is_none(), "bench ended before the restart");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    pg.restart();
+    let out = wait_within(child, Duration::from_secs(300));
+    let said = text(&out);
+    eprintln!("{said}");
+    assert!(out.status.success(), "{said}");
+    let (file, record) = bench_record(&results);
+    let postgres = load(&record, "postgres");
+    let retries = postgres["retries"].as_u64().unwrap();
+    assert!(retries >= 1, "the restart's retries are recorded with the load: {postgres}");
+    let note = if retries == 1 { "includes 1 retry".to_string() } else { format!("includes {retries} retries") };
+    let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains(&note), "the {view} says the load time includes the retries");
+    }
+}
