@@ -18,7 +18,13 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
     let table = args.conn.table_or(super::olap::DEFAULT_YEAR);
     let mut healthy = true;
     for engine in engines.select(&args.conn)? {
-        let described: Result<ServerInfo> = async { engine.backend(&table).await?.describe().await }.await;
+        let described: Result<ServerInfo> = async {
+            let backend = engine.backend(&table).await?;
+            let info = backend.describe().await;
+            backend.close().await;
+            info
+        }
+        .await;
         match described {
             Ok(info) => {
                 println!("{:<10} ok  {}", engine.engine(), info.label);

@@ -67,6 +67,9 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     }
     // Described after the builds, so the recorded sizes include the new indexes.
     let context = context(table.to_string(), &catalog, 0, engine_records(&backends).await);
+    for backend in &backends {
+        backend.close().await;
+    }
     print_table(&engines);
     print_servers(&context);
     let record = IndexRunRecord { schema: INDEX_SCHEMA.into(), context, engines };

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_olap::render::{no_disagreement, print_servers, problems, results_table, seconds, Style};
-use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent};
+use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
+use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::olap::{ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
@@ -77,6 +77,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
         queries: args.names.iter().map(|q| q.to_ascii_uppercase()).collect(),
         repeat: args.repeat as usize,
         cold: args.cold,
+        reconnect_limit: RECONNECT_LIMIT,
     };
     let selected = registry.select_reachable(&args.conn, &table).await?;
     let baseline = match &args.baseline {
@@ -108,8 +109,11 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     print_servers(&record.context);
     println!("{}", record.context.cold.label);
     let problems = problems(&record);
-    for line in &problems {
+    for line in reconnect_notes(&record).iter().chain(&problems) {
         eprintln!("{line}");
+    }
+    for backend in &backends {
+        backend.close().await;
     }
     println!("wrote {}, {} and its charts in {}", json_path.display(), md_path.display(), charts_dir.display());
     Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -68,6 +68,24 @@ pub trait Backend: Send + Sync {
     async fn clear_caches(&self) -> Vec<String> {
         Vec::new()
     }
+
+    /// `error` says the connection or the server went away (a restart, a
+    /// network fault), not that the query is wrong: the same query may run on
+    /// a new connection. An engine with no connection never loses one.
+    fn lost_connection(&self, _error: &anyhow::Error) -> bool {
+        false
+    }
+
+    /// A new connection to the same engine and table, to replace this one
+    /// once it was lost (see [`Backend::lost_connection`]).
+    async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
+        Err(anyhow::anyhow!("{} cannot reconnect", self.engine()))
+    }
+
+    /// Ends the connection before ghbench exits: a client with background
+    /// tasks (the MongoDB driver's pool) is shut down while the runtime still
+    /// runs them.
+    async fn close(&self) {}
 }
 
 /// The engine's own prepared form of a query, or an error naming the mix-up.

@@ -356,6 +356,51 @@ pub struct EngineResult {
     pub index_used: Option<bool>,
     /// The first rows of the result, normalised (key, value).
     pub head: Vec<Row>,
+    /// Connections lost during these runs and replaced: each lost attempt is
+    /// made again on a new connection and only that one is timed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reconnects: Vec<Reconnect>,
+    /// The connection was lost and no new one came: the engine's remaining
+    /// queries are not run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub connection_gone: bool,
+}
+
+impl EngineResult {
+    /// A result with nothing run, failed with `error`.
+    pub fn failed(engine: &Engine, error: String) -> EngineResult {
+        EngineResult { error: Some(error), ..EngineResult::empty(engine) }
+    }
+
+    /// A result with nothing run yet.
+    pub fn empty(engine: &Engine) -> EngineResult {
+        EngineResult {
+            engine: engine.clone(),
+            file: String::new(),
+            cold_run: None,
+            iterations: Vec::new(),
+            stats: None,
+            rows: None,
+            verified: None,
+            error: None,
+            plan: None,
+            index_used: None,
+            head: Vec::new(),
+            reconnects: Vec::new(),
+            connection_gone: false,
+        }
+    }
+}
+
+/// A connection lost during a query's runs, and replaced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Reconnect {
+    /// Which step lost it: `run 2/3`, `cold run`, `preparing`.
+    pub at: String,
+    /// What the engine said.
+    pub error: String,
+    /// How long the new connection took.
+    pub seconds: f64,
 }
 
 /// One timed run, from sending the query to receiving its last row (as rows

@@ -2,7 +2,7 @@
 //! `repeat` timed runs each (after an optional cold run), the plan captured
 //! once, then the engines' results compared.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use async_trait::async_trait;
@@ -13,12 +13,20 @@ use crate::catalog::{Catalog, QuerySpec};
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
 use crate::ledger::Ledger;
-use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, ServerRecord, Stats};
+use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reconnect, ServerRecord, Stats};
 use crate::rows::Row;
 use crate::verify::verify;
 
 /// Rows of each result kept in the record for people to look at.
 const HEAD_ROWS: usize = 10;
+
+/// How long a lost connection has to come back (reconnecting with backoff)
+/// before the engine's remaining queries fail: long enough for a restart.
+pub const RECONNECT_LIMIT: Duration = Duration::from_secs(30);
+
+/// Lost connections one query may survive: a server that keeps dropping
+/// them is not measured, it fails.
+const RECONNECTS_PER_QUERY: usize = 3;
 
 /// What the runner tells its observer (the CLI draws progress from these).
 #[derive(Debug)]
@@ -48,6 +56,8 @@ pub struct QueryOptions {
     pub queries: Vec<String>,
     pub repeat: usize,
     pub cold: bool,
+    /// How long a lost connection may take to come back (see [`RECONNECT_LIMIT`]).
+    pub reconnect_limit: Duration,
 }
 
 /// An engine as described before the runs. The record keeps only a summary
@@ -176,10 +186,18 @@ pub async fn run_queries(
     let mut records = Vec::new();
     // An engine is truly cold only if every one of its cold runs was.
     let mut true_cold = vec![options.cold; backends.len()];
+    // An engine whose connection was lost for good: why, said once in full.
+    let mut gone: Vec<Option<String>> = vec![None; backends.len()];
     for (variant, query, spec) in selected {
         let mut results = Vec::new();
         let mut rows = Vec::new();
         for (index, backend) in backends.iter_mut().enumerate() {
+            if let Some(first) = &gone[index] {
+                let why = format!("not run: {} lost its connection at {first} and did not come back", backend.engine());
+                results.push(EngineResult::failed(backend.engine(), why));
+                rows.push(None);
+                continue;
+            }
             if options.cold {
                 progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query });
                 let step = cooler.make_cold(index, backend).await;
@@ -190,7 +208,10 @@ pub async fn run_queries(
                     }
                 }
             }
-            let (result, result_rows) = run_one(backend.as_ref(), catalog, &variant, &query, options, progress).await;
+            let (result, result_rows) = run_one(backend, catalog, &variant, &query, options, progress).await;
+            if result.connection_gone {
+                gone[index] = Some(format!("{query} {variant}"));
+            }
             results.push(result);
             rows.push(result_rows);
         }
@@ -227,29 +248,64 @@ pub fn cold_label(cold: &ColdRecord) -> String {
     format!("{partly}{os}, server not restarted (server caches stay warm): not a true cold run")
 }
 
-/// One engine's runs of one query; the rows of its first run (None if it failed).
+/// Replaces a backend whose connection was lost with a new one, retrying
+/// with backoff for at most `limit`; the seconds it took.
+async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f64, String> {
+    let started = Instant::now();
+    let mut wait = Duration::from_millis(250);
+    loop {
+        let left = limit.saturating_sub(started.elapsed());
+        let failure = match tokio::time::timeout(left, backend.reconnect()).await {
+            Ok(Ok(fresh)) => {
+                std::mem::replace(backend, fresh).close().await;
+                return Ok(started.elapsed().as_secs_f64());
+            }
+            Ok(Err(e)) => format!("{e:#}"),
+            Err(_) => "no answer".to_string(),
+        };
+        if started.elapsed() + wait >= limit {
+            return Err(format!("no new connection within {} s: {failure}", limit.as_secs_f64()));
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(4));
+    }
+}
+
+/// What to do after a step failed with `error`: go on with a new connection
+/// (the loss recorded), or stop (the error recorded; `connection_gone` when
+/// no new connection came).
+async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult, at: &str, error: anyhow::Error, limit: Duration) -> bool {
+    let said = format!("{error:#}");
+    if !backend.lost_connection(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
+        result.error = Some(said);
+        return false;
+    }
+    match reconnect(backend, limit).await {
+        Ok(seconds) => {
+            result.reconnects.push(Reconnect { at: at.to_string(), error: said, seconds });
+            true
+        }
+        Err(why) => {
+            result.error = Some(format!("{said}; {why}"));
+            result.connection_gone = true;
+            false
+        }
+    }
+}
+
+/// One engine's runs of one query; the rows of its first run (None if it
+/// failed). A run whose connection is lost is made again on a new one (the
+/// lost attempt is recorded, not timed).
 async fn run_one(
-    backend: &dyn Backend,
+    backend: &mut Box<dyn Backend>,
     catalog: &Catalog,
     variant: &str,
     query: &str,
     options: &QueryOptions,
     progress: &dyn Progress,
 ) -> (EngineResult, Option<Vec<Row>>) {
-    let engine = backend.engine();
-    let mut result = EngineResult {
-        engine: engine.clone(),
-        file: String::new(),
-        cold_run: None,
-        iterations: Vec::new(),
-        stats: None,
-        rows: None,
-        verified: None,
-        error: None,
-        plan: None,
-        index_used: None,
-        head: Vec::new(),
-    };
+    let engine = backend.engine().clone();
+    let mut result = EngineResult::empty(&engine);
     let file = match catalog.query(backend.dialect(), variant, query) {
         Ok(f) => f,
         Err(e) => {
@@ -258,25 +314,31 @@ async fn run_one(
         }
     };
     result.file = file.path.clone();
-    let prepared = match backend.prepare(&file).await {
-        Ok(p) => p,
-        Err(e) => {
-            result.error = Some(format!("{e:#}"));
-            return (result, None);
-        }
-    };
+    let mut prepared = None;
     let mut first_rows = None;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
-    for (i, label) in labels.iter().enumerate() {
-        progress.event(RunEvent::Running { engine, variant, query, label });
+    let mut i = 0;
+    while let Some(label) = labels.get(i) {
+        // Prepared again on a new connection (its server-side state went with the old one).
+        let ready = match &prepared {
+            Some(ready) => ready,
+            None => match backend.prepare(&file).await {
+                Ok(ready) => prepared.insert(ready),
+                Err(e) => match after_failure(backend, &mut result, "preparing", e, options.reconnect_limit).await {
+                    true => continue,
+                    false => return (result, None),
+                },
+            },
+        };
+        progress.event(RunEvent::Running { engine: &engine, variant, query, label });
         // The clock: the same for every engine, around the engine's execute alone.
         let started = Instant::now();
-        let executed = backend.execute(&prepared).await;
+        let executed = backend.execute(ready).await;
         let seconds = started.elapsed().as_secs_f64();
         match executed {
             Ok(rows) => {
-                progress.event(RunEvent::Ran { engine, seconds });
+                progress.event(RunEvent::Ran { engine: &engine, seconds });
                 let iteration = Iteration { seconds, rows: rows.len() as u64 };
                 if options.cold && i == 0 {
                     result.cold_run = Some(iteration);
@@ -284,10 +346,14 @@ async fn run_one(
                     result.iterations.push(iteration);
                 }
                 first_rows.get_or_insert(rows);
+                i += 1;
             }
             Err(e) => {
-                result.error = Some(format!("{e:#}"));
-                break;
+                if !after_failure(backend, &mut result, label, e, options.reconnect_limit).await {
+                    break;
+                }
+                // The same run again, on the new connection.
+                prepared = None;
             }
         }
     }

@@ -19,8 +19,8 @@ use ghbench_ingest::{ingest, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
-use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, seconds, Style};
-use ghbench_olap::runner::{create_indexes, QueryOptions};
+use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds, Style};
+use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
@@ -196,12 +196,15 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             }
         }
         phase(&format!("queries ({}, {} hot run(s){})", variants.join(" and "), args.repeat, if args.cold { " after a cold one" } else { "" }));
-        let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold };
+        let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold, reconnect_limit: RECONNECT_LIMIT };
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
         let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &cooler).await;
         progress.bar.finish_and_clear();
+        for backend in &backends {
+            backend.close().await;
+        }
         let (run, _) = measured?;
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
         println!("{hours} h, {} events in '{table}':", size.events().unwrap_or(0));
@@ -320,7 +323,8 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
         );
     }
     let problems: Vec<String> = record.sizes.iter().flat_map(|s| problems(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours))).collect();
-    for line in &problems {
+    let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
+    for line in reconnects.chain(problems.iter().cloned()) {
         eprintln!("{line}");
     }
     let verified = record.sizes.iter().all(|s| s.verdict().1);

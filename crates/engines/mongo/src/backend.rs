@@ -163,7 +163,26 @@ impl Backend for MongoBackend {
         };
         vec![format!("MongoDB-wire server: {done}; its data cache stays warm: server not restarted")]
     }
+
+    fn lost_connection(&self, error: &anyhow::Error) -> bool {
+        error.chain().any(|cause| cause.downcast_ref::<mongodb::error::Error>().is_some_and(crate::error::is_lost_connection))
+    }
+
+    async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
+        Ok(Box::new(MongoBackend::connect(&self.url, &self.table).await?))
+    }
+
+    /// The driver's pool runs as tasks of the runtime; a client dropped only
+    /// when the runtime ends can find its pool worker gone first and panic
+    /// (`connection_requester.rs`: `unwrap()` on a `SendError`). Shut down
+    /// here, bounded: a server that does not answer cannot hold the exit.
+    async fn close(&self) {
+        let _ = tokio::time::timeout(CLOSE_LIMIT, self.db.client().clone().shutdown()).await;
+    }
 }
+
+/// How long closing a client may wait for the driver's own shutdown.
+const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The server's own words for a failed command (the driver's Display adds the raw reply).
 fn short(e: &mongodb::error::Error) -> String {

@@ -15,12 +15,12 @@ impl<T> OrSink<T> for Result<T, mongodb::error::Error> {
 }
 
 pub fn to_sink_error(e: &mongodb::error::Error) -> SinkError {
-    SinkError::Engine { message: format!("MongoDB-wire server: {}", crate::connect::short_error(e)), transient: is_mongo_server_away(e) }
+    SinkError::Engine { message: format!("MongoDB-wire server: {}", crate::connect::short_error(e)), transient: is_lost_connection(e) }
 }
 
 /// The network, or a server shutting down, restarting or stepping down
 /// (ShutdownInProgress, InterruptedAtShutdown, NotWritablePrimary, ...).
-fn is_mongo_server_away(e: &mongodb::error::Error) -> bool {
+pub fn is_lost_connection(e: &mongodb::error::Error) -> bool {
     use mongodb::error::{ErrorKind, WriteFailure};
     const SERVER_AWAY: [i32; 12] = [6, 7, 89, 91, 189, 9001, 10058, 10107, 11600, 11602, 13435, 13436];
     let code = match &*e.kind {

@@ -133,6 +133,14 @@ impl Backend for NormalizedBackend {
         }
     }
 
+    fn lost_connection(&self, error: &anyhow::Error) -> bool {
+        ghbench_postgres::error::lost_connection_in(error)
+    }
+
+    async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
+        Ok(Box::new(NormalizedBackend::connect(&self.url, &self.table).await?))
+    }
+
     async fn clear_caches(&self) -> Vec<String> {
         let mut done = pg::clear_caches(&self.client).await;
         // DISCARD ALL resets the session's search_path, which the queries need.

@@ -167,6 +167,14 @@ impl Backend for PostgresBackend {
         explain(&self.client, &query.for_table(&self.table)).await
     }
 
+    fn lost_connection(&self, error: &anyhow::Error) -> bool {
+        crate::error::lost_connection_in(error)
+    }
+
+    async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
+        Ok(Box::new(PostgresBackend::connect(&self.url, &self.table).await?))
+    }
+
     async fn clear_caches(&self) -> Vec<String> {
         clear_caches(&self.client).await
     }

@@ -23,10 +23,22 @@ pub fn to_sink_error(e: &tokio_postgres::Error) -> SinkError {
 /// lock another session held too long (40P01 deadlock, 55P03 lock timeout):
 /// the same work may go through a moment later.
 fn is_transient(e: &tokio_postgres::Error) -> bool {
+    let waited_on_a_lock = e.as_db_error().is_some_and(|db| matches!(db.code().code(), "40P01" | "55P03"));
+    is_lost_connection(e) || waited_on_a_lock
+}
+
+/// The connection or the server went away (closed, an I/O error, SQLSTATE
+/// 57P: shutdown or crash, 08: connection failure), not the statement.
+pub fn is_lost_connection(e: &tokio_postgres::Error) -> bool {
     let going_away = e.as_db_error().is_some_and(|db| {
         let code = db.code().code();
-        code.starts_with("57P") || code.starts_with("08") || code == "40P01" || code == "55P03"
+        code.starts_with("57P") || code.starts_with("08")
     });
     let io = std::error::Error::source(e).is_some_and(|s| s.is::<std::io::Error>());
     e.is_closed() || going_away || io
+}
+
+/// Somewhere in `error`'s chain, PostgreSQL's connection went away.
+pub fn lost_connection_in(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.downcast_ref::<tokio_postgres::Error>().is_some_and(is_lost_connection))
 }

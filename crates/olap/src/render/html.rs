@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::charts::{charts, engine_color, Chart, ChartError};
 use super::paper::PaperTable;
 use super::{
-    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, result_for, seconds, server_label,
+    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label,
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
 use super::bench::{self, largest, BenchCharts, TextTable};
@@ -128,6 +128,8 @@ struct Page<'a> {
     summary: &'static str,
     all_agree: bool,
     problems: Vec<String>,
+    /// Connections lost and replaced (see `reconnect_notes`): said, not failures.
+    reconnects: Vec<String>,
     queries: Vec<QueryView<'a>>,
     /// Load throughput and storage, as inline SVG.
     engine_charts: Vec<Value>,
@@ -206,6 +208,7 @@ impl<'a> Page<'a> {
             summary: verification_summary(record),
             all_agree: problems.is_empty(),
             problems,
+            reconnects: reconnect_notes(record),
             queries,
             engine_charts: drawn.collect(),
             engines: c.engines.iter().map(|e| engine_view(&view, e)).collect(),

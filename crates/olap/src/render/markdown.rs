@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::paper::PaperTable;
 use super::{
-    align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, results_table, seconds,
+    align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, reconnect_notes, results_table, seconds,
     server_label, storage_line, verification_summary, version_line, Chart, Style,
 };
 use crate::record::RunRecord;
@@ -52,6 +52,10 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
         let _ = writeln!(md, "{}\n", verification_summary(record));
     } else {
         let _ = writeln!(md, "**{}**\n\n```text\n{}\n```\n", verification_summary(record), problems.join("\n"));
+    }
+    let reconnects = reconnect_notes(record);
+    if !reconnects.is_empty() {
+        let _ = writeln!(md, "Connections lost and replaced during the runs:\n\n```text\n{}\n```\n", reconnects.join("\n"));
     }
     if let Some((charts, dir)) = charts {
         md.push_str(&charts_section(charts, dir));

@@ -171,6 +171,29 @@ pub fn query_problems(q: &QueryRecord) -> Vec<String> {
     lines
 }
 
+/// A line per connection lost and replaced during the runs: the numbers stand
+/// (the lost attempt was made again and only that one timed), but a reader
+/// should know the server went away.
+pub fn reconnect_notes(record: &RunRecord) -> Vec<String> {
+    let mut lines = Vec::new();
+    for q in &record.queries {
+        for e in &q.engines {
+            for r in &e.reconnects {
+                lines.push(format!(
+                    "RECONNECTED {} {} on {}, {}: {}; a new connection in {} s, the run made again (the lost attempt is not timed)",
+                    q.query,
+                    q.variant,
+                    e.engine,
+                    r.at,
+                    r.error,
+                    seconds(r.seconds)
+                ));
+            }
+        }
+    }
+    lines
+}
+
 /// One query's verification in a few words, for a chart's title or a heading.
 pub fn verdict(status: VerificationStatus) -> &'static str {
     match status {

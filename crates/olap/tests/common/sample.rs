@@ -85,6 +85,8 @@ fn result(q: usize, e: usize) -> EngineResult {
         plan: None,
         index_used: None,
         head: vec![],
+        reconnects: vec![],
+        connection_gone: false,
     }
 }
 

@@ -72,6 +72,11 @@ impl ThrowawayPg {
         self.pg_ctl(&["restart", "-m", "fast", "-w", "-t", "60"]);
     }
 
+    /// Stops the server (fast shutdown: sessions are ended) and leaves it down.
+    pub fn stop(&self) {
+        self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]);
+    }
+
     /// Freezes (`STOP`) or thaws (`CONT`) every process of the cluster: the
     /// server then accepts connections (the kernel does) but answers nothing.
     pub fn signal_all(&self, signal: &str) {

@@ -1,0 +1,145 @@
+//! A server that goes away during the query phase: a run whose connection is
+//! lost is made again on a new connection (the lost attempt recorded, never
+//! timed); a server that stays down fails that engine's remaining queries
+//! with one message while the other engines' results stand. And a MongoDB
+//! client is shut down before ghbench exits (the driver panicked at exit once).
+//! On a PostgreSQL of the test's own, restarted and stopped for real.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::throwaway_pg::ThrowawayPg;
+use common::*;
+use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
+use ghbench_olap::{Backend, Catalog};
+
+/// The real hour loaded into the test's PostgreSQL and into polars in `polars_dir`.
+fn load(pg: &ThrowawayPg, polars_dir: &std::path::Path, work: &std::path::Path) {
+    let real = real_hour().expect("checked by the caller");
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--engines", "postgres,polars", "--table", "lost", "--pg-url", &pg.url(), "--from", "2015-01-01T00"])
+        .arg("--source")
+        .arg(real.parent().unwrap())
+        .arg("--polars-dir")
+        .arg(polars_dir)
+        .arg("--quarantine-dir")
+        .arg(work.join("q"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+async fn backends(pg: &ThrowawayPg, polars_dir: &std::path::Path) -> Vec<Box<dyn Backend>> {
+    let table = "lost".parse().unwrap();
+    vec![
+        Box::new(ghbench_postgres::backend::PostgresBackend::connect(&pg.url(), &table).await.unwrap()),
+        Box::new(ghbench_polars::backend::PolarsBackend::open(polars_dir, &table).unwrap()),
+    ]
+}
+
+fn options(limit: Duration) -> QueryOptions {
+    QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, reconnect_limit: limit }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_restarted_server_is_reconnected_and_the_lost_run_made_again() {
+    if real_hour().is_none() {
+        return;
+    }
+    let Some(pg) = ThrowawayPg::start("reconnect") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let polars = work.path().join("polars");
+    load(&pg, &polars, work.path());
+    let mut backends = backends(&pg, &polars).await;
+    // Every session of the backend's is ended by the restart.
+    pg.restart();
+    let (records, _) = run_queries(&mut backends, &Catalog::embedded().unwrap(), &options(Duration::from_secs(30)), &Silent, &ClearCaches).await.unwrap();
+
+    assert_eq!(records.len(), 4);
+    for q in &records {
+        for e in &q.engines {
+            assert!(e.error.is_none(), "{} on {}: {:?}", q.query, e.engine, e.error);
+            assert_eq!(e.iterations.len(), 2, "both runs timed, the lost one not among them");
+        }
+        assert_eq!(q.verification.status, ghbench_olap::record::VerificationStatus::Agree, "{}", q.query);
+    }
+    let postgres = &records[0].engines[0];
+    assert_eq!(postgres.reconnects.len(), 1, "the first query met the restart: {:?}", postgres.reconnects);
+    assert_eq!(postgres.reconnects[0].at, "run 1/2");
+    assert!(records[1..].iter().all(|q| q.engines[0].reconnects.is_empty()), "one reconnect serves the queries after it");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
+    if real_hour().is_none() {
+        return;
+    }
+    let Some(pg) = ThrowawayPg::start("gone") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let polars = work.path().join("polars");
+    load(&pg, &polars, work.path());
+    let mut backends = backends(&pg, &polars).await;
+    pg.stop();
+    let started = std::time::Instant::now();
+    let (records, _) = run_queries(&mut backends, &Catalog::embedded().unwrap(), &options(Duration::from_secs(2)), &Silent, &ClearCaches).await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20), "one wait for the server, not one per query: {:?}", started.elapsed());
+
+    let first = records[0].engines[0].error.as_deref().unwrap();
+    assert!(first.contains("no new connection within 2 s"), "the first query says what happened: {first}");
+    for q in &records[1..] {
+        let later = q.engines[0].error.as_deref().unwrap();
+        assert!(later.starts_with("not run: postgres lost its connection at A corrected"), "{later}");
+    }
+    for q in &records {
+        let polars = &q.engines[1];
+        assert!(polars.error.is_none() && polars.iterations.len() == 2, "polars' results stand: {:?}", polars.error);
+    }
+}
+
+#[tokio::test]
+async fn a_failed_mongo_query_ends_without_a_panic() {
+    if real_hour().is_none() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let table = table("mongo_exit");
+    drop_table(&table).await;
+    let lines = real_lines(&real_hour().unwrap());
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    write_hour(&dir, REAL_HOUR_FILE, &lines[..200]);
+    assert!(ingest(&table, work.path(), &["--engines", "mongo", "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"]).status.success());
+    // A catalog whose MongoDB query the server refuses.
+    let catalog = work.path().join("catalog");
+    copy_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries").as_path(), &catalog);
+    std::fs::write(catalog.join("mongo/corrected/A.json"), r#"{"pipeline": [{"$noSuchStage": 1}]}"#).unwrap();
+    for _ in 0..3 {
+        let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+            .args(["query", "A", "B", "--variant", "corrected", "--repeat", "1", "--engines", "mongo", "--table", &table, "--mongo-url", &mongo_url()])
+            .arg("--catalog")
+            .arg(&catalog)
+            .arg("--output")
+            .arg(work.path().join("results"))
+            .output()
+            .unwrap();
+        let said = text(&out);
+        assert!(!out.status.success() && said.contains("FAILED A corrected on mongo"), "the query fails as it should: {said}");
+        assert!(!said.contains("panicked"), "ghbench exits without a panic: {said}");
+    }
+    drop_table(&table).await;
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
