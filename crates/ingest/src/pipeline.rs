@@ -155,14 +155,20 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
         }
     }
     let ctx = Arc::new(Ctx { options, observer, locks: locks.iter().map(TableLock::watch).collect() });
-    let result = load(&ctx, control).await;
+    let mut finished = Vec::new();
+    let result = load(&ctx, control, &mut finished).await;
     for lock in locks {
         lock.release().await;
+    }
+    // Last: a lock is released through its engine's connection.
+    for slot in finished {
+        slot.close().await;
     }
     result
 }
 
-async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Result<IngestSummary, IngestError> {
+/// Loads the run's hours; the control connections, once done with, go to `finished`.
+async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finished: &mut Vec<Slot>) -> Result<IngestSummary, IngestError> {
     let options = &ctx.options;
     let started = Instant::now();
     let started_at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
@@ -258,6 +264,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>) -> Resu
             Ok(events) => summary.totals.engines.entry(slot.engine.clone()).or_default().table_events = Some(events),
             Err(e) => summary.warnings.push(format!("{}: could not count the table's events at the end: {}", slot.engine, e.detail())),
         }
+        finished.push(slot);
     }
     Ok(summary)
 }
@@ -273,6 +280,13 @@ struct Slot {
 impl Slot {
     fn new(loader: Arc<dyn Loader>, sink: Option<Sink>) -> Slot {
         Slot { engine: loader.spec().engine.clone(), loader, sink }
+    }
+
+    /// Ends the slot's connection, if it has one (see [`Sink::close`]).
+    async fn close(self) {
+        if let Some(sink) = self.sink {
+            sink.close().await;
+        }
     }
 
     async fn ready(&mut self, ctx: &Ctx) -> Result<&mut Sink, SinkError> {
@@ -303,6 +317,9 @@ async fn worker(ctx: Arc<Ctx>, loaders: Vec<Arc<dyn Loader>>, queue: Arc<Queue>)
         };
         ctx.observer.event(Event::HourDone(&report));
         reports.push(report);
+    }
+    for slot in slots {
+        slot.close().await;
     }
     reports
 }

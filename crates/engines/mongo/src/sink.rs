@@ -214,6 +214,11 @@ impl EngineSink for MongoSink {
     async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError> {
         crate::lease::lock(&self.db, &self.table, limit).await
     }
+
+    /// See `MongoBackend::close`: the driver's pool must not outlive the runtime's tasks.
+    async fn close(&mut self) {
+        self.db.client().clone().shutdown().await;
+    }
 }
 
 impl MongoSink {

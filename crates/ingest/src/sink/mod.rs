@@ -247,6 +247,10 @@ pub trait EngineSink: Send + Sync {
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         Ok(None)
     }
+
+    /// Ends the connection while the runtime still runs its tasks (the
+    /// MongoDB driver's pool must not be dropped with the runtime).
+    async fn close(&mut self) {}
 }
 
 /// One engine's connection for loading one table, every step bounded by a
@@ -359,6 +363,11 @@ impl Sink {
             self.broken = true;
         }
         result
+    }
+
+    /// See [`EngineSink::close`]; a server that does not answer cannot hold it.
+    pub async fn close(mut self) {
+        let _ = tokio::time::timeout(self.timeout, self.inner.close()).await;
     }
 
     /// A server that does not answer leaves the sink broken: the next attempt
