@@ -9,7 +9,7 @@ use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::RunRecord;
 use ghbench_olap::render::bench::{bench_markdown, largest, BenchCharts, load_table, query_table};
-use ghbench_olap::render::{bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
 
@@ -20,7 +20,10 @@ Examples:
   ghbench report --markdown results/olap-20260101T120000Z.json   # the Markdown report
   ghbench report --html results/olap-20260101T120000Z.json       # writes results/olap-20260101T120000Z.html
   ghbench report --html results/olap-20260101T120000Z.json --out report.html
-  ghbench report before.json after.json                          # after vs before, per query
+  ghbench report before.json after.json                          # after vs before: every query, variant
+                                                                 # and engine of either (faster, slower,
+                                                                 # failed, only in one, answers differ)
+  ghbench report bench-old.json bench-new.json                   # two benches, size by size
   ghbench report --html results/bench-20260101T120000Z.json      # a whole `ghbench bench` (sizes, growth)
 
 The HTML page needs nothing else to be read: charts are inline SVG, styles are in
@@ -52,19 +55,32 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<ExitCode> {
     let saved = args.files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
-    if let [Saved::Bench(bench)] = saved.as_slice() {
-        return show_bench(bench, &args);
-    }
-    // A bench record compares by its largest size's run.
-    let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
     let style = if args.markdown { Style::Markdown } else { Style::Terminal };
+    match saved.as_slice() {
+        [Saved::Bench(bench)] => return show_bench(bench, &args),
+        [_, _] if args.html => bail!("--html renders one results file; to compare two, leave it out"),
+        [Saved::Bench(a), Saved::Bench(b)] => {
+            print!("{}", bench_comparison(a, b, args.noise, style));
+            return Ok(ExitCode::SUCCESS);
+        }
+        // A query run against a bench: the bench's size that holds as many events.
+        [Saved::Run(a), Saved::Bench(b)] => {
+            print!("{}", comparison(a, size_like(b, a, &args.files[1])?, args.noise, style));
+            return Ok(ExitCode::SUCCESS);
+        }
+        [Saved::Bench(a), Saved::Run(b)] => {
+            print!("{}", comparison(size_like(a, b, &args.files[0])?, b, args.noise, style));
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
+    let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
     match records.as_slice() {
         [one] if args.html => {
             let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
             write(&path, &html(one)?)?;
             println!("wrote {}", path.display());
         }
-        [_, _] if args.html => bail!("--html renders one results file; to compare two, leave it out"),
         [one] if args.markdown => println!("{}", markdown(one)),
         [one] => {
             for line in data_warning(&one.context) {
@@ -81,6 +97,23 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         _ => unreachable!("clap allows one or two files"),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run of `bench`'s size that holds as many events as `run` (the first
+/// engine's ledger), or why there is none.
+fn size_like<'a>(bench: &'a BenchRecord, run: &RunRecord, path: &Path) -> Result<&'a RunRecord> {
+    let events = |r: &RunRecord| r.context.engines.first().and_then(|e| e.data.as_ref()).map(|d| d.events);
+    let wanted = events(run);
+    if let Some(size) = bench.sizes.iter().find(|s| wanted.is_some() && events(&s.run) == wanted) {
+        return Ok(&size.run);
+    }
+    let held: Vec<String> = bench.sizes.iter().map(|s| format!("{} h = {} events", s.hours, s.events().map_or("?".into(), |n| n.to_string()))).collect();
+    bail!(
+        "the query run holds {} events, and no size of the bench {} does ({}): compare it with a bench or a query run on the same data",
+        wanted.map_or("an unknown number of".into(), |n| n.to_string()),
+        path.display(),
+        held.join(", ")
+    )
 }
 
 /// A results file: one query run, or a whole `ghbench bench`.

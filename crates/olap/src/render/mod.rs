@@ -22,7 +22,7 @@ use ghbench_core::Engine;
 use crate::record::{faster_by, Context, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
 
 pub use charts::{charts, Chart, ChartError};
-pub use comparison::{comparison, DEFAULT_NOISE};
+pub use comparison::{bench_comparison, comparison, DEFAULT_NOISE};
 pub use html::{bench_html, html, HtmlError};
 pub use markdown::{markdown, markdown_with_charts};
 pub use terminal::{print_servers, server_lines};
