@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_core::{Hour, HourRange, TableName};
-use ghbench_ingest::{ingest, IngestOptions, IngestSummary};
+use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
+use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
@@ -247,10 +247,12 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
     let t = &summary.totals;
     // A rerun cannot bring an hour the source lacks: say what can.
     if t.hours_missing > 0 {
+        let missing = summary.hours.iter().filter(|h| h.status == HourStatus::Missing).map(|h| h.hour);
         bail!(
-            "{}: {} of the hours asked for are missing at the source, loading '{table}'; choose a range the source holds (--from, --hours), or another --source",
+            "{}: {} of the hours asked for are missing at the source ({}), loading '{table}'; a bench measures only the data it names: choose a range the source holds (--from, --hours), or another --source",
             engine.engine(),
-            t.hours_missing
+            t.hours_missing,
+            summarise_hours(missing, 10)
         );
     }
     if t.hours_failed + t.hours_partial > 0 {
