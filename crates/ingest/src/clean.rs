@@ -164,10 +164,12 @@ impl Policy {
     /// (the cheapest full check), and looks into `\u` escapes only on the rare
     /// line that has one, since skipping strings does not decode them.
     fn validate(&self, text: &str) -> Result<(), Rejected> {
-        // Every key is followed by a `:`, so a line with fewer colons than the
-        // limit has no object over it: only such rare lines are read key by key,
-        // the rest by serde_json's fastest check.
-        let keys = self.max_object_keys.filter(|&max| memchr::memchr_iter(b':', text.as_bytes()).nth(max).is_some());
+        // Every key takes at least 4 bytes (`"":0`) and is followed by a `:`,
+        // so a line shorter than that many, or with fewer colons than the
+        // limit, has no object over it: only such rare lines are read key by
+        // key, the rest by serde_json's fastest check.
+        let could_exceed = |max: usize| text.len() >= 4 * (max + 1) && memchr::memchr_iter(b':', text.as_bytes()).nth(max).is_some();
+        let keys = self.max_object_keys.filter(|&max| could_exceed(max));
         let checked = match keys {
             Some(max) => {
                 let mut reader = serde_json::Deserializer::from_str(text);
