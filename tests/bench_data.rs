@@ -209,3 +209,26 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
         assert!(text.contains(&note), "the {view} says the load time includes the retries");
     }
 }
+
+#[test]
+fn a_data_set_whose_name_leaves_no_room_for_index_names_is_named_by_digest() {
+    let mut bench = Bench::new("bench_long");
+    // The largest seed: its data's tag would take PostgreSQL's index names
+    // past 63 bytes, and the indexes could not be built.
+    let (seed, other) = (u64::MAX.to_string(), (u64::MAX - 1).to_string());
+    let gen = |bench: &mut Bench, seed: &str| bench.run(&["--gen", "1", "--events-per-hour", "200", "--seed", seed]);
+    let (_, record, md, _) = gen(&mut bench, &seed);
+    let table = record["sizes"][0]["table"].as_str().unwrap().to_string();
+    assert!(table.starts_with(&format!("{}_1h_d", bench.base)), "the data's digest stands for its tag: {table}");
+    assert!(md.contains(&table), "the reports name the table");
+    let postgres = record["sizes"][0]["indexes"].as_array().unwrap().iter().find(|i| i["engine"] == "postgres").unwrap();
+    assert!(postgres["error"].is_null(), "{postgres}");
+    let built = postgres["indexes"].as_array().unwrap();
+    assert!(!built.is_empty() && built.iter().all(|b| b["name"].as_str().unwrap().starts_with(&table)), "{postgres}");
+    assert_eq!(record["data"]["seed"].as_u64(), Some(u64::MAX), "the record names the data: {}", record["data"]);
+
+    // Another seed is another digest, so another table.
+    let (_, another, ..) = gen(&mut bench, &other);
+    assert_ne!(another["sizes"][0]["table"], table.as_str());
+    assert_eq!(load(&another, "postgres")["hours_reused"], 0);
+}

@@ -2,7 +2,7 @@
 //! a folder of their own, and reused while its manifest covers what is asked),
 //! or real hours from a URL or a folder.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use ghbench_core::{Hour, HourRange, TableName};
@@ -26,10 +26,24 @@ pub struct Data {
     pub record: DataSource,
     /// Names each size's table, so sizes and seeds never share one.
     table_tag: String,
+    /// The whole identity of the data, digested into the table's name when
+    /// `table_tag` does not fit.
+    identity: String,
+    /// Generated data: what [`Data::make`] finds or makes.
+    generated: Option<Generation>,
+}
+
+/// Generated hours: which, and the folder they are kept in.
+struct Generation {
+    seed: u64,
+    events: u64,
+    range: HourRange,
+    folder: PathBuf,
 }
 
 impl Data {
-    /// Makes (or finds) the data for `hours` hours from `first`.
+    /// Names the data for `hours` hours from `first` (nothing is generated
+    /// yet: see [`Data::make`]).
     pub fn prepare(origin: &Origin, first: Hour, hours: u32, dir: &Path) -> Result<Data> {
         let range = HourRange::starting_at(first, hours)?;
         // `20150101t00`: the hour as written, in the characters a table name takes.
@@ -42,7 +56,8 @@ impl Data {
                     Source::Dir(path) => std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()).display().to_string(),
                     Source::Http { base, .. } => base.clone(),
                 };
-                let identity = ghbench_core::digest::of_bytes(format!("{canonical}\n{first}").as_bytes());
+                let text = format!("{canonical}\n{first}");
+                let identity = ghbench_core::digest::of_bytes(text.as_bytes());
                 let short = identity[ghbench_core::digest::PREFIX.len()..][..8].to_string();
                 Ok(Data {
                     source,
@@ -56,24 +71,19 @@ impl Data {
                         identity: Some(identity),
                     },
                     table_tag: format!("_{first_tag}_src{short}"),
+                    identity: text,
+                    generated: None,
                 })
             }
             Origin::Generated { seed, events_per_hour } => {
                 let profile = Profile::default_profile();
                 let events = events_per_hour.unwrap_or(profile.events_per_hour);
                 let folder = dir.join(format!("gen-{events}-events-seed-{seed}"));
-                match covers(&folder, *seed, events, &range) {
-                    Ok(()) => eprintln!("[bench] data: reusing the generated hours in {} (each checked against its manifest)", folder.display()),
-                    Err(why) => {
-                        if folder.join(MANIFEST).exists() {
-                            eprintln!("[bench] data: {why}: generating again");
-                        }
-                        generate(profile, *seed, events, range, &folder)?;
-                    }
-                }
                 let location = folder.display().to_string();
+                let text = format!("generated\n{events}\n{seed}\n{first}");
                 Ok(Data {
-                    source: Source::parse(&location)?,
+                    // The folder [`Data::make`] fills.
+                    source: Source::Dir(folder.clone()),
                     first,
                     record: DataSource {
                         kind: "generated".into(),
@@ -81,12 +91,30 @@ impl Data {
                         first_hour: first.to_string(),
                         seed: Some(*seed),
                         events_per_hour: Some(events),
-                        identity: None,
+                        identity: Some(ghbench_core::digest::of_bytes(text.as_bytes())),
                     },
                     table_tag: format!("_e{events}_s{seed}_{first_tag}"),
+                    identity: text,
+                    generated: Some(Generation { seed: *seed, events, range, folder }),
                 })
             }
         }
+    }
+
+    /// Finds the generated hours whole in their folder (each file checked
+    /// against its manifest), or makes them; nothing to do for a source.
+    pub fn make(&self) -> Result<()> {
+        let Some(Generation { seed, events, range, folder }) = &self.generated else { return Ok(()) };
+        match covers(folder, *seed, *events, range) {
+            Ok(()) => eprintln!("[bench] data: reusing the generated hours in {} (each checked against its manifest)", folder.display()),
+            Err(why) => {
+                if folder.join(MANIFEST).exists() {
+                    eprintln!("[bench] data: {why}: generating again");
+                }
+                generate(Profile::default_profile(), *seed, *events, *range, folder)?;
+            }
+        }
+        Ok(())
     }
 
     /// The table of the size of `hours`: named after the whole data set, so
@@ -94,9 +122,25 @@ impl Data {
     /// (generated) or `bench_6h_20150101t00_src1a2b3c4d` (a source's location
     /// and first hour, digested). Each hour's file is checked against the one
     /// its stored copy came from when the table is reused (see `load`).
-    pub fn table(&self, base: &TableName, hours: u32) -> Result<TableName> {
-        base.with_suffix(&format!("{hours}h{}", self.table_tag))
-            .map_err(|e| anyhow::anyhow!("{e}; the bench names each table after --table, the size and the data: choose a shorter --table"))
+    ///
+    /// The name leaves `room` bytes for the names derived from it (indexes:
+    /// `Catalog::longest_derived_suffix`); where the data's tag does not fit,
+    /// a digest of the data's identity stands for it (`bench_6h_d1a2b3c4d5e6f`).
+    pub fn table(&self, base: &TableName, hours: u32, room: usize) -> Result<TableName> {
+        let limit = TableName::MAX_LEN.saturating_sub(room);
+        let mut name = format!("{base}_{hours}h{}", self.table_tag);
+        if name.len() > limit {
+            let digest = ghbench_core::digest::of_bytes(self.identity.as_bytes());
+            name = format!("{base}_{hours}h_d{}", &digest[ghbench_core::digest::PREFIX.len()..][..12]);
+        }
+        if name.len() > limit {
+            anyhow::bail!(
+                "the table '{name}' leaves no room for its index names ({room} bytes past the table's own, within {}); the bench names each table after --table, the size and the data: choose a --table of at most {} characters",
+                TableName::MAX_LEN,
+                (base.as_str().len() + limit).saturating_sub(name.len())
+            );
+        }
+        name.parse().map_err(|e| anyhow::anyhow!("{e}; choose another --table"))
     }
 }
 

@@ -42,7 +42,8 @@ Examples:
 
 Each size loads into tables of its own (named after --table, the size and the data:
 generated hours by events per hour, seed and first hour; a --source by its first
-hour and a digest of its location), checked hour by hour against the files asked for,
+hour and a digest of its location; a digest of all that where it would not leave room
+for the index names), checked hour by hour against the files asked for,
 one engine at a time, so no load waits on another; PostgreSQL tables are vacuumed and
 analysed as part of their load. A rerun reuses what each engine's ledger lists as loaded
 (its load time then says so) unless --fresh.
@@ -56,8 +57,11 @@ Damaged input (empty, truncated or corrupt files, quarantined lines) is shown un
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
 local file loads the lines it holds, and a retried load says so beside its time.
 
-Writes results/bench-<time>.json (everything), .md, -charts/ and .html. Exits non-zero
-when an engine fails or the engines' answers disagree.")]
+Writes results/bench-<time>.json (everything), .md, -charts/ and .html.
+
+Exit status: as `ghbench ingest`, 0 with damaged input (shown, its readable lines
+loaded); 1 when an hour is missing at the source or failed to load (nothing is
+measured then), an engine's indexes or a query failed, or the answers disagree.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -163,14 +167,18 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     ensure_output_dir(&args.output)?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
-    let first_table = data.table(&base, sizes[0])?;
+    // Each table leaves room for the index names made from it; every name is
+    // checked before any data is made.
+    let room = catalog.longest_derived_suffix();
+    let tables = sizes.iter().map(|&hours| data.table(&base, hours, room)).collect::<Result<Vec<_>>>()?;
+    data.make()?;
+    let first_table = tables[0].clone();
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
     let managed = if args.cold { ManagedServers::load(&args.servers)? } else { None };
     let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new() };
-    for hours in sizes {
-        let table = data.table(&base, hours)?;
+    for (hours, table) in sizes.into_iter().zip(tables) {
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
         phase(&format!("load into '{table}' on {}", names(&engines)));
         let range = HourRange::starting_at(data.first, hours)?;
@@ -324,7 +332,8 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
             g.exponent.unwrap_or(f64::NAN)
         );
     }
-    let problems: Vec<String> = record.sizes.iter().flat_map(|s| problems(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours))).collect();
+    let problems: Vec<String> =
+        record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours))).collect();
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
     for line in reconnects.chain(problems.iter().cloned()) {
         eprintln!("{line}");
