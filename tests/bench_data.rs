@@ -60,6 +60,13 @@ impl Bench {
     }
 }
 
+impl Bench {
+    /// The results file of the last run.
+    fn last_file(&self) -> PathBuf {
+        bench_record(&self.path(&format!("results-{}", self.runs))).0
+    }
+}
+
 /// The load record of `engine` at the record's only size.
 fn load<'a>(record: &'a Value, engine: &str) -> &'a Value {
     record["sizes"][0]["loads"].as_array().unwrap().iter().find(|l| l["engine"] == engine).unwrap()
@@ -141,6 +148,10 @@ fn damaged_source_hours_and_quarantined_lines_are_in_every_report() {
         assert!(text.contains("2015-01-01T01") && text.contains("2015-01-01T02"), "the {view} names the damaged hours");
         assert!(text.contains("invalid_json 1"), "the {view} counts the quarantined lines by defect");
     }
+    // `ghbench report` shows the saved bench as `bench` did.
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(bench.last_file()).output().unwrap();
+    let shown = text(&out);
+    assert!(out.status.success() && shown.contains("damaged input") && shown.contains("2015-01-01T02") && shown.contains("invalid_json 1"), "{shown}");
 
     // Reused, the damage is still said: the ledger remembers it.
     let (said, record, ..) = bench.run(&args);

@@ -18,8 +18,8 @@ use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
-use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds, Style};
+use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
+use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
 use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 
 use self::cold::{BenchCooler, ManagedServers};
@@ -215,12 +215,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         }
         let (run, _) = measured?;
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
-        println!("{hours} h, {} events in '{table}':", size.events().unwrap_or(0));
-        println!("{}", text(&load_table(&size)));
-        for line in size.damage_lines() {
-            println!("damaged input: {line}");
-        }
-        println!("{}", text(&query_table(&size)));
+        println!("{}", size_text(&size));
         record.sizes.push(size);
     }
     record.growth = growth(&record.sizes);
@@ -341,10 +336,6 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     let verified = record.sizes.iter().all(|s| s.verdict().1);
     println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
     Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-fn text(table: &TextTable) -> String {
-    table.render(Style::Terminal)
 }
 
 fn names(engines: &[Selected]) -> String {

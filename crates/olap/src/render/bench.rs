@@ -104,6 +104,16 @@ fn with_notes(text: String, notes: impl IntoIterator<Item = String>) -> String {
     }
 }
 
+/// One size for the terminal, as `ghbench bench` shows it and `ghbench
+/// report` again: its data and table, the loads, the damaged input, the queries.
+pub fn size_text(size: &SizeRecord) -> String {
+    let mut text = format!("{} h, {} events in '{}':\n{}\n", size.hours, size.events().unwrap_or(0), size.table, load_table(size).render(Style::Terminal));
+    for line in size.damage_lines() {
+        let _ = writeln!(text, "damaged input: {line}");
+    }
+    text + &query_table(size).render(Style::Terminal)
+}
+
 /// One row per query, variant and engine: the cold run beside the hot ones.
 pub fn query_table(size: &SizeRecord) -> TextTable {
     let mut table = TextTable::new(&["query", "variant", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
