@@ -34,6 +34,13 @@ impl Bench {
     /// Runs `ghbench bench` on postgres and polars with `args`; its output,
     /// and the record and Markdown and HTML it wrote (each run its own folder).
     fn run(&mut self, args: &[&str]) -> (String, Value, String, String) {
+        let (ok, said, record, md, html) = self.run_as_it_ends(args);
+        assert!(ok, "bench failed: {said}");
+        (said, record, md, html)
+    }
+
+    /// As [`Bench::run`], with whether it succeeded.
+    fn run_as_it_ends(&mut self, args: &[&str]) -> (bool, String, Value, String, String) {
         self.runs += 1;
         let results = self.path(&format!("results-{}", self.runs));
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
@@ -52,11 +59,10 @@ impl Bench {
         let out = output_within(&mut command, Duration::from_secs(300));
         let said = text(&out);
         eprintln!("ghbench bench {}:\n{said}", args.join(" "));
-        assert!(out.status.success(), "bench failed: {said}");
         let (file, record) = bench_record(&results);
         let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
         let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
-        (said, record, md, html)
+        (out.status.success(), said, record, md, html)
     }
 }
 
@@ -237,9 +243,45 @@ fn a_data_set_whose_name_leaves_no_room_for_index_names_is_named_by_digest() {
     let built = postgres["indexes"].as_array().unwrap();
     assert!(!built.is_empty() && built.iter().all(|b| b["name"].as_str().unwrap().starts_with(&table)), "{postgres}");
     assert_eq!(record["data"]["seed"].as_u64(), Some(u64::MAX), "the record names the data: {}", record["data"]);
+    assert!(record["data"]["identity"].as_str().unwrap().starts_with("blake3:"), "and the digest in the name: {}", record["data"]);
 
     // Another seed is another digest, so another table.
     let (_, another, ..) = gen(&mut bench, &other);
     assert_ne!(another["sizes"][0]["table"], table.as_str());
     assert_eq!(load(&another, "postgres")["hours_reused"], 0);
+}
+
+#[test]
+fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
+    let mut bench = Bench::new("bench_badindex");
+    // The repository's catalog, with an index PostgreSQL refuses to build.
+    let catalog = bench.path("catalog");
+    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    let indexes = catalog.join("postgres/indexes.sql");
+    let mut sql = std::fs::read_to_string(&indexes).unwrap();
+    sql.push_str("CREATE INDEX IF NOT EXISTS {table}_nowhere ON {table} (no_such_column);\n");
+    std::fs::write(&indexes, sql).unwrap();
+
+    let (ok, said, record, md, html) = bench.run_as_it_ends(&["--gen", "1", "--events-per-hour", "200", "--catalog", catalog.to_str().unwrap()]);
+    assert!(!ok, "the postgres times are not those of the indexed table the bench measures: {said}");
+    let postgres = record["sizes"][0]["indexes"].as_array().unwrap().iter().find(|i| i["engine"] == "postgres").unwrap();
+    let error = postgres["error"].as_str().expect("the failure is recorded");
+    assert!(error.contains("no_such_column"), "{error}");
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains("postgres: indexes failed") && text.contains("no_such_column"), "the {view} says which indexes failed and why");
+    }
+}
+
+/// Copies the folder `from` to `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }

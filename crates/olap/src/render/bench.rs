@@ -250,6 +250,9 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
         for line in size.damage_lines() {
             let _ = writeln!(md, "**Damaged input**: {line}\n");
         }
+        for line in size.index_failures() {
+            let _ = writeln!(md, "**{line}**\n");
+        }
         let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
     }
     if !record.growth.is_empty() {
