@@ -256,7 +256,7 @@ fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
     let mut bench = Bench::new("bench_badindex");
     // The repository's catalog, with an index PostgreSQL refuses to build.
     let catalog = bench.path("catalog");
-    copy_tree(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
     let indexes = catalog.join("postgres/indexes.sql");
     let mut sql = std::fs::read_to_string(&indexes).unwrap();
     sql.push_str("CREATE INDEX IF NOT EXISTS {table}_nowhere ON {table} (no_such_column);\n");
@@ -269,19 +269,5 @@ fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
     assert!(error.contains("no_such_column"), "{error}");
     for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
         assert!(text.contains("postgres: indexes failed") && text.contains("no_such_column"), "the {view} says which indexes failed and why");
-    }
-}
-
-/// Copies the folder `from` to `to`, recursively.
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
     }
 }
