@@ -271,3 +271,23 @@ fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
         assert!(text.contains("postgres: indexes failed") && text.contains("no_such_column"), "the {view} says which indexes failed and why");
     }
 }
+
+#[test]
+fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
+    let mut bench = Bench::new("bench_defects");
+    // `ghbench gen --defects` into the folder the bench keeps its hours of
+    // this seed and size in: the same seed and events, other data.
+    let folder = bench.path("data").join("gen-300-events-seed-42");
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["gen", "--from", "2015-01-01T00", "--hours", "1", "--events", "300", "--seed", "42", "--defects", "0.2", "--truncate-prob", "0"])
+        .arg("--out")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let (said, record, ..) = bench.run(&["--gen", "1", "--events-per-hour", "300"]);
+    assert!(said.contains("made with other settings") && said.contains("generating again"), "{said}");
+    assert_eq!(record["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300, "every event, none quarantined");
+    assert!(load(&record, "postgres")["damage"]["quarantined"].as_object().unwrap().is_empty(), "{}", load(&record, "postgres"));
+}

@@ -11,6 +11,12 @@ use ghbench_ingest::{digest, Source};
 use ghbench_olap::bench::DataSource;
 use indicatif::{ProgressBar, ProgressStyle};
 
+/// Generated hours are clean: the bench measures queries, not the cleaning
+/// `ghbench gen --defects` tests. Hours made otherwise are not the bench's.
+const CLEAN: DefectOptions = DefectOptions { rate: 0.0, truncate_prob: 0.0 };
+/// The profile the bench generates with, as the manifest names it.
+const PROFILE: &str = "built-in default";
+
 /// Where a size's hours come from.
 pub enum Origin {
     /// `ghbench gen`'s realistic hours, made here.
@@ -151,8 +157,16 @@ fn covers(folder: &Path, seed: u64, events: u64, range: &HourRange) -> std::resu
     let path = folder.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{} cannot be read ({e})", path.display()))?;
     let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{} is not a manifest ({e})", path.display()))?;
-    if manifest["seed"] != seed || manifest["events_per_hour"] != events {
-        return Err(format!("{} was made with other settings", path.display()));
+    let clean = serde_json::to_value(CLEAN).expect("defect options serialise");
+    if manifest["seed"] != seed || manifest["events_per_hour"] != events || manifest["defects"] != clean || manifest["profile"] != PROFILE {
+        return Err(format!(
+            "{} was made with other settings (seed {}, {} events per hour, defects {}, profile {}; the bench's are {seed}, {events}, none, {PROFILE})",
+            path.display(),
+            manifest["seed"],
+            manifest["events_per_hour"],
+            manifest["defects"],
+            manifest["profile"]
+        ));
     }
     let listed: Vec<&serde_json::Value> = manifest["hours"].as_array().into_iter().flatten().collect();
     for hour in range.iter() {
@@ -179,9 +193,7 @@ fn generate(profile: Profile, seed: u64, events: u64, range: HourRange, folder: 
     eprintln!("[bench] data: generating {} of {events} events (seed {seed}) into {}", ghbench_olap::ledger::count_of(range.len(), "hour"), folder.display());
     let generator = Generator::new(profile, seed)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    // Clean data: the bench measures queries, not the cleaning `ghbench gen --defects` tests.
-    let defects = DefectOptions { rate: 0.0, truncate_prob: 0.0 };
-    let options = RunOptions { out: folder.to_path_buf(), range, events: Some(events), defects, threads, profile_name: "built-in default".into() };
+    let options = RunOptions { out: folder.to_path_buf(), range, events: Some(events), defects: CLEAN, threads, profile_name: PROFILE.into() };
     let bar = ProgressBar::new(range.len() as u64);
     bar.set_style(ProgressStyle::with_template("[bench] data [{bar:30}] {pos}/{len} hours  {elapsed_precise}").expect("template"));
     let made = ghbench_gen::run(&generator, &options, &|_| bar.inc(1));
