@@ -178,16 +178,21 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     for h in 0..6 {
         std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
     }
+    let bench = |results: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command
+            .args(["bench", "--engines", "postgres", "--table", "retry", "--variant", "corrected", "--repeat", "1", "--hours", "6"])
+            .args(["--pg-url", &pg.url(), "--from", "2015-01-01T00"])
+            .arg("--source")
+            .arg(&dir)
+            .arg("--quarantine-dir")
+            .arg(work.path().join("q"))
+            .arg("--output")
+            .arg(results);
+        command
+    };
     let results = work.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["bench", "--engines", "postgres", "--table", "retry", "--variant", "corrected", "--repeat", "1", "--hours", "6"])
-        .args(["--pg-url", &pg.url(), "--from", "2015-01-01T00"])
-        .arg("--source")
-        .arg(&dir)
-        .arg("--quarantine-dir")
-        .arg(work.path().join("q"))
-        .arg("--output")
-        .arg(&results)
+    let mut child = bench(&results)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -224,6 +229,22 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
     for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
         assert!(text.contains(&note), "the {view} says the load time includes the retries");
+    }
+
+    // Reused, the ledger's time stands in for the load: it says its retries too.
+    let again = work.path().join("again");
+    let out = output_within(&mut bench(&again), Duration::from_secs(300));
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let (file, record) = bench_record(&again);
+    assert_eq!(load(&record, "postgres")["hours_reused"], 6, "{said}");
+    let ledger = record["sizes"][0]["run"]["context"]["engines"][0]["data"]["load_retries"].as_u64().unwrap_or(0);
+    assert!(ledger >= 1, "the ledger kept the retries with the hours: {}", record["sizes"][0]["run"]["context"]["engines"][0]["data"]);
+    let note = if ledger == 1 { "includes 1 retry".to_string() } else { format!("includes {ledger} retries") };
+    let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains("ledger, hours summed") && text.contains(&note), "the {view} says the reused load time includes the retries");
     }
 }
 
