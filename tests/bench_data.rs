@@ -246,6 +246,9 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
         assert!(text.contains("ledger, hours summed") && text.contains(&note), "the {view} says the reused load time includes the retries");
     }
+    let charts = file.with_file_name(format!("{}-charts", file.file_stem().unwrap().to_string_lossy()));
+    let chart = std::fs::read_to_string(charts.join("load.svg")).unwrap();
+    assert!(chart.contains(&note), "the load-rate chart says its rate includes the retries");
 }
 
 #[test]

@@ -215,9 +215,16 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
     // A reused size has no load of this run to time; the ledger's summed
     // hours measure something else, so the chart leaves it out and says so.
     let reused = record.sizes.iter().any(|s| s.loads.iter().any(|l| l.seconds.is_none()));
+    // A point whose load time includes retries is slower than the engine: said.
+    let retried: Vec<String> = record
+        .sizes
+        .iter()
+        .flat_map(|s| s.loads.iter().filter(|l| l.seconds.is_some()).filter_map(move |l| Some(format!("{} h {} {}", s.hours, l.engine, super::retries_note(l.retries)?))))
+        .collect();
     let subtitle = format!(
-        "events per second of each engine's own load run (wall clock), per size{}",
-        if reused { "; sizes reused from an earlier run have no point (--fresh times every load)" } else { "" }
+        "events per second of each engine's own load run (wall clock), per size{}{}",
+        if reused { "; sizes reused from an earlier run have no point (--fresh times every load)" } else { "" },
+        if retried.is_empty() { String::new() } else { format!("; {}", retried.join(", ")) }
     );
     let chart = Lines {
         title: "Load rate against data".into(),
