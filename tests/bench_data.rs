@@ -34,6 +34,13 @@ impl Bench {
     /// Runs `ghbench bench` on postgres and polars with `args`; its output,
     /// and the record and Markdown and HTML it wrote (each run its own folder).
     fn run(&mut self, args: &[&str]) -> (String, Value, String, String) {
+        let (ok, said, record, md, html) = self.run_as_it_ends(args);
+        assert!(ok, "bench failed: {said}");
+        (said, record, md, html)
+    }
+
+    /// As [`Bench::run`], with whether it succeeded.
+    fn run_as_it_ends(&mut self, args: &[&str]) -> (bool, String, Value, String, String) {
         self.runs += 1;
         let results = self.path(&format!("results-{}", self.runs));
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
@@ -52,11 +59,17 @@ impl Bench {
         let out = output_within(&mut command, Duration::from_secs(300));
         let said = text(&out);
         eprintln!("ghbench bench {}:\n{said}", args.join(" "));
-        assert!(out.status.success(), "bench failed: {said}");
         let (file, record) = bench_record(&results);
         let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
         let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
-        (said, record, md, html)
+        (out.status.success(), said, record, md, html)
+    }
+}
+
+impl Bench {
+    /// The results file of the last run.
+    fn last_file(&self) -> PathBuf {
+        bench_record(&self.path(&format!("results-{}", self.runs))).0
     }
 }
 
@@ -141,6 +154,10 @@ fn damaged_source_hours_and_quarantined_lines_are_in_every_report() {
         assert!(text.contains("2015-01-01T01") && text.contains("2015-01-01T02"), "the {view} names the damaged hours");
         assert!(text.contains("invalid_json 1"), "the {view} counts the quarantined lines by defect");
     }
+    // `ghbench report` shows the saved bench as `bench` did.
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(bench.last_file()).output().unwrap();
+    let shown = text(&out);
+    assert!(out.status.success() && shown.contains("damaged input") && shown.contains("2015-01-01T02") && shown.contains("invalid_json 1"), "{shown}");
 
     // Reused, the damage is still said: the ledger remembers it.
     let (said, record, ..) = bench.run(&args);
@@ -161,16 +178,21 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     for h in 0..6 {
         std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
     }
+    let bench = |results: &Path| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command
+            .args(["bench", "--engines", "postgres", "--table", "retry", "--variant", "corrected", "--repeat", "1", "--hours", "6"])
+            .args(["--pg-url", &pg.url(), "--from", "2015-01-01T00"])
+            .arg("--source")
+            .arg(&dir)
+            .arg("--quarantine-dir")
+            .arg(work.path().join("q"))
+            .arg("--output")
+            .arg(results);
+        command
+    };
     let results = work.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["bench", "--engines", "postgres", "--table", "retry", "--variant", "corrected", "--repeat", "1", "--hours", "6"])
-        .args(["--pg-url", &pg.url(), "--from", "2015-01-01T00"])
-        .arg("--source")
-        .arg(&dir)
-        .arg("--quarantine-dir")
-        .arg(work.path().join("q"))
-        .arg("--output")
-        .arg(&results)
+    let mut child = bench(&results)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -208,4 +230,88 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
         assert!(text.contains(&note), "the {view} says the load time includes the retries");
     }
+
+    // Reused, the ledger's time stands in for the load: it says its retries too.
+    let again = work.path().join("again");
+    let out = output_within(&mut bench(&again), Duration::from_secs(300));
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let (file, record) = bench_record(&again);
+    assert_eq!(load(&record, "postgres")["hours_reused"], 6, "{said}");
+    let ledger = record["sizes"][0]["run"]["context"]["engines"][0]["data"]["load_retries"].as_u64().unwrap_or(0);
+    assert!(ledger >= 1, "the ledger kept the retries with the hours: {}", record["sizes"][0]["run"]["context"]["engines"][0]["data"]);
+    let note = if ledger == 1 { "includes 1 retry".to_string() } else { format!("includes {ledger} retries") };
+    let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
+    let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains("ledger, hours summed") && text.contains(&note), "the {view} says the reused load time includes the retries");
+    }
+    let charts = file.with_file_name(format!("{}-charts", file.file_stem().unwrap().to_string_lossy()));
+    let chart = std::fs::read_to_string(charts.join("load.svg")).unwrap();
+    assert!(chart.contains(&note), "the load-rate chart says its rate includes the retries");
+}
+
+#[test]
+fn a_data_set_whose_name_leaves_no_room_for_index_names_is_named_by_digest() {
+    let mut bench = Bench::new("bench_long");
+    // The largest seed: its data's tag would take PostgreSQL's index names
+    // past 63 bytes, and the indexes could not be built.
+    let (seed, other) = (u64::MAX.to_string(), (u64::MAX - 1).to_string());
+    let gen = |bench: &mut Bench, seed: &str| bench.run(&["--gen", "1", "--events-per-hour", "200", "--seed", seed]);
+    let (_, record, md, _) = gen(&mut bench, &seed);
+    let table = record["sizes"][0]["table"].as_str().unwrap().to_string();
+    assert!(table.starts_with(&format!("{}_1h_d", bench.base)), "the data's digest stands for its tag: {table}");
+    assert!(md.contains(&table), "the reports name the table");
+    let postgres = record["sizes"][0]["indexes"].as_array().unwrap().iter().find(|i| i["engine"] == "postgres").unwrap();
+    assert!(postgres["error"].is_null(), "{postgres}");
+    let built = postgres["indexes"].as_array().unwrap();
+    assert!(!built.is_empty() && built.iter().all(|b| b["name"].as_str().unwrap().starts_with(&table)), "{postgres}");
+    assert_eq!(record["data"]["seed"].as_u64(), Some(u64::MAX), "the record names the data: {}", record["data"]);
+    assert!(record["data"]["identity"].as_str().unwrap().starts_with("blake3:"), "and the digest in the name: {}", record["data"]);
+
+    // Another seed is another digest, so another table.
+    let (_, another, ..) = gen(&mut bench, &other);
+    assert_ne!(another["sizes"][0]["table"], table.as_str());
+    assert_eq!(load(&another, "postgres")["hours_reused"], 0);
+}
+
+#[test]
+fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
+    let mut bench = Bench::new("bench_badindex");
+    // The repository's catalog, with an index PostgreSQL refuses to build.
+    let catalog = bench.path("catalog");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    let indexes = catalog.join("postgres/indexes.sql");
+    let mut sql = std::fs::read_to_string(&indexes).unwrap();
+    sql.push_str("CREATE INDEX IF NOT EXISTS {table}_nowhere ON {table} (no_such_column);\n");
+    std::fs::write(&indexes, sql).unwrap();
+
+    let (ok, said, record, md, html) = bench.run_as_it_ends(&["--gen", "1", "--events-per-hour", "200", "--catalog", catalog.to_str().unwrap()]);
+    assert!(!ok, "the postgres times are not those of the indexed table the bench measures: {said}");
+    let postgres = record["sizes"][0]["indexes"].as_array().unwrap().iter().find(|i| i["engine"] == "postgres").unwrap();
+    let error = postgres["error"].as_str().expect("the failure is recorded");
+    assert!(error.contains("no_such_column"), "{error}");
+    for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
+        assert!(text.contains("postgres: indexes failed") && text.contains("no_such_column"), "the {view} says which indexes failed and why");
+    }
+}
+
+#[test]
+fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
+    let mut bench = Bench::new("bench_defects");
+    // `ghbench gen --defects` into the folder the bench keeps its hours of
+    // this seed and size in: the same seed and events, other data.
+    let folder = bench.path("data").join("gen-300-events-seed-42");
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["gen", "--from", "2015-01-01T00", "--hours", "1", "--events", "300", "--seed", "42", "--defects", "0.2", "--truncate-prob", "0"])
+        .arg("--out")
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+
+    let (said, record, ..) = bench.run(&["--gen", "1", "--events-per-hour", "300"]);
+    assert!(said.contains("made with other settings") && said.contains("generating again"), "{said}");
+    assert_eq!(record["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300, "every event, none quarantined");
+    assert!(load(&record, "postgres")["damage"]["quarantined"].as_object().unwrap().is_empty(), "{}", load(&record, "postgres"));
 }

@@ -97,3 +97,21 @@ async fn generated_hours_with_defects_load_exactly_as_the_manifest_says() {
     }
     drop_table(&table).await;
 }
+
+#[test]
+fn a_gen_that_fails_part_way_leaves_no_manifest_of_files_it_replaced() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    let out = dir.to_str().unwrap();
+    let hours = ["--from", "2015-01-01T00", "--hours", "2", "--events", "50", "--threads", "1", "--out", out];
+    assert!(gen(&[&hours[..], &["--seed", "1"]].concat()).status.success());
+    assert_eq!(manifest(&dir)["seed"], 1);
+    // The second hour cannot be written now: a folder stands in its file's place.
+    let second = dir.join("2015-01-01-1.json.gz");
+    std::fs::remove_file(&second).unwrap();
+    std::fs::create_dir(&second).unwrap();
+    let before = std::fs::read(dir.join(REAL_HOUR_FILE)).unwrap();
+    fails_with(&[&hours[..], &["--seed", "2"]].concat(), "cannot write");
+    assert_ne!(std::fs::read(dir.join(REAL_HOUR_FILE)).unwrap(), before, "the first hour was made again, from seed 2");
+    assert!(!dir.join("gen-manifest.json").exists(), "no manifest says seed 1 made the first hour");
+}

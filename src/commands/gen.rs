@@ -21,7 +21,9 @@ Examples:
 
 The same seed, hour, profile and --events give byte-identical files on any machine
 and thread count. DIR/gen-manifest.json records the seed, the profile, and per hour
-the events and the defects injected, with the counts a correct loader reports.")]
+the events, the file's size and BLAKE3 digest, and the defects injected, with the
+counts a correct loader reports. It lists the hours of the last run into DIR only;
+it is removed while hours are written, so a run that fails leaves none.")]
 pub struct GenArgs {
     #[command(flatten)]
     pub hours: HourArgs,

@@ -8,7 +8,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::bench::{bench_markdown, largest, BenchCharts, load_table, query_table};
+use ghbench_olap::render::bench::{bench_markdown, largest, size_text, BenchCharts};
 use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
@@ -153,12 +153,11 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
         println!("{}\n---\n\n{}", bench_markdown(bench, &[], ""), markdown(run));
     } else {
         for size in &bench.sizes {
-            println!("{} h, {} events in '{}':", size.hours, size.events().unwrap_or(0), size.table);
-            println!("{}\n{}", load_table(size).render(Style::Terminal), query_table(size).render(Style::Terminal));
+            println!("{}", size_text(size));
         }
         print_servers(&run.context);
         println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);
-        for line in bench.sizes.iter().flat_map(|s| problems(&s.run)) {
+        for line in bench.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run))) {
             println!("{line}");
         }
     }

@@ -185,3 +185,17 @@ pub fn bench_record(dir: &Path) -> (PathBuf, serde_json::Value) {
     (file, record)
 }
 
+
+/// Copies the folder `from` to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

@@ -22,6 +22,9 @@ pub enum InvalidTableName {
 const RESERVED_PREFIXES: [(&str, &str); 1] = [("ghbench_", "ghbench's own bookkeeping (ledgers, locks)")];
 
 impl TableName {
+    /// The longest name PostgreSQL keeps whole (NAMEDATALEN - 1 bytes).
+    pub const MAX_LEN: usize = 63;
+
     /// The default name for a year's data, as in the paper: `github2015`.
     pub fn for_year(year: i32) -> TableName {
         TableName(format!("github{year}"))
@@ -44,7 +47,7 @@ impl FromStr for TableName {
         let mut bytes = s.bytes();
         let first_ok = matches!(bytes.next(), Some(b'a'..=b'z' | b'_'));
         let rest_ok = bytes.all(|b| matches!(b, b'a'..=b'z' | b'0'..=b'9' | b'_'));
-        if !(first_ok && rest_ok && s.len() <= 63) {
+        if !(first_ok && rest_ok && s.len() <= TableName::MAX_LEN) {
             return Err(InvalidTableName::Shape(s.to_string()));
         }
         match RESERVED_PREFIXES.iter().find(|(prefix, _)| s.starts_with(prefix)) {

@@ -101,6 +101,13 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
     }
     let out = &options.out;
     std::fs::create_dir_all(out).map_err(|source| GenError::Write { path: out.clone(), source })?;
+    // An earlier run's manifest would describe files this run replaces: it
+    // goes first, so a run that fails part way leaves no manifest that lies.
+    let path = out.join(MANIFEST);
+    match std::fs::remove_file(&path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(GenError::Write { path, source: e }),
+        _ => {}
+    }
     let hours: Vec<Hour> = options.range.iter().collect();
     let results: Mutex<Vec<Option<HourManifest>>> = Mutex::new(vec![None; hours.len()]);
     let first_error: Mutex<Option<GenError>> = Mutex::new(None);
@@ -139,9 +146,11 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
         totals: totals(&hours),
         hours,
     };
-    let path = out.join(MANIFEST);
     let json = serde_json::to_string_pretty(&manifest).expect("manifests serialise");
-    std::fs::write(&path, json).map_err(|source| GenError::Write { path, source })?;
+    // Whole or not at all: written aside, then renamed into place.
+    let partial = out.join(format!("{MANIFEST}.partial"));
+    std::fs::write(&partial, json).map_err(|source| GenError::Write { path: partial.clone(), source })?;
+    std::fs::rename(&partial, &path).map_err(|source| GenError::Write { path, source })?;
     Ok(manifest)
 }
 

@@ -33,8 +33,10 @@ pub struct DataSource {
     /// The generator's seed and events per hour (generated data only).
     pub seed: Option<u64>,
     pub events_per_hour: Option<u64>,
-    /// For `source`: the digest of the location (its canonical form) and the
-    /// first hour, which names the tables (`…_src1a2b3c4d`).
+    /// The digest of the data's whole identity: for `source` its location
+    /// (canonical form) and first hour, which names the tables
+    /// (`…_src1a2b3c4d`); for `generated` the events per hour, seed and first
+    /// hour. A table name too long for the data's tag carries it (`…_d1a2b…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
 }
@@ -64,6 +66,12 @@ impl SizeRecord {
     /// Per engine whose data held damage, a line saying what (see [`DataDamage`]).
     pub fn damage_lines(&self) -> Vec<String> {
         self.loads.iter().filter_map(|l| Some(format!("{}: {}", l.engine, l.damage.describe()?))).collect()
+    }
+
+    /// Per engine whose indexes could not all be built, a line saying why:
+    /// its times are not those of the indexed table the bench measures.
+    pub fn index_failures(&self) -> Vec<String> {
+        self.indexes.iter().filter_map(|i| Some(format!("{}: indexes failed: {}", i.engine, i.error.as_deref()?))).collect()
     }
 
     /// For people: whether the engines agree (one engine alone has nothing to

@@ -161,6 +161,20 @@ impl Catalog {
             .ok_or_else(|| CatalogError::MissingIndexes { dialect: dialect.into() })
     }
 
+    /// The longest name any dialect's index file derives from the table, past
+    /// the table's own name (`{table}_idx_issue_comments`: 19): a table name
+    /// must leave that much room below [`TableName::MAX_LEN`], or its indexes
+    /// cannot be named.
+    pub fn longest_derived_suffix(&self) -> usize {
+        let suffix = |tail: &str| tail.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        self.files
+            .iter()
+            .filter(|(path, _)| path.split('/').nth(1).is_some_and(|name| name.starts_with("indexes.")))
+            .flat_map(|(_, text)| text.split(TABLE_PLACEHOLDER).skip(1).map(suffix))
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The paper's numbers, if the catalog has them.
     pub fn paper(&self) -> Option<PaperResults> {
         let text = self.files.get("paper.json")?;
@@ -245,5 +259,23 @@ mod tests {
         let from_dir = Catalog::from_dir(&dir).unwrap();
         let embedded = Catalog::embedded().unwrap();
         assert_eq!(from_dir.files, embedded.files);
+    }
+
+    #[test]
+    fn a_table_name_that_leaves_the_derived_room_names_every_index() {
+        let catalog = Catalog::embedded().unwrap();
+        let room = catalog.longest_derived_suffix();
+        assert!(room > 0, "the index files name their indexes after the table");
+        // The longest derived name of a table `room` bytes short of the limit
+        // is exactly at the limit.
+        let longest_derived = |table_len: usize| {
+            let table: TableName = format!("t{}", "x".repeat(table_len - 1)).parse().unwrap();
+            ["postgres", "normalized"]
+                .iter()
+                .flat_map(|dialect| catalog.indexes(dialect).unwrap().for_table(&table).split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).map(str::len).collect::<Vec<_>>())
+                .max()
+                .unwrap()
+        };
+        assert_eq!(longest_derived(TableName::MAX_LEN - room), TableName::MAX_LEN);
     }
 }

@@ -2,7 +2,7 @@
 //! a folder of their own, and reused while its manifest covers what is asked),
 //! or real hours from a URL or a folder.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
 use ghbench_core::{Hour, HourRange, TableName};
@@ -10,6 +10,12 @@ use ghbench_gen::{DefectOptions, Generator, Profile, RunOptions, MANIFEST};
 use ghbench_ingest::{digest, Source};
 use ghbench_olap::bench::DataSource;
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// Generated hours are clean: the bench measures queries, not the cleaning
+/// `ghbench gen --defects` tests. Hours made otherwise are not the bench's.
+const CLEAN: DefectOptions = DefectOptions { rate: 0.0, truncate_prob: 0.0 };
+/// The profile the bench generates with, as the manifest names it.
+const PROFILE: &str = "built-in default";
 
 /// Where a size's hours come from.
 pub enum Origin {
@@ -26,10 +32,24 @@ pub struct Data {
     pub record: DataSource,
     /// Names each size's table, so sizes and seeds never share one.
     table_tag: String,
+    /// The whole identity of the data, digested into the table's name when
+    /// `table_tag` does not fit.
+    identity: String,
+    /// Generated data: what [`Data::make`] finds or makes.
+    generated: Option<Generation>,
+}
+
+/// Generated hours: which, and the folder they are kept in.
+struct Generation {
+    seed: u64,
+    events: u64,
+    range: HourRange,
+    folder: PathBuf,
 }
 
 impl Data {
-    /// Makes (or finds) the data for `hours` hours from `first`.
+    /// Names the data for `hours` hours from `first` (nothing is generated
+    /// yet: see [`Data::make`]).
     pub fn prepare(origin: &Origin, first: Hour, hours: u32, dir: &Path) -> Result<Data> {
         let range = HourRange::starting_at(first, hours)?;
         // `20150101t00`: the hour as written, in the characters a table name takes.
@@ -42,7 +62,8 @@ impl Data {
                     Source::Dir(path) => std::fs::canonicalize(path).unwrap_or_else(|_| path.clone()).display().to_string(),
                     Source::Http { base, .. } => base.clone(),
                 };
-                let identity = ghbench_core::digest::of_bytes(format!("{canonical}\n{first}").as_bytes());
+                let text = format!("{canonical}\n{first}");
+                let identity = ghbench_core::digest::of_bytes(text.as_bytes());
                 let short = identity[ghbench_core::digest::PREFIX.len()..][..8].to_string();
                 Ok(Data {
                     source,
@@ -56,24 +77,19 @@ impl Data {
                         identity: Some(identity),
                     },
                     table_tag: format!("_{first_tag}_src{short}"),
+                    identity: text,
+                    generated: None,
                 })
             }
             Origin::Generated { seed, events_per_hour } => {
                 let profile = Profile::default_profile();
                 let events = events_per_hour.unwrap_or(profile.events_per_hour);
                 let folder = dir.join(format!("gen-{events}-events-seed-{seed}"));
-                match covers(&folder, *seed, events, &range) {
-                    Ok(()) => eprintln!("[bench] data: reusing the generated hours in {} (each checked against its manifest)", folder.display()),
-                    Err(why) => {
-                        if folder.join(MANIFEST).exists() {
-                            eprintln!("[bench] data: {why}: generating again");
-                        }
-                        generate(profile, *seed, events, range, &folder)?;
-                    }
-                }
                 let location = folder.display().to_string();
+                let text = format!("generated\n{events}\n{seed}\n{first}");
                 Ok(Data {
-                    source: Source::parse(&location)?,
+                    // The folder [`Data::make`] fills.
+                    source: Source::Dir(folder.clone()),
                     first,
                     record: DataSource {
                         kind: "generated".into(),
@@ -81,12 +97,30 @@ impl Data {
                         first_hour: first.to_string(),
                         seed: Some(*seed),
                         events_per_hour: Some(events),
-                        identity: None,
+                        identity: Some(ghbench_core::digest::of_bytes(text.as_bytes())),
                     },
                     table_tag: format!("_e{events}_s{seed}_{first_tag}"),
+                    identity: text,
+                    generated: Some(Generation { seed: *seed, events, range, folder }),
                 })
             }
         }
+    }
+
+    /// Finds the generated hours whole in their folder (each file checked
+    /// against its manifest), or makes them; nothing to do for a source.
+    pub fn make(&self) -> Result<()> {
+        let Some(Generation { seed, events, range, folder }) = &self.generated else { return Ok(()) };
+        match covers(folder, *seed, *events, range) {
+            Ok(()) => eprintln!("[bench] data: reusing the generated hours in {} (each checked against its manifest)", folder.display()),
+            Err(why) => {
+                if folder.join(MANIFEST).exists() {
+                    eprintln!("[bench] data: {why}: generating again");
+                }
+                generate(Profile::default_profile(), *seed, *events, *range, folder)?;
+            }
+        }
+        Ok(())
     }
 
     /// The table of the size of `hours`: named after the whole data set, so
@@ -94,9 +128,25 @@ impl Data {
     /// (generated) or `bench_6h_20150101t00_src1a2b3c4d` (a source's location
     /// and first hour, digested). Each hour's file is checked against the one
     /// its stored copy came from when the table is reused (see `load`).
-    pub fn table(&self, base: &TableName, hours: u32) -> Result<TableName> {
-        base.with_suffix(&format!("{hours}h{}", self.table_tag))
-            .map_err(|e| anyhow::anyhow!("{e}; the bench names each table after --table, the size and the data: choose a shorter --table"))
+    ///
+    /// The name leaves `room` bytes for the names derived from it (indexes:
+    /// `Catalog::longest_derived_suffix`); where the data's tag does not fit,
+    /// a digest of the data's identity stands for it (`bench_6h_d1a2b3c4d5e6f`).
+    pub fn table(&self, base: &TableName, hours: u32, room: usize) -> Result<TableName> {
+        let limit = TableName::MAX_LEN.saturating_sub(room);
+        let mut name = format!("{base}_{hours}h{}", self.table_tag);
+        if name.len() > limit {
+            let digest = ghbench_core::digest::of_bytes(self.identity.as_bytes());
+            name = format!("{base}_{hours}h_d{}", &digest[ghbench_core::digest::PREFIX.len()..][..12]);
+        }
+        if name.len() > limit {
+            anyhow::bail!(
+                "the table '{name}' leaves no room for its index names ({room} bytes past the table's own, within {}); the bench names each table after --table, the size and the data: choose a --table of at most {} characters",
+                TableName::MAX_LEN,
+                (base.as_str().len() + limit).saturating_sub(name.len())
+            );
+        }
+        name.parse().map_err(|e| anyhow::anyhow!("{e}; choose another --table"))
     }
 }
 
@@ -107,8 +157,16 @@ fn covers(folder: &Path, seed: u64, events: u64, range: &HourRange) -> std::resu
     let path = folder.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{} cannot be read ({e})", path.display()))?;
     let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{} is not a manifest ({e})", path.display()))?;
-    if manifest["seed"] != seed || manifest["events_per_hour"] != events {
-        return Err(format!("{} was made with other settings", path.display()));
+    let clean = serde_json::to_value(CLEAN).expect("defect options serialise");
+    if manifest["seed"] != seed || manifest["events_per_hour"] != events || manifest["defects"] != clean || manifest["profile"] != PROFILE {
+        return Err(format!(
+            "{} was made with other settings (seed {}, {} events per hour, defects {}, profile {}; the bench's are {seed}, {events}, none, {PROFILE})",
+            path.display(),
+            manifest["seed"],
+            manifest["events_per_hour"],
+            manifest["defects"],
+            manifest["profile"]
+        ));
     }
     let listed: Vec<&serde_json::Value> = manifest["hours"].as_array().into_iter().flatten().collect();
     for hour in range.iter() {
@@ -135,9 +193,7 @@ fn generate(profile: Profile, seed: u64, events: u64, range: HourRange, folder: 
     eprintln!("[bench] data: generating {} of {events} events (seed {seed}) into {}", ghbench_olap::ledger::count_of(range.len(), "hour"), folder.display());
     let generator = Generator::new(profile, seed)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
-    // Clean data: the bench measures queries, not the cleaning `ghbench gen --defects` tests.
-    let defects = DefectOptions { rate: 0.0, truncate_prob: 0.0 };
-    let options = RunOptions { out: folder.to_path_buf(), range, events: Some(events), defects, threads, profile_name: "built-in default".into() };
+    let options = RunOptions { out: folder.to_path_buf(), range, events: Some(events), defects: CLEAN, threads, profile_name: PROFILE.into() };
     let bar = ProgressBar::new(range.len() as u64);
     bar.set_style(ProgressStyle::with_template("[bench] data [{bar:30}] {pos}/{len} hours  {elapsed_precise}").expect("template"));
     let made = ghbench_gen::run(&generator, &options, &|_| bar.inc(1));

@@ -18,8 +18,8 @@ use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_markdown, BenchCharts, largest, load_table, query_table, TextTable};
-use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds, Style};
+use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
+use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
 use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 
 use self::cold::{BenchCooler, ManagedServers};
@@ -42,7 +42,8 @@ Examples:
 
 Each size loads into tables of its own (named after --table, the size and the data:
 generated hours by events per hour, seed and first hour; a --source by its first
-hour and a digest of its location), checked hour by hour against the files asked for,
+hour and a digest of its location; a digest of all that where it would not leave room
+for the index names), checked hour by hour against the files asked for,
 one engine at a time, so no load waits on another; PostgreSQL tables are vacuumed and
 analysed as part of their load. A rerun reuses what each engine's ledger lists as loaded
 (its load time then says so) unless --fresh.
@@ -56,8 +57,11 @@ Damaged input (empty, truncated or corrupt files, quarantined lines) is shown un
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
 local file loads the lines it holds, and a retried load says so beside its time.
 
-Writes results/bench-<time>.json (everything), .md, -charts/ and .html. Exits non-zero
-when an engine fails or the engines' answers disagree.")]
+Writes results/bench-<time>.json (everything), .md, -charts/ and .html.
+
+Exit status: as `ghbench ingest`, 0 with damaged input (shown, its readable lines
+loaded); 1 when an hour is missing at the source or failed to load (nothing is
+measured then), an engine's indexes or a query failed, or the answers disagree.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -163,14 +167,18 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     ensure_output_dir(&args.output)?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
-    let first_table = data.table(&base, sizes[0])?;
+    // Each table leaves room for the index names made from it; every name is
+    // checked before any data is made.
+    let room = catalog.longest_derived_suffix();
+    let tables = sizes.iter().map(|&hours| data.table(&base, hours, room)).collect::<Result<Vec<_>>>()?;
+    data.make()?;
+    let first_table = tables[0].clone();
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
     let managed = if args.cold { ManagedServers::load(&args.servers)? } else { None };
     let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new() };
-    for hours in sizes {
-        let table = data.table(&base, hours)?;
+    for (hours, table) in sizes.into_iter().zip(tables) {
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
         phase(&format!("load into '{table}' on {}", names(&engines)));
         let range = HourRange::starting_at(data.first, hours)?;
@@ -207,12 +215,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         }
         let (run, _) = measured?;
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
-        println!("{hours} h, {} events in '{table}':", size.events().unwrap_or(0));
-        println!("{}", text(&load_table(&size)));
-        for line in size.damage_lines() {
-            println!("damaged input: {line}");
-        }
-        println!("{}", text(&query_table(&size)));
+        println!("{}", size_text(&size));
         record.sizes.push(size);
     }
     record.growth = growth(&record.sizes);
@@ -324,7 +327,8 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
             g.exponent.unwrap_or(f64::NAN)
         );
     }
-    let problems: Vec<String> = record.sizes.iter().flat_map(|s| problems(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours))).collect();
+    let problems: Vec<String> =
+        record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours))).collect();
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
     for line in reconnects.chain(problems.iter().cloned()) {
         eprintln!("{line}");
@@ -332,10 +336,6 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     let verified = record.sizes.iter().all(|s| s.verdict().1);
     println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
     Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-fn text(table: &TextTable) -> String {
-    table.render(Style::Terminal)
 }
 
 fn names(engines: &[Selected]) -> String {

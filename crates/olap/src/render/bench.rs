@@ -104,6 +104,16 @@ fn with_notes(text: String, notes: impl IntoIterator<Item = String>) -> String {
     }
 }
 
+/// One size for the terminal, as `ghbench bench` shows it and `ghbench
+/// report` again: its data and table, the loads, the damaged input, the queries.
+pub fn size_text(size: &SizeRecord) -> String {
+    let mut text = format!("{} h, {} events in '{}':\n{}\n", size.hours, size.events().unwrap_or(0), size.table, load_table(size).render(Style::Terminal));
+    for line in size.damage_lines() {
+        let _ = writeln!(text, "damaged input: {line}");
+    }
+    text + &query_table(size).render(Style::Terminal)
+}
+
 /// One row per query, variant and engine: the cold run beside the hot ones.
 pub fn query_table(size: &SizeRecord) -> TextTable {
     let mut table = TextTable::new(&["query", "variant", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
@@ -205,9 +215,16 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
     // A reused size has no load of this run to time; the ledger's summed
     // hours measure something else, so the chart leaves it out and says so.
     let reused = record.sizes.iter().any(|s| s.loads.iter().any(|l| l.seconds.is_none()));
+    // A point whose load time includes retries is slower than the engine: said.
+    let retried: Vec<String> = record
+        .sizes
+        .iter()
+        .flat_map(|s| s.loads.iter().filter(|l| l.seconds.is_some()).filter_map(move |l| Some(format!("{} h {} {}", s.hours, l.engine, super::retries_note(l.retries)?))))
+        .collect();
     let subtitle = format!(
-        "events per second of each engine's own load run (wall clock), per size{}",
-        if reused { "; sizes reused from an earlier run have no point (--fresh times every load)" } else { "" }
+        "events per second of each engine's own load run (wall clock), per size{}{}",
+        if reused { "; sizes reused from an earlier run have no point (--fresh times every load)" } else { "" },
+        if retried.is_empty() { String::new() } else { format!("; {}", retried.join(", ")) }
     );
     let chart = Lines {
         title: "Load rate against data".into(),
@@ -239,6 +256,9 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
         let _ = writeln!(md, "{}\n", load_table(size).render(Style::Markdown));
         for line in size.damage_lines() {
             let _ = writeln!(md, "**Damaged input**: {line}\n");
+        }
+        for line in size.index_failures() {
+            let _ = writeln!(md, "**{line}**\n");
         }
         let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
     }

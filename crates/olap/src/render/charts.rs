@@ -98,8 +98,9 @@ fn query_bars(view: &ResultsView, q: &QueryRecord) -> Bars {
 }
 
 fn load_bars(view: &ResultsView) -> Bars {
-    let bars = per_engine(view, |e| match e.data.as_ref().and_then(|d| d.events_per_second()) {
-        Some(rate) => (Ok(vec![rate]), None, format!("{rate:.0}")),
+    let bars = per_engine(view, |e| match e.data.as_ref().and_then(|d| Some((d.events_per_second()?, d.load_retries))) {
+        // A rate from a time that includes retries says so, as the time does.
+        Some((rate, retries)) => (Ok(vec![rate]), None, format!("{rate:.0}{}", super::retries_note(retries).map(|n| format!(" ({n})")).unwrap_or_default())),
         None => (Err("no load time".into()), None, String::new()),
     });
     let subtitle = "events per second of loading, per the ingest ledger (hours' times summed)";

@@ -65,6 +65,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
                 verified,
                 loads: bench::load_table(s),
                 damage: s.damage_lines(),
+                index_failures: s.index_failures(),
                 queries: bench::query_table(s),
             })
             .collect(),
@@ -107,6 +108,8 @@ struct SizeView {
     loads: TextTable,
     /// What the data held besides events, per engine (see `SizeRecord::damage_lines`).
     damage: Vec<String>,
+    /// Engines whose indexes could not all be built, and why.
+    index_failures: Vec<String>,
     queries: TextTable,
 }
 
