@@ -3,7 +3,7 @@
 //! use. Uses the same Debian binaries `just setup` installs. The root crate's
 //! tests include this file too (`#[path]`): one cluster helper for both.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub struct ThrowawayPg {
@@ -95,7 +95,9 @@ impl ThrowawayPg {
     fn tool(&self, name: &str) -> Command {
         let path = self.bin.join(name);
         if self.as_postgres {
-            let mut command = Command::new("runuser");
+            // runuser lives in sbin, which a non-login root shell's PATH can lack.
+            let runuser = ["/usr/sbin/runuser", "/sbin/runuser"].into_iter().find(|p| Path::new(p).is_file()).unwrap_or("runuser");
+            let mut command = Command::new(runuser);
             command.args(["-u", "postgres", "--"]).arg(path);
             command
         } else {
