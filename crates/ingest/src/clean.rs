@@ -7,6 +7,7 @@
 //! | invalid UTF-8                           | quarantine                              |
 //! | not valid JSON (incl. lone surrogates)  | quarantine                              |
 //! | valid JSON but not an object            | quarantine                              |
+//! | an object with a key twice (`{"type":"A","type":"B"}`) | quarantine: `jsonb` would keep the last value, BSON both (and MongoDB read the first), so the engines would hold different data |
 //! | empty line                              | quarantine                              |
 //! | larger than an engine's document limit  | quarantine                              |
 //! | what an engine cannot encode (e.g. BSON's nesting, integer and `_id` rules) | quarantine |
@@ -57,10 +58,12 @@ pub enum Defect {
     /// An object with more keys than an engine can store (the normalized
     /// layout's columns per table).
     TooManyKeys,
+    /// An object with the same key twice: engines disagree on which value it has.
+    DuplicateKey,
 }
 
 impl Defect {
-    pub const ALL: [Defect; 10] = [
+    pub const ALL: [Defect; 11] = [
         Defect::InvalidUtf8,
         Defect::InvalidJson,
         Defect::NotAnObject,
@@ -71,6 +74,7 @@ impl Defect {
         Defect::IntegerOutOfRange,
         Defect::TruncatedLine,
         Defect::TooManyKeys,
+        Defect::DuplicateKey,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -85,6 +89,7 @@ impl Defect {
             Defect::IntegerOutOfRange => "integer_out_of_range",
             Defect::TruncatedLine => "truncated_line",
             Defect::TooManyKeys => "too_many_keys",
+            Defect::DuplicateKey => "duplicate_key",
         }
     }
 }
@@ -160,34 +165,26 @@ impl Policy {
         Ok(CleanDoc { line, json: text, sanitized })
     }
 
-    /// Valid JSON and an object: serde_json reads the text keeping nothing
-    /// (the cheapest full check), and looks into `\u` escapes only on the rare
-    /// line that has one, since skipping strings does not decode them.
+    /// Valid JSON and an object, each object's keys once and no more of them
+    /// than the limit: serde_json reads the text keeping only each object's
+    /// keys. Every string is decoded on the way, so a `\u` escape that is no
+    /// character (a lone surrogate) is refused too.
     fn validate(&self, text: &str) -> Result<(), Rejected> {
         // Every key takes at least 4 bytes (`"":0`) and is followed by a `:`,
         // so a line shorter than that many, or with fewer colons than the
-        // limit, has no object over it: only such rare lines are read key by
-        // key, the rest by serde_json's fastest check.
+        // limit, has no object over it: the limit is counted only on such rare lines.
         let could_exceed = |max: usize| text.len() >= 4 * (max + 1) && memchr::memchr_iter(b':', text.as_bytes()).nth(max).is_some();
-        let keys = self.max_object_keys.filter(|&max| could_exceed(max));
-        let checked = match keys {
-            Some(max) => {
-                let mut reader = serde_json::Deserializer::from_str(text);
-                KeyLimit { max, depth: 0 }.deserialize(&mut reader).and_then(|()| reader.end())
-            }
-            None => serde_json::from_str::<IgnoredAny>(text).map(|_| ()),
-        };
+        let max_keys = self.max_object_keys.filter(|&max| could_exceed(max));
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let mut keys = Vec::new();
+        let checked = ObjectRules { max_keys, depth: 0, keys: &mut keys }.deserialize(&mut reader).and_then(|()| reader.end());
         if let Err(e) = checked {
-            // The limit's own error is a data error; anything else is the JSON's.
+            // The rules' own errors are data errors, saying which; anything else is the JSON's.
             return Err(match e.classify() {
+                serde_json::error::Category::Data if e.to_string().starts_with(DUPLICATE) => Rejected::new(Defect::DuplicateKey, e.to_string()),
                 serde_json::error::Category::Data => Rejected::new(Defect::TooManyKeys, e.to_string()),
                 _ => Rejected::new(Defect::InvalidJson, e.to_string()),
             });
-        }
-        if memchr::memmem::find(text.as_bytes(), b"\\u").is_some() {
-            if let Err(e) = serde_json::from_str::<serde_json::Value>(text) {
-                return Err(Rejected::new(Defect::InvalidJson, e.to_string()));
-            }
         }
         if !text.trim_start().starts_with('{') {
             return Err(Rejected::new(Defect::NotAnObject, "JSON value is not an object"));
@@ -196,32 +193,63 @@ impl Policy {
     }
 }
 
-/// Reads JSON keeping nothing, as [`IgnoredAny`] does, and refuses an object
-/// with more than `max` keys. Below [`KeyLimit::DEEPEST`] it skips values
-/// unread: serde_json's depth limit (128) would call a deep but valid document
+/// How a duplicate key's error begins (told apart from the key limit's).
+const DUPLICATE: &str = "duplicate key";
+
+/// Reads JSON keeping only each object's keys (borrowed from the text where
+/// they have no escape), and refuses an object with a key twice, or with more
+/// than `max_keys`. Below [`ObjectRules::DEEPEST`] it skips values unread:
+/// serde_json's depth limit (128) would call a deep but valid document
 /// invalid, and BSON's nesting limit (100 levels) refuses such documents anyway.
-#[derive(Clone, Copy)]
-struct KeyLimit {
-    max: usize,
+struct ObjectRules<'k, 'de> {
+    max_keys: Option<usize>,
     depth: u32,
+    /// The keys of the objects being read, outermost first: one stack for the
+    /// whole line, so reading an object allocates nothing.
+    keys: &'k mut Vec<Cow<'de, str>>,
 }
 
-impl KeyLimit {
+impl<'de> ObjectRules<'_, 'de> {
     const DEEPEST: u32 = 100;
 
-    fn deeper(self) -> KeyLimit {
-        KeyLimit { depth: self.depth + 1, ..self }
+    fn deeper(&mut self) -> ObjectRules<'_, 'de> {
+        ObjectRules { max_keys: self.max_keys, depth: self.depth + 1, keys: &mut *self.keys }
     }
 }
 
-impl<'de> DeserializeSeed<'de> for KeyLimit {
+/// An object's key, as the text has it (decoded when it has escapes, so
+/// `"a"` and `"\u0061"` are the same key, as every engine reads them).
+struct Key;
+
+impl<'de> DeserializeSeed<'de> for Key {
+    type Value = Cow<'de, str>;
+    fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<Cow<'de, str>, D::Error> {
+        reader.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key {
+    type Value = Cow<'de, str>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("an object key")
+    }
+    fn visit_borrowed_str<E>(self, key: &'de str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Borrowed(key))
+    }
+    fn visit_str<E>(self, key: &str) -> Result<Cow<'de, str>, E> {
+        Ok(Cow::Owned(key.to_string()))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for ObjectRules<'_, 'de> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, reader: D) -> Result<(), D::Error> {
         reader.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for KeyLimit {
+impl<'de> Visitor<'de> for ObjectRules<'_, 'de> {
     type Value = ();
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -247,7 +275,7 @@ impl<'de> Visitor<'de> for KeyLimit {
         Ok(())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<(), A::Error> {
         if self.depth >= Self::DEEPEST {
             while items.next_element::<IgnoredAny>()?.is_some() {}
         } else {
@@ -256,12 +284,17 @@ impl<'de> Visitor<'de> for KeyLimit {
         Ok(())
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<(), A::Error> {
-        let mut keys = 0;
-        while entries.next_key::<IgnoredAny>()?.is_some() {
-            keys += 1;
-            if keys > self.max {
-                return Err(A::Error::custom(format!("an object with more than {} keys (a table has at most that many columns)", self.max)));
+    fn visit_map<A: MapAccess<'de>>(mut self, mut entries: A) -> Result<(), A::Error> {
+        // This object's keys are the stack's top; objects are small (GH
+        // Archive's largest have ~100 keys): a linear search beats hashing.
+        let base = self.keys.len();
+        while let Some(key) = entries.next_key_seed(Key)? {
+            if self.keys[base..].contains(&key) {
+                return Err(A::Error::custom(format!("{DUPLICATE} \"{key}\": an object has it twice")));
+            }
+            self.keys.push(key);
+            if let Some(max) = self.max_keys.filter(|&max| self.keys.len() - base > max) {
+                return Err(A::Error::custom(format!("an object with more than {max} keys (a table has at most that many columns)")));
             }
             if self.depth >= Self::DEEPEST {
                 entries.next_value::<IgnoredAny>()?;
@@ -269,6 +302,7 @@ impl<'de> Visitor<'de> for KeyLimit {
                 entries.next_value_seed(self.deeper())?;
             }
         }
+        self.keys.truncate(base);
         Ok(())
     }
 }
@@ -373,6 +407,19 @@ mod tests {
         // (BSON's encoder refuses the depth, as too_deep).
         let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
         assert!(policy.clean_line(1, deep.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_key_twice_in_any_object_is_refused_as_the_engines_would_disagree() {
+        let defect = |raw: &str| clean_line(1, raw.as_bytes()).map(|_| ()).map_err(|r| r.defect);
+        assert_eq!(defect(r#"{"type":"A","type":"B"}"#), Err(Defect::DuplicateKey));
+        assert_eq!(defect(r#"{"a":[{"x":1},{"y":{"k":1,"k":2}}]}"#), Err(Defect::DuplicateKey), "nested in an array");
+        // The same key written with an escape is the same key to every engine.
+        assert_eq!(defect(r#"{"a":1,"\u0061":2}"#), Err(Defect::DuplicateKey));
+        // The same key in sibling objects, and keys that differ only in case, are fine.
+        assert_eq!(defect(r#"{"a":{"k":1},"b":{"k":2},"K":3,"k":4}"#), Ok(()));
+        let said = clean_line(1, br#"{"type":"A","type":"B"}"#).unwrap_err().detail;
+        assert!(said.contains("\"type\""), "{said}");
     }
 
     #[test]
