@@ -8,7 +8,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
-use mongodb::bson::doc;
+use mongodb::bson::{doc, oid::ObjectId, DateTime, Document};
 
 fn ingest_command(table: &str, work: &std::path::Path, dir: &std::path::Path, hours: u32, extra: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
@@ -81,5 +81,41 @@ async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_no
     let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "10"]);
     assert_exact(&table, 10 * per_hour).await;
     assert_eq!(report["totals"]["engines"]["mongo"]["table_events"], 10 * per_hour);
+    drop_table(&table).await;
+}
+
+/// Another container may have this host name and this boot: its ingest's
+/// process id is not visible here, so its live lease must not be taken for a
+/// dead one. Seen from its own namespace, the same lease of a gone process is.
+#[tokio::test]
+async fn a_lease_held_in_another_container_of_the_same_host_name_is_not_taken_over() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::copy(&real, dir.join("2015-01-01-0.json.gz")).unwrap();
+    let table = table("container");
+    drop_table(&table).await;
+    let read = |path: &str| std::fs::read_to_string(path).unwrap().trim().to_string();
+    let namespace = std::fs::read_link("/proc/self/ns/pid").unwrap().display().to_string();
+    let leases = mongo().await.collection::<Document>("ghbench_locks");
+    leases.delete_one(doc! {"_id": &table}).await.unwrap();
+    let in_a_minute = DateTime::from_millis(DateTime::now().timestamp_millis() + 60_000);
+    leases
+        .insert_one(doc! {
+            "_id": &table, "owner": ObjectId::new(), "host": read("/proc/sys/kernel/hostname"),
+            "boot_id": read("/proc/sys/kernel/random/boot_id"), "pid_namespace": "pid:[4026599999]",
+            // No process here has it (pid_max is below 2^22), but the holder's namespace is another.
+            "pid": 1_i64 << 23, "started_at": DateTime::now(), "expires_at": in_a_minute,
+        })
+        .await
+        .unwrap();
+    let limit = Duration::from_secs(60);
+    refused(&output_within(&mut ingest_command(&table, work.path(), &dir, 1, &["--engines", "mongo"]), limit), "mongo");
+
+    leases.update_one(doc! {"_id": &table}, doc! {"$set": {"pid_namespace": namespace}}).await.unwrap();
+    let out = output_within(&mut ingest_command(&table, work.path(), &dir, 1, &["--engines", "mongo"]), limit);
+    assert!(out.status.success(), "a gone holder's lease in this namespace is taken over: {}", text(&out));
+    assert_eq!(leases.count_documents(doc! {"_id": &table}).await.unwrap(), 0, "released at the end");
     drop_table(&table).await;
 }

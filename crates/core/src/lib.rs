@@ -6,11 +6,13 @@ pub mod digest;
 pub mod engine;
 pub mod hour;
 pub mod redact;
+pub mod place;
 pub mod server;
 pub mod table;
 
 pub use engine::{Capabilities, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec};
 pub use hour::{summarise_hours, Hour, HourRange};
 pub use redact::redact_url;
+pub use place::Place;
 pub use server::{error_chain, ConnectError, ServerInfo, CONNECT_TIMEOUT};
 pub use table::TableName;

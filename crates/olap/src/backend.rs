@@ -63,6 +63,12 @@ pub trait Backend: Send + Sync {
     /// The plan the engine uses for the query, and whether it uses an index.
     async fn explain(&self, query: &QueryFile) -> Plan;
 
+    /// The server's connection string (None for an engine without a server):
+    /// tells whether it runs on this machine (see `ghbench_core::Place`).
+    fn server_url(&self) -> Option<&str> {
+        None
+    }
+
     /// Clears what this engine can clear of its caches without a restart;
     /// says what it did.
     async fn clear_caches(&self) -> Vec<String> {

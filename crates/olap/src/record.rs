@@ -133,6 +133,10 @@ pub struct ColdRecord {
     /// e.g. `hot (no cache dropped)`, `page cache dropped, server not restarted`.
     pub label: String,
     pub actions: Vec<String>,
+    /// Engines whose server runs on another machine, with its hosts: dropping
+    /// this machine's page cache did not reach them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elsewhere: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -232,10 +236,22 @@ pub struct Storage {
     pub rows: u64,
     /// False when `rows` is the planner's estimate (large PostgreSQL tables).
     pub rows_exact: bool,
-    /// Table (PostgreSQL `pg_table_size`) or collection data size (`collStats.size`).
+    /// Bytes on disk: PostgreSQL's `pg_table_size`, MongoDB's `storageSize`
+    /// (compressed), the Parquet files' size.
     pub table_bytes: u64,
+    /// The indexes' bytes on disk.
     pub index_bytes: u64,
     pub indexes: Vec<IndexSize>,
+    /// The data's uncompressed size, where the engine reports one beside its
+    /// size on disk (MongoDB's `size`: the documents' BSON bytes). Never
+    /// compared with another engine's `table_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logical_bytes: Option<u64>,
+    /// Where the numbers come from, where an engine has more than one way to
+    /// tell (e.g. MongoDB's `$collStats`, or the `collStats` command when the
+    /// stage answers no sizes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sizes_from: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -276,20 +292,28 @@ pub struct IndexBuild {
     /// (the normalized layout has no column for it; a later load makes one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
+    /// The replica set members the build waited for (MongoDB's `commitQuorum`,
+    /// as the server's reply gives it); none on a standalone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_quorum: Option<String>,
 }
 
 impl IndexBuild {
     /// An index left out, and why (see [`IndexBuild::skipped`]).
     pub fn left_out(name: String, definition: String, why: String) -> IndexBuild {
-        IndexBuild { name, definition, created: false, seconds: 0.0, bytes: None, skipped: Some(why) }
+        IndexBuild { name, definition, created: false, seconds: 0.0, bytes: None, skipped: Some(why), commit_quorum: None }
     }
 
-    /// What the build did, for people.
-    pub fn state(&self) -> &'static str {
-        match (&self.skipped, self.created) {
+    /// What the build did, for people (and what it waited for on a replica set).
+    pub fn state(&self) -> String {
+        let state = match (&self.skipped, self.created) {
             (Some(_), _) => "skipped: path not loaded yet",
             (None, true) => "built",
             (None, false) => "already there",
+        };
+        match &self.commit_quorum {
+            Some(quorum) if self.created => format!("{state} (commit quorum: {quorum})"),
+            _ => state.to_string(),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use async_trait::async_trait;
-use ghbench_core::Engine;
+use ghbench_core::{Engine, Place};
 
 use crate::backend::{Backend, OnIndexBuilt};
 use crate::catalog::{Catalog, QuerySpec};
@@ -157,6 +157,9 @@ pub struct ColdStep {
     /// The server was restarted (an embedded engine started afresh) and the
     /// OS page cache dropped: nothing the query reads is cached anywhere.
     pub true_cold: bool,
+    /// The engine's server runs elsewhere (`engine at host`): this machine's
+    /// page cache is not its.
+    pub elsewhere: Option<String>,
 }
 
 /// What can be done to any server without owning it: drop the OS page cache
@@ -166,9 +169,20 @@ pub struct ClearCaches;
 #[async_trait]
 impl Cooler for ClearCaches {
     async fn make_cold(&self, _index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
-        let mut actions = vec![drop_os_page_cache().action];
+        let dropped = drop_os_page_cache();
+        let elsewhere = match backend.server_url().map(Place::of) {
+            Some(Place::Elsewhere(hosts)) => Some(format!("{} at {}", backend.engine(), hosts.join(", "))),
+            _ => None,
+        };
+        let mut actions = match &elsewhere {
+            Some(server) => vec![format!(
+                "{server}: that machine's page cache NOT dropped (ghbench drops only the page cache of the machine it runs on; here: {})",
+                dropped.action
+            )],
+            None => vec![dropped.action],
+        };
         actions.extend(backend.clear_caches().await);
-        ColdStep { actions, true_cold: false }
+        ColdStep { actions, true_cold: false, elsewhere }
     }
 }
 
@@ -202,6 +216,9 @@ pub async fn run_queries(
                 progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query });
                 let step = cooler.make_cold(index, backend).await;
                 true_cold[index] &= step.true_cold;
+                if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
+                    cold.elsewhere.push(server);
+                }
                 for action in step.actions {
                     if !cold.actions.contains(&action) {
                         cold.actions.push(action);
@@ -237,7 +254,14 @@ pub fn cold_label(cold: &ColdRecord) -> String {
             .into();
     }
     let dropped = cold.actions.iter().any(|a| a.starts_with("OS page cache dropped"));
-    let os = if dropped { "page cache dropped" } else { "page cache NOT dropped (no permission)" };
+    let mut os = match (dropped, cold.elsewhere.is_empty()) {
+        (true, true) => "page cache dropped".to_string(),
+        (true, false) => "this machine's page cache dropped".to_string(),
+        (false, _) => "page cache NOT dropped (no permission)".to_string(),
+    };
+    if !cold.elsewhere.is_empty() {
+        os.push_str(&format!(" but NOT on the other machines the servers of {} run on", cold.elsewhere.join("; ")));
+    }
     let partly = match cold.true_cold_engines.is_empty() {
         true => String::new(),
         false => format!(
@@ -367,4 +391,24 @@ async fn run_one(
         result.plan = Some(plan);
     }
     (result, first_rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cold_label_says_which_servers_the_page_cache_drop_did_not_reach() {
+        let here = ColdRecord {
+            requested: true,
+            actions: vec!["OS page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)".into()],
+            ..ColdRecord::default()
+        };
+        let label = cold_label(&here);
+        assert!(label.starts_with("page cache dropped, server not restarted"), "{label}");
+        let away = ColdRecord { elsewhere: vec!["mongo at cluster0.example.net".into()], ..here.clone() };
+        let label = cold_label(&away);
+        assert!(label.contains("this machine's page cache dropped but NOT on the other machines the servers of mongo at cluster0.example.net run on"), "{label}");
+        assert!(label.ends_with("not a true cold run"), "{label}");
+    }
 }

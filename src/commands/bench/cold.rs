@@ -190,7 +190,8 @@ impl Cooler for BenchCooler {
                 false
             }
         };
-        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed }
+        // A restarted server is one `just setup` started: on this machine.
+        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed, elsewhere: None }
     }
 }
 

@@ -1,7 +1,14 @@
 //! A MongoDB-wire server (MongoDB or SecantusDB), one collection. Query files
 //! are JSON objects `{"comment": [...], "pipeline": [...]}` in relaxed
 //! extended JSON; aggregations run as the paper ran them: `allowDiskUse: true`
-//! and a very large batch size, the cursor drained.
+//! and a very large batch size, the cursor drained. Besides, each states what
+//! a server's defaults could change: its time limit (MongoDB 8's
+//! `defaultMaxTimeMS` would cut it otherwise) and the `simple` collation (a
+//! collection created with a default collation would group and sort by it).
+//!
+//! The commands around the queries (explain, statistics, `planCacheClear`)
+//! follow the URI's read preference, as the queries do, so they describe
+//! and clear the node the queries ran on.
 
 use std::time::Instant;
 
@@ -14,23 +21,30 @@ use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
+use mongodb::action::{Action, RunCommand};
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::error::ErrorKind;
+use mongodb::options::Collation;
 use mongodb::Database;
 use serde::Deserialize;
 
-use crate::ledger::{number, MongoLedger};
+use crate::error::{refusal, with_advice};
+use crate::explain::WinningPlans;
+use crate::ledger::MongoLedger;
+use crate::stats::{CollectionSizes, IndexReply};
 use crate::SPEC;
 
 /// The paper used "a very large cursor batch size"; servers cap a batch at 16 MB anyway.
 const BATCH_SIZE: u32 = 100_000;
-/// Plan stages that read an index.
-const INDEX_STAGES: [&str; 4] = ["IXSCAN", "COUNT_SCAN", "DISTINCT_SCAN", "IDHACK"];
+/// Each aggregation's `maxTimeMS`: long enough for any query ghbench times,
+/// and explicit, so no server default (MongoDB 8's `defaultMaxTimeMS`) cuts one.
+pub const QUERY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 pub struct MongoBackend {
     db: Database,
     url: String,
     table: TableName,
+    /// `simple`, unless the server misreads it (see `Product::states_simple_collation`).
+    collation: Option<Collation>,
 }
 
 #[derive(Deserialize)]
@@ -45,7 +59,10 @@ struct IndexFile {
 
 impl MongoBackend {
     pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
-        Ok(MongoBackend { db: crate::connect::connect(&SPEC, url).await?, url: url.to_string(), table: table.clone() })
+        let db = crate::connect::connect(&SPEC, url).await?;
+        let (product, _) = crate::connect::product(&db, url).await.context("buildInfo")?;
+        let collation = product.states_simple_collation().then(simple_collation);
+        Ok(MongoBackend { db, url: url.to_string(), table: table.clone(), collation })
     }
 
     fn pipeline(&self, query: &QueryFile) -> BackendResult<Vec<Document>> {
@@ -53,9 +70,49 @@ impl MongoBackend {
         file.pipeline.into_iter().map(|stage| to_document(stage, &query.path)).collect()
     }
 
-    async fn coll_stats(&self) -> BackendResult<Document> {
-        Ok(self.db.run_command(doc! {"collStats": self.table.as_str()}).await?)
+    /// A command to the node the queries go to (the URI's read preference).
+    fn command(&self, command: Document) -> RunCommand<'_> {
+        self.db.run_command(command).selection_criteria(crate::connect::queries_node(&self.db))
     }
+
+    /// The collection's sizes from `$collStats` (summed over shards), or from
+    /// the deprecated `collStats` command where the stage fails or answers no
+    /// sizes for a collection of `rows` documents; with the source, said.
+    async fn collection_sizes(&self, rows: u64) -> BackendResult<(CollectionSizes, String)> {
+        let coll = self.db.collection::<Document>(self.table.as_str());
+        let stage = vec![doc! {"$collStats": {"storageStats": {}}}];
+        let why_not_stage = match coll.aggregate(stage).await {
+            Ok(cursor) => {
+                let replies: Vec<Document> = cursor.try_collect().await?;
+                let sizes = CollectionSizes::from_coll_stats_stage(&replies);
+                if !sizes.unmeasured(rows) {
+                    let source = format!("$collStats storageStats of {} shard document(s)", sizes.shards);
+                    return Ok((sizes, source));
+                }
+                "the $collStats stage answered zero sizes for a non-empty collection".to_string()
+            }
+            Err(e) => format!("the $collStats stage failed: {}", refusal("$collStats", &e)),
+        };
+        let command = doc! {"collStats": self.table.as_str()};
+        let reply = self.command(command).await.map_err(|e| with_advice("collStats", e).context(format!("collStats, after {why_not_stage}")))?;
+        Ok((CollectionSizes::from_coll_stats_command(&reply), format!("the collStats command ({why_not_stage})")))
+    }
+
+    /// The index names on the collection; none when it does not exist yet
+    /// (NamespaceNotFound). Any other failure is an error, never "no indexes".
+    async fn index_names(&self) -> BackendResult<Vec<String>> {
+        match self.db.collection::<Document>(self.table.as_str()).list_index_names().await {
+            Ok(names) => Ok(names),
+            Err(e) if crate::error::code(&e) == Some(26) => Ok(Vec::new()),
+            Err(e) => Err(with_advice("listIndexes", e).context(format!("listing the indexes of {}", self.table))),
+        }
+    }
+}
+
+/// Compares strings by their bytes, as PostgreSQL's `C` collation and the
+/// other engines do, whatever collation the collection was created with.
+fn simple_collation() -> Collation {
+    Collation::builder().locale("simple").build()
 }
 
 fn to_document(json: serde_json::Value, path: &str) -> BackendResult<Document> {
@@ -79,20 +136,22 @@ impl Backend for MongoBackend {
         Ok(MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table }.report().await?)
     }
 
+    /// Rows counted exactly (the statistics' `count` is the fast count: off
+    /// after an unclean shutdown, and counting orphans on a sharded cluster);
+    /// the table's size on disk (`storageSize`, as PostgreSQL's is), its
+    /// uncompressed BSON size beside it.
     async fn sizes(&self) -> BackendResult<Storage> {
-        let stats = self.coll_stats().await.context("collStats")?;
-        let indexes = stats
-            .get_document("indexSizes")
-            .map(|sizes| {
-                sizes.keys().map(|name| IndexSize { name: name.clone(), bytes: number(sizes, name).unwrap_or(0) }).collect()
-            })
-            .unwrap_or_default();
+        let coll = self.db.collection::<Document>(self.table.as_str());
+        let rows = coll.count_documents(doc! {}).await.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?;
+        let (sizes, source) = self.collection_sizes(rows).await?;
         Ok(Storage {
-            rows: number(&stats, "count").unwrap_or(0),
+            rows,
             rows_exact: true,
-            table_bytes: number(&stats, "size").unwrap_or(0),
-            index_bytes: number(&stats, "totalIndexSize").unwrap_or(0),
-            indexes,
+            table_bytes: sizes.on_disk,
+            index_bytes: sizes.indexes_total,
+            indexes: sizes.indexes.into_iter().map(|(name, bytes)| IndexSize { name, bytes }).collect(),
+            logical_bytes: Some(sizes.logical),
+            sizes_from: Some(format!("rows counted (countDocuments); sizes on disk (storageSize) from {source}")),
         })
     }
 
@@ -104,13 +163,18 @@ impl Backend for MongoBackend {
             let definition = spec.to_string();
             let spec = to_document(spec, &file.path)?;
             let name = spec.get_str("name").with_context(|| format!("{}: every index needs a name", file.path))?.to_string();
-            let existed = coll.list_index_names().await.unwrap_or_default().contains(&name);
+            let existed = self.index_names().await?.contains(&name);
             let started = Instant::now();
+            // To the primary, whatever the read preference: only it builds.
             let command = doc! {"createIndexes": self.table.as_str(), "indexes": [spec]};
-            self.db.run_command(command).await.with_context(|| format!("creating {name}"))?;
+            let reply = self.db.run_command(command).await.map_err(|e| with_advice("createIndexes", e).context(format!("creating {name}")))?;
             let seconds = started.elapsed().as_secs_f64();
-            let bytes = self.coll_stats().await.ok().and_then(|s| s.get_document("indexSizes").ok().and_then(|d| number(d, &name)));
-            let build = IndexBuild { name, definition, created: !existed, seconds, bytes, skipped: None };
+            // On a replica set the reply returns once the commit quorum's members have built it.
+            let said = IndexReply::read(&reply);
+            let rows = coll.estimated_document_count().await.unwrap_or(1);
+            let bytes = self.collection_sizes(rows).await.ok().and_then(|(sizes, _)| sizes.indexes.get(&name).copied());
+            let created = said.created.unwrap_or(!existed);
+            let build = IndexBuild { name, definition, created, seconds, bytes, skipped: None, commit_quorum: said.commit_quorum };
             built(&build);
             builds.push(build);
         }
@@ -124,8 +188,16 @@ impl Backend for MongoBackend {
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let pipeline: &Vec<Document> = prepared(self.engine(), query)?;
         let coll = self.db.collection::<Document>(self.table.as_str());
-        let cursor = coll.aggregate(pipeline.clone()).allow_disk_use(true).batch_size(BATCH_SIZE).await?;
-        let docs: Vec<Document> = cursor.try_collect().await?;
+        let failed = |e| with_advice("aggregate", e);
+        let cursor = coll
+            .aggregate(pipeline.clone())
+            .allow_disk_use(true)
+            .batch_size(BATCH_SIZE)
+            .max_time(QUERY_TIME_LIMIT)
+            .optional(self.collation.clone(), |aggregate, collation| aggregate.collation(collation))
+            .await
+            .map_err(failed)?;
+        let docs: Vec<Document> = cursor.try_collect().await.map_err(failed)?;
         Ok(docs.iter().map(normalise).collect())
     }
 
@@ -138,34 +210,46 @@ impl Backend for MongoBackend {
                 return plan;
             }
         };
-        let command = doc! {
-            "explain": {"aggregate": self.table.as_str(), "pipeline": pipeline, "cursor": {}},
-            "verbosity": "executionStats",
+        // The aggregation as `execute` runs it, so the plan is the timed one's.
+        let mut aggregate = doc! {
+            "aggregate": self.table.as_str(), "pipeline": pipeline, "cursor": {}, "allowDiskUse": true,
+            "maxTimeMS": QUERY_TIME_LIMIT.as_millis() as i64,
         };
-        match self.db.run_command(command).await {
+        if self.collation.is_some() {
+            aggregate.insert("collation", doc! {"locale": "simple"});
+        }
+        match self.command(doc! {"explain": aggregate, "verbosity": "executionStats"}).await {
             Ok(reply) => {
+                if let Ok(server) = reply.get_document("serverInfo") {
+                    let port = server.get("port").map(|p| format!(":{p}")).unwrap_or_default();
+                    plan.command = format!("{} (answered by {}{port})", plan.command, server.get_str("host").unwrap_or("?"));
+                }
                 let json = Bson::Document(reply).into_relaxed_extjson();
-                let mut stages = Vec::new();
-                collect_stages(&json, &mut stages, &mut plan.indexes);
-                // A reply without any stage is a format we cannot read: say "unknown".
-                plan.index_used = (!stages.is_empty()).then(|| stages.iter().any(|s| INDEX_STAGES.contains(&s.as_str())));
+                // Only the winning plans (one per shard); a shape without one is "unknown".
+                let winning = WinningPlans::read(&json);
+                plan.index_used = winning.index_used();
+                plan.indexes = winning.indexes;
                 plan.json = Some(json);
             }
-            Err(e) => plan.error = Some(format!("explain unsupported or failed: {}", short(&e))),
+            Err(e) => plan.error = Some(format!("explain unsupported or failed: {}", refusal("explain", &e))),
         }
         plan
     }
 
     async fn clear_caches(&self) -> Vec<String> {
-        let done = match self.db.run_command(doc! {"planCacheClear": self.table.as_str()}).await {
-            Ok(_) => "planCacheClear (cached plans dropped)".to_string(),
-            Err(e) => format!("planCacheClear not done: {}", short(&e)),
+        let done = match self.command(doc! {"planCacheClear": self.table.as_str()}).await {
+            Ok(_) => format!("planCacheClear on the node the queries read ({}): cached plans dropped", crate::connect::read_preference(&self.db)),
+            Err(e) => format!("planCacheClear not done: {}", refusal("planCacheClear", &e)),
         };
         vec![format!("MongoDB-wire server: {done}; its data cache stays warm: server not restarted")]
     }
 
     fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        error.chain().any(|cause| cause.downcast_ref::<mongodb::error::Error>().is_some_and(crate::error::is_lost_connection))
+        error.chain().any(|cause| cause.downcast_ref::<mongodb::error::Error>().is_some_and(crate::error::is_transient))
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        Some(&self.url)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
@@ -184,14 +268,6 @@ impl Backend for MongoBackend {
 /// How long closing a client may wait for the driver's own shutdown.
 const CLOSE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// The server's own words for a failed command (the driver's Display adds the raw reply).
-fn short(e: &mongodb::error::Error) -> String {
-    match e.kind.as_ref() {
-        ErrorKind::Command(c) => format!("{} ({})", c.message, c.code_name),
-        _ => e.to_string(),
-    }
-}
-
 /// `_id` (the group key) as text; counts as integers; averages as f64.
 fn normalise(doc: &Document) -> Row {
     doc.iter()
@@ -207,24 +283,6 @@ fn normalise(doc: &Document) -> Row {
         .collect()
 }
 
-/// Every `stage` and `indexName` anywhere in an explain reply (its shape varies
-/// by server and version).
-fn collect_stages(json: &serde_json::Value, stages: &mut Vec<String>, indexes: &mut Vec<String>) {
-    match json {
-        serde_json::Value::Object(map) => {
-            for (key, value) in map {
-                match (key.as_str(), value) {
-                    ("stage", serde_json::Value::String(s)) => stages.push(s.clone()),
-                    ("indexName", serde_json::Value::String(s)) if !indexes.contains(s) => indexes.push(s.clone()),
-                    _ => collect_stages(value, stages, indexes),
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_stages(v, stages, indexes)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,15 +294,5 @@ mod tests {
         let row = normalise(&doc! {"_id": null, "avg": 2.5});
         assert_eq!(row, vec![Cell::Null, Cell::Float(2.5)]);
         assert_eq!(normalise(&doc! {"_id": 7_i32, "n": 1_i64})[0], Cell::Text("7".into()));
-    }
-
-    #[test]
-    fn finds_index_stages_at_any_depth() {
-        let json = serde_json::json!({"stages": [{"$cursor": {"queryPlanner": {"winningPlan":
-            {"stage": "FETCH", "inputStage": {"stage": "IXSCAN", "indexName": "type_1"}}}}}]});
-        let (mut stages, mut indexes) = (Vec::new(), Vec::new());
-        collect_stages(&json, &mut stages, &mut indexes);
-        assert_eq!(stages, ["FETCH", "IXSCAN"]);
-        assert_eq!(indexes, ["type_1"]);
     }
 }

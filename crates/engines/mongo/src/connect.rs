@@ -85,9 +85,19 @@ pub fn short_error(error: &mongodb::error::Error) -> String {
         }
         mongodb::error::ErrorKind::DnsResolve { message, .. } => srv_words(message),
         mongodb::error::ErrorKind::InvalidTlsConfig { message, .. } => format!("the URI's TLS settings (tlsCAFile, tlsCertificateKeyFile): {message}"),
+        mongodb::error::ErrorKind::InvalidArgument { message, .. } if message.contains("MONGODB-AWS") => AWS_NOT_BUILT.to_string(),
+        mongodb::error::ErrorKind::Authentication { message, .. } if message.contains("MONGODB-AWS") || message.contains("AWS") => format!(
+            "MONGODB-AWS authentication failed: {message}; the credentials come from the URI, else from the environment \
+             (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), a web identity, an ECS task or an EC2 instance role, \
+             as AWS's SDK finds them, and the server must map that AWS identity to a database user"
+        ),
         _ => error.to_string(),
     }
 }
+
+/// Said when a URI asks for `authMechanism=MONGODB-AWS` of a ghbench built without it.
+pub const AWS_NOT_BUILT: &str = "this ghbench was built without MONGODB-AWS authentication (it adds the AWS SDK and a C library \
+     to the build): build it with `cargo build --release --features aws-auth`";
 
 /// A TLS failure the driver reports as rustls's words, said so a user can act on it.
 fn tls_words(error: &str) -> Option<String> {
@@ -117,36 +127,196 @@ fn srv_words(message: &str) -> String {
     }
 }
 
-/// What answers on the MongoDB wire: real MongoDB, or SecantusDB (which reports a
-/// MongoDB version for driver compatibility but must never be labelled MongoDB).
+/// What answers on the MongoDB wire: real MongoDB, or a product that speaks
+/// its protocol and is something else (SecantusDB, FerretDB, Amazon
+/// DocumentDB, Azure Cosmos DB), never labelled MongoDB. Also the topology and
+/// the read preference the commands follow.
 pub async fn describe(spec: &EngineSpec, db: &mongodb::Database, url: &str) -> Result<ServerInfo, mongodb::error::Error> {
-    let info: Document = db.run_command(doc! {"buildInfo": 1}).await?;
+    let (product, info) = product(db, url).await?;
     let reported = info.get_str("version").unwrap_or("unknown").to_string();
     let mut settings = BTreeMap::new();
-    let (product, version) = match info.get_str("secantusVersion") {
-        Ok(secantus) => {
-            settings.insert("reported_mongodb_version".into(), reported.clone());
-            ("SecantusDB".to_string(), secantus.to_string())
-        }
-        Err(_) => ("MongoDB".to_string(), reported.clone()),
-    };
     if let Ok(git) = info.get_str("gitVersion") {
         settings.insert("git_version".into(), git.to_string());
     }
-    if let Ok(status) = db.client().database("admin").run_command(doc! {"serverStatus": 1}).await {
-        if let Ok(engine) = status.get_document("storageEngine").and_then(|s| s.get_str("name")) {
-            settings.insert("storage_engine".into(), engine.to_string());
+    match db.client().database("admin").run_command(doc! {"serverStatus": 1}).await {
+        Ok(status) => {
+            if let Ok(engine) = status.get_document("storageEngine").and_then(|s| s.get_str("name")) {
+                settings.insert("storage_engine".into(), engine.to_string());
+            }
+        }
+        Err(e) => {
+            settings.insert("storage_engine".into(), format!("unknown: {}", crate::error::refusal("serverStatus", &e)));
         }
     }
-    let build = format!("{product} {version}; buildInfo.version {reported}");
-    let mut info = ServerInfo::new(spec.engine.clone(), &product, &version, build, url);
-    if let Some(reported) = settings.get("reported_mongodb_version") {
-        info.label = format!("{product} {version} (MongoDB-wire, reports {reported})");
-        info.caveat = Some(format!(
-            "{} is a MongoDB-wire server, not MongoDB: its timings say nothing about MongoDB's speed; they only show this setup",
-            info.label
+    if let Ok(hello) = db.run_command(doc! {"hello": 1}).await {
+        settings.insert("topology".into(), topology(&hello));
+    }
+    settings.insert("read_preference".into(), read_preference(db));
+    settings.insert("collation".into(), product.collation_sent().into());
+    let (name, version) = match &product {
+        Product::MongoDB => ("MongoDB".to_string(), reported.clone()),
+        Product::Other { name, version, .. } => {
+            settings.insert("reported_mongodb_version".into(), reported.clone());
+            (name.to_string(), version.clone().unwrap_or_else(|| "unknown version".into()))
+        }
+    };
+    let build = format!("{name} {version}; buildInfo.version {reported}");
+    let mut server = ServerInfo::new(spec.engine.clone(), &name, &version, build, url);
+    if let Product::Other { how_known, .. } = &product {
+        server.label = format!("{name} {version} (MongoDB-wire, reports {reported})");
+        server.caveat = Some(format!(
+            "{} is a MongoDB-wire server, not MongoDB ({how_known}): its timings say nothing about MongoDB's speed; they only show this setup",
+            server.label
         ));
     }
-    info.settings = settings;
-    Ok(info)
+    server.settings = settings;
+    Ok(server)
+}
+
+/// What answers at `url` (with its `buildInfo`), asked of the node the queries go to.
+pub async fn product(db: &mongodb::Database, url: &str) -> Result<(Product, Document), mongodb::error::Error> {
+    let info: Document = db.run_command(doc! {"buildInfo": 1}).selection_criteria(queries_node(db)).await?;
+    Ok((Product::of(&info, &url_hosts(url)), info))
+}
+
+/// What speaks on the MongoDB wire.
+#[derive(Debug, PartialEq)]
+pub enum Product {
+    MongoDB,
+    /// Something else, and how ghbench knows.
+    Other { name: &'static str, version: Option<String>, how_known: &'static str },
+}
+
+impl Product {
+    /// From `buildInfo` (SecantusDB and FerretDB name themselves there) and
+    /// the URI's hosts (Amazon DocumentDB and Azure Cosmos DB report a MongoDB
+    /// version and are known by their host names, as MongoDB's drivers know them).
+    pub fn of(build_info: &Document, hosts: &[String]) -> Product {
+        if let Ok(version) = build_info.get_str("secantusVersion") {
+            return Product::Other { name: "SecantusDB", version: Some(version.into()), how_known: "buildInfo.secantusVersion" };
+        }
+        if let Some((_, version)) = build_info.iter().find(|(key, _)| key.to_ascii_lowercase().starts_with("ferretdb")) {
+            let version = version.as_str().map(str::to_string);
+            return Product::Other { name: "FerretDB", version, how_known: "buildInfo names FerretDB" };
+        }
+        let on = |suffixes: &[&str]| hosts.iter().any(|h| suffixes.iter().any(|s| h.to_ascii_lowercase().ends_with(s)));
+        if on(&[".docdb.amazonaws.com", ".docdb-elastic.amazonaws.com"]) {
+            return Product::Other { name: "Amazon DocumentDB", version: None, how_known: "its host name" };
+        }
+        if on(&[".cosmos.azure.com"]) {
+            return Product::Other { name: "Azure Cosmos DB for MongoDB", version: None, how_known: "its host name" };
+        }
+        Product::MongoDB
+    }
+
+    /// Whether the queries state collation `simple` (binary comparison, as
+    /// MongoDB defines it). SecantusDB 0.7 reads `{locale: "simple"}` as a
+    /// language's collation and sorts "a" before "B" (measured), while its
+    /// default compares bytes: there the collation is left out, or its
+    /// answers would differ from every other engine's.
+    pub fn states_simple_collation(&self) -> bool {
+        !matches!(self, Product::Other { name: "SecantusDB", .. })
+    }
+
+    /// For the record: the collation the queries ran with.
+    pub fn collation_sent(&self) -> &'static str {
+        match self.states_simple_collation() {
+            true => "simple (binary comparison), stated on every query",
+            false => "the server's default (binary), not stated: SecantusDB sorts {locale: \"simple\"} case-insensitively",
+        }
+    }
+}
+
+/// The URI's host names (the SRV name of a `mongodb+srv://` URI), without ports.
+pub fn url_hosts(url: &str) -> Vec<String> {
+    match mongodb::options::ConnectionString::parse(url).map(|c| c.host_info) {
+        Ok(mongodb::options::HostInfo::HostIdentifiers(hosts)) => hosts
+            .iter()
+            .map(|h| match h {
+                mongodb::options::ServerAddress::Tcp { host, .. } => host.clone(),
+                other => other.to_string(),
+            })
+            .collect(),
+        Ok(mongodb::options::HostInfo::DnsRecord(name)) => vec![name],
+        _ => Vec::new(),
+    }
+}
+
+/// For the record: `standalone`, `replica set rs0 (primary)`, `sharded cluster (mongos)`.
+pub fn topology(hello: &Document) -> String {
+    if hello.get_str("msg") == Ok("isdbgrid") {
+        return "sharded cluster (mongos)".into();
+    }
+    match hello.get_str("setName") {
+        Ok(set) => {
+            let member = if hello.get_bool("isWritablePrimary").unwrap_or(false) { "primary" } else { "secondary" };
+            format!("replica set {set} ({member} answered)")
+        }
+        Err(_) => "standalone".into(),
+    }
+}
+
+/// Where the queries go (the URI's read preference, else the primary): a
+/// command given this goes there too (`run_command` alone ignores the URI's).
+pub fn queries_node(db: &mongodb::Database) -> mongodb::options::SelectionCriteria {
+    db.selection_criteria().cloned().unwrap_or(mongodb::options::SelectionCriteria::ReadPreference(mongodb::options::ReadPreference::Primary))
+}
+
+/// The read preference the queries and their commands follow (the URI's, else primary).
+pub fn read_preference(db: &mongodb::Database) -> String {
+    match db.selection_criteria() {
+        Some(mongodb::options::SelectionCriteria::ReadPreference(preference)) => format!("{preference:?}"),
+        Some(_) => "a custom server selection".into(),
+        None => "primary (the default)".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mongodb::bson::Bson;
+
+    fn build_info(name: &str) -> Document {
+        let path = format!("{}/tests/replies/build_info/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        match Bson::try_from(json).unwrap() {
+            Bson::Document(d) => d,
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn wire_products_are_named_as_what_they_are() {
+        let local = ["127.0.0.1".to_string()];
+        assert_eq!(Product::of(&build_info("mongodb_8"), &local), Product::MongoDB);
+        match Product::of(&build_info("ferretdb_v1"), &local) {
+            Product::Other { name: "FerretDB", version, .. } => assert_eq!(version.as_deref(), Some("v1.24.0")),
+            other => panic!("{other:?}"),
+        }
+        let docdb = ["cluster1.cluster-c9akciq32.eu-west-1.docdb.amazonaws.com".to_string()];
+        assert!(matches!(Product::of(&build_info("mongodb_8"), &docdb), Product::Other { name: "Amazon DocumentDB", .. }));
+        let cosmos = ["acct.mongo.cosmos.azure.com".to_string()];
+        assert!(matches!(Product::of(&build_info("mongodb_8"), &cosmos), Product::Other { name: "Azure Cosmos DB for MongoDB", .. }));
+    }
+
+    #[cfg(not(feature = "aws-auth"))]
+    #[tokio::test]
+    async fn an_aws_uri_without_the_feature_says_how_to_build_it() {
+        let url = "mongodb://127.0.0.1:27017/?authMechanism=MONGODB-AWS&authSource=%24external";
+        let error = connect(&crate::SPEC, url).await.unwrap_err().to_string();
+        assert!(error.contains("--features aws-auth"), "{error}");
+    }
+
+    #[test]
+    fn hosts_come_from_the_uri() {
+        assert_eq!(url_hosts("mongodb://u:p@a.example:27017,b.example/db?replicaSet=rs0"), ["a.example", "b.example"]);
+        assert!(url_hosts("not a uri").is_empty());
+    }
+
+    #[test]
+    fn topology_is_read_from_hello() {
+        assert_eq!(topology(&doc! {"isWritablePrimary": true}), "standalone");
+        assert_eq!(topology(&doc! {"isWritablePrimary": true, "setName": "rs0"}), "replica set rs0 (primary answered)");
+        assert_eq!(topology(&doc! {"isWritablePrimary": true, "msg": "isdbgrid"}), "sharded cluster (mongos)");
+    }
 }

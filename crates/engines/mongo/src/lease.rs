@@ -1,13 +1,18 @@
 //! MongoDB's table lock: a lease document in `ghbench_locks`, renewed while
 //! the run lives and free once it expires; a lease whose holder died on this
 //! same host is taken over at once.
+//!
+//! Times are the server's (`$$NOW` in an update pipeline), so clients whose
+//! clocks disagree still agree on when a lease expires. "This same host" means
+//! the same host name, boot and process id namespace: two containers may
+//! share a host name, and neither can see the other's processes.
 
 use std::time::Duration;
 
 use ghbench_core::TableName;
 use mongodb::bson::oid::ObjectId;
-use mongodb::bson::{doc, DateTime, Document};
-use mongodb::Database;
+use mongodb::bson::{doc, Document};
+use mongodb::{Collection, Database};
 
 use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY};
 use ghbench_ingest::sink::SinkError;
@@ -19,6 +24,15 @@ pub const LOCKS: &str = "ghbench_locks";
 /// A lease lasts this long unless renewed.
 const LEASE: Duration = Duration::from_secs(60);
 
+fn leases(db: &Database) -> Collection<Document> {
+    db.collection_with_options(LOCKS, crate::ledger::durable())
+}
+
+/// The server's time `LEASE` from now, in an update pipeline.
+fn expires() -> Document {
+    doc! {"$add": ["$$NOW", LEASE.as_millis() as i64]}
+}
+
 /// Takes the table's lease, renewed by a task until released; each renewal
 /// waits at most `limit`.
 pub async fn lock(db: &Database, table: &TableName, limit: Duration) -> Result<TableLock, SinkError> {
@@ -28,41 +42,67 @@ pub async fn lock(db: &Database, table: &TableName, limit: Duration) -> Result<T
     let keeper = tokio::spawn(keep_lease(db.clone(), table.clone(), owner, limit, lost.clone()));
     let (db, table) = (db.clone(), table.to_string());
     let release = Box::pin(async move {
-        let _ = db.collection::<Document>(LOCKS).delete_one(doc! {"_id": table, "owner": owner}).await;
+        let _ = leases(&db).delete_one(doc! {"_id": table, "owner": owner}).await;
     });
     Ok(TableLock::kept(keeper, lost, Some(release)))
 }
 
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string()).unwrap_or_default()
+/// Where this process runs, as far as another process can tell: the host
+/// name, the kernel's boot, and the process id namespace (a container's own).
+#[derive(Debug, Clone, PartialEq)]
+struct Place {
+    host: String,
+    boot: String,
+    pid_namespace: String,
 }
 
-/// True when `pid` is known not to run on this host (Linux's /proc tells).
-fn dead_here(host: &str, pid: i64) -> bool {
-    let proc_fs = std::path::Path::new("/proc/self").exists();
-    proc_fs && !host.is_empty() && host == hostname() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+impl Place {
+    fn here() -> Place {
+        let read = |path: &str| std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_default();
+        let pid_namespace = std::fs::read_link("/proc/self/ns/pid").map(|p| p.display().to_string()).unwrap_or_default();
+        Place { host: read("/proc/sys/kernel/hostname"), boot: read("/proc/sys/kernel/random/boot_id"), pid_namespace }
+    }
+
+    fn of(holder: &Document) -> Place {
+        let field = |name: &str| holder.get_str(name).unwrap_or("").to_string();
+        Place { host: field("host"), boot: field("boot_id"), pid_namespace: field("pid_namespace") }
+    }
+
+    /// This process can see whether `pid` of `holder` lives: the same host,
+    /// boot and namespace, each known (a lease from before these were
+    /// recorded, or another container with the same host name, is not).
+    fn can_see(&self, holder: &Place) -> bool {
+        let known = !self.host.is_empty() && !self.boot.is_empty() && !self.pid_namespace.is_empty();
+        known && self == holder
+    }
 }
 
+/// True when `pid` is known not to run: its holder ran where this process
+/// can see its processes (Linux's /proc tells), and it is gone.
+fn dead_here(holder: &Place, pid: i64) -> bool {
+    Place::here().can_see(holder) && !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The lease's fields, its times the server's.
 fn lease_fields(owner: ObjectId) -> Document {
-    let now = DateTime::now();
+    let here = Place::here();
     doc! {
         "owner": owner,
-        "host": hostname(),
+        // Literal: in an update pipeline a string beginning with `$` would be a field path.
+        "host": {"$literal": here.host},
+        "boot_id": {"$literal": here.boot},
+        "pid_namespace": {"$literal": here.pid_namespace},
         "pid": i64::from(std::process::id()),
-        "started_at": now,
+        "started_at": "$$NOW",
         "expires_at": expires(),
     }
 }
 
-fn expires() -> DateTime {
-    DateTime::from_millis(DateTime::now().timestamp_millis() + LEASE.as_millis() as i64)
-}
-
 /// Takes the table's lease when it is free, expired, ours, or its holder died here.
 async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result<(), SinkError> {
-    let leases = db.collection::<Document>(LOCKS);
-    let free = doc! {"_id": table.as_str(), "$or": [{"expires_at": {"$lt": DateTime::now()}}, {"owner": owner}]};
-    match leases.find_one_and_update(free, doc! {"$set": lease_fields(owner)}).upsert(true).await {
+    let leases = leases(db);
+    let free = doc! {"_id": table.as_str(), "$or": [{"$expr": {"$lt": ["$expires_at", "$$NOW"]}}, {"owner": owner}]};
+    match leases.find_one_and_update(free, vec![doc! {"$set": lease_fields(owner)}]).upsert(true).await {
         Ok(_) => return Ok(()),
         // The upsert met a live lease: someone holds it.
         Err(e) if crate::sink::is_duplicate_key(&e) => {}
@@ -71,14 +111,15 @@ async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result
     let Some(holder) = leases.find_one(doc! {"_id": table.as_str()}).await.sink()? else {
         return Err(SinkError::Other(format!("the lease on '{table}' vanished while taking it; rerun")));
     };
-    let host = holder.get_str("host").unwrap_or("").to_string();
+    let place = Place::of(&holder);
     let pid = holder.get_i64("pid").unwrap_or(0);
-    if dead_here(&host, pid) {
+    if dead_here(&place, pid) {
         let theirs = doc! {"_id": table.as_str(), "owner": holder.get("owner").cloned().unwrap_or(mongodb::bson::Bson::Null)};
-        if leases.update_one(theirs, doc! {"$set": lease_fields(owner)}).await.sink()?.modified_count == 1 {
+        if leases.update_one(theirs, vec![doc! {"$set": lease_fields(owner)}]).await.sink()?.modified_count == 1 {
             return Ok(());
         }
     }
+    let host = place.host;
     let until = holder.get_datetime("expires_at").map(|d| d.try_to_rfc3339_string().unwrap_or_default()).unwrap_or_default();
     Err(SinkError::Locked(format!(
         "another ghbench run is loading table '{table}' into mongo (process {pid} on host '{host}'; its lease runs until {until} \
@@ -114,8 +155,8 @@ async fn keep_lease(db: Database, table: TableName, owner: ObjectId, limit: Dura
 }
 
 async fn renew(db: &Database, table: &TableName, owner: ObjectId) -> Renewal {
-    let leases = db.collection::<Document>(LOCKS);
-    match leases.update_one(doc! {"_id": table.as_str(), "owner": owner}, doc! {"$set": {"expires_at": expires()}}).await {
+    let renewal = vec![doc! {"$set": {"expires_at": expires()}}];
+    match leases(db).update_one(doc! {"_id": table.as_str(), "owner": owner}, renewal).await {
         Ok(result) if result.matched_count == 1 => Renewal::Held,
         // Ours is gone (it expired while the server was away): take it again,
         // unless another run has meanwhile.
@@ -125,5 +166,26 @@ async fn renew(db: &Database, table: &TableName, owner: ObjectId) -> Renewal {
             Err(_) => Renewal::Unanswered,
         },
         Err(_) => Renewal::Unanswered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_holder_is_seen_only_from_the_same_host_boot_and_pid_namespace() {
+        let here = Place::here();
+        assert!(here.can_see(&here.clone()), "{here:?}");
+        let other_container = Place { pid_namespace: "pid:[4026532999]".into(), ..here.clone() };
+        assert!(!here.can_see(&other_container), "same host name, another container");
+        let rebooted = Place { boot: "00000000-0000-0000-0000-000000000000".into(), ..here.clone() };
+        assert!(!here.can_see(&rebooted));
+        let old_lease = Place { boot: String::new(), pid_namespace: String::new(), ..here.clone() };
+        assert!(!here.can_see(&old_lease), "a lease that recorded only a host name");
+        // A process that surely does not run here (pid_max is below 2^22).
+        assert!(dead_here(&here, 1 << 23));
+        assert!(!dead_here(&other_container, 1 << 23));
+        assert!(!dead_here(&here, i64::from(std::process::id())));
     }
 }

@@ -14,6 +14,7 @@ use ghbench_core::{Engine, TableName};
 use ghbench_ingest::sink::StoredHour;
 use ghbench_olap::ledger::Ledger;
 use mongodb::bson::{doc, Bson, Document};
+use mongodb::options::{Acknowledgment, CollectionOptions, ReadConcern, WriteConcern};
 use mongodb::{Collection, Database};
 
 /// The ledger collection.
@@ -29,7 +30,7 @@ pub struct MongoLedger<'a> {
 
 impl MongoLedger<'_> {
     pub fn collection(&self) -> Collection<Document> {
-        self.db.collection(LEDGER)
+        self.db.collection_with_options(LEDGER, durable())
     }
 
     fn first_owner(&self) -> bool {
@@ -97,6 +98,15 @@ impl MongoLedger<'_> {
     pub fn key_fields(&self, stem: &str) -> Document {
         doc! {"engine": self.engine.name(), "table": self.table.as_str(), "hour": stem}
     }
+}
+
+/// For the ledger and the leases: writes acknowledged by a majority of a
+/// replica set's members and journaled, reads of majority-committed data
+/// only, so a `done` mark (or a lease) that ghbench saw cannot be rolled
+/// back by a failover. On a standalone both mean the one server's journal.
+pub fn durable() -> CollectionOptions {
+    let write = WriteConcern::builder().w(Acknowledgment::Majority).journal(true).build();
+    CollectionOptions::builder().write_concern(write).read_concern(ReadConcern::majority()).build()
 }
 
 /// A number from a server reply, whichever integer or double type it chose.

@@ -14,9 +14,11 @@ pub mod backend;
 pub mod connect;
 pub mod encode;
 pub mod error;
+pub mod explain;
 pub mod lease;
 pub mod ledger;
 pub mod sink;
+pub mod stats;
 
 use std::sync::Arc;
 

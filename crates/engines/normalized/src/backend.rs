@@ -92,7 +92,7 @@ impl Backend for NormalizedBackend {
         };
         let (rows, rows_exact) = pg::row_count(&self.client, &tables[0], root_bytes, estimate).await?;
         let indexes = pg::index_sizes(&self.client, &tables).await?;
-        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes, ..Storage::default() })
     }
 
     /// Each index of the file, but one over a path no loaded document has
@@ -135,6 +135,10 @@ impl Backend for NormalizedBackend {
 
     fn lost_connection(&self, error: &anyhow::Error) -> bool {
         ghbench_postgres::error::lost_connection_in(error)
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        Some(&self.url)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {

@@ -65,7 +65,7 @@ pub async fn create_indexes(client: &Client, file: &QueryFile, text: &str, built
         let seconds = started.elapsed().as_secs_f64();
         let size = "SELECT pg_relation_size(to_regclass($1))";
         let bytes: Option<i64> = client.query_one(size, &[&name.as_str()]).await?.get(0);
-        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64), skipped: None };
+        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64), skipped: None, commit_quorum: None };
         built(&build);
         builds.push(build);
     }
@@ -147,7 +147,7 @@ impl Backend for PostgresBackend {
         let (table_bytes, index_bytes, estimate): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
         let (rows, rows_exact) = row_count(&self.client, t, table_bytes, estimate).await?;
         let indexes = index_sizes(&self.client, &[t.to_string()]).await?;
-        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes })
+        Ok(Storage { rows, rows_exact, table_bytes: table_bytes as u64, index_bytes: index_bytes as u64, indexes, ..Storage::default() })
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
@@ -169,6 +169,10 @@ impl Backend for PostgresBackend {
 
     fn lost_connection(&self, error: &anyhow::Error) -> bool {
         crate::error::lost_connection_in(error)
+    }
+
+    fn server_url(&self) -> Option<&str> {
+        Some(&self.url)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {

@@ -55,7 +55,7 @@ pub fn data_line(record: &BenchRecord) -> String {
 
 /// One row per engine: its load, its index builds, its size on disk.
 pub fn load_table(size: &SizeRecord) -> TextTable {
-    let mut table = TextTable::new(&["engine", "hours loaded", "hours reused", "load s", "events/s", "upkeep s", "indexes s", "table MiB", "indexes MiB"]);
+    let mut table = TextTable::new(&["engine", "hours loaded", "hours reused", "load s", "events/s", "upkeep s", "indexes s", "table MiB on disk", "indexes MiB"]);
     for load in &size.loads {
         let engine = size.run.context.engines.iter().find(|e| e.engine == load.engine);
         let storage = engine.and_then(|e| e.storage.as_ref());

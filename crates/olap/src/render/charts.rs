@@ -117,7 +117,7 @@ fn storage_bars(view: &ResultsView) -> Bars {
         }
         None => (Err("size unknown".into()), None, String::new()),
     });
-    let subtitle = "table (dark) and its indexes (light, stacked on top)";
+    let subtitle = "bytes on disk: table (dark) and its indexes (light, stacked on top)";
     titled(bars, "Storage".into(), subtitle.into(), "MiB", "they could not say their size")
 }
 

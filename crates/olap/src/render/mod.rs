@@ -240,11 +240,12 @@ pub fn machine_line(m: &Machine) -> String {
 pub fn storage_line(engine: &EngineRecord) -> String {
     match (&engine.storage, &engine.storage_error) {
         (Some(s), _) => format!(
-            "{} rows{}, table {} bytes, indexes {} bytes",
+            "{} rows{}, on disk: table {} bytes, indexes {} bytes{}",
             s.rows,
             if s.rows_exact { "" } else { " (estimate)" },
             s.table_bytes,
-            s.index_bytes
+            s.index_bytes,
+            s.logical_bytes.map(|b| format!(" (data uncompressed: {b} bytes)")).unwrap_or_default()
         ),
         (None, e) => e.as_deref().unwrap_or("unknown").to_string(),
     }

@@ -64,6 +64,7 @@ fn engine(e: usize) -> EngineRecord {
             table_bytes: [11_034_624, 0, 19_357_696][e],
             index_bytes: [753_664, 0, 4_554_752][e],
             indexes: vec![IndexSize { name: "events_type_idx".into(), bytes: 753_664 }],
+            ..Storage::default()
         }),
         storage_error: (e == 1).then(|| "collStats refused: not authorised".to_string()),
     }

@@ -1,0 +1,98 @@
+//! Where a server runs, as far as its connection string tells: on the machine
+//! ghbench runs on, or elsewhere. What ghbench does to this machine (dropping
+//! its page cache) reaches only a server that runs here, and the reports say so.
+
+use std::net::IpAddr;
+
+/// Where an engine's server runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Place {
+    /// On this machine: a loopback address, `localhost`, a Unix socket, or this host's name.
+    ThisMachine,
+    /// On the named hosts (one is enough to be elsewhere).
+    Elsewhere(Vec<String>),
+}
+
+impl Place {
+    /// From a `scheme://[user@]host[:port][,host...]/...` URL (PostgreSQL's
+    /// and MongoDB's, `?host=` included) or libpq's `key=value` form.
+    pub fn of(url: &str) -> Place {
+        let away: Vec<String> = hosts_of(url).into_iter().filter(|h| !is_this_machine(h)).collect();
+        match away.is_empty() {
+            true => Place::ThisMachine,
+            false => Place::Elsewhere(away),
+        }
+    }
+}
+
+/// The host names a connection string names (empty: the default, a local socket).
+fn hosts_of(url: &str) -> Vec<String> {
+    let mut hosts = Vec::new();
+    let (authority, query) = match url.split_once("://") {
+        Some((_, rest)) => {
+            let (before_query, query) = rest.split_once('?').unwrap_or((rest, ""));
+            let authority = before_query.split('/').next().unwrap_or("");
+            (authority.rsplit_once('@').map_or(authority, |(_, h)| h), query)
+        }
+        // libpq's `host=a port=5432 ...`
+        None => ("", url),
+    };
+    hosts.extend(authority.split(',').filter(|h| !h.is_empty()).map(without_port));
+    for pair in query.split(['&', ' ']) {
+        if let Some(("host" | "hostaddr", value)) = pair.split_once('=') {
+            hosts.extend(value.split(',').filter(|h| !h.is_empty()).map(str::to_string));
+        }
+    }
+    hosts
+}
+
+fn without_port(host_port: &str) -> String {
+    if let Some(rest) = host_port.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest).to_string();
+    }
+    match host_port.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() => host.to_string(),
+        _ => host_port.to_string(),
+    }
+}
+
+fn is_this_machine(host: &str) -> bool {
+    let host = host.to_ascii_lowercase();
+    // A Unix socket: a path, percent-encoded in a URL's host.
+    if host.starts_with('/') || host.starts_with("%2f") {
+        return true;
+    }
+    if host == "localhost" || host.ends_with(".localhost") {
+        return true;
+    }
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return ip.is_loopback() || ip.is_unspecified();
+    }
+    let own = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_ascii_lowercase()).unwrap_or_default();
+    !own.is_empty() && host == own
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_servers_are_told_from_remote_ones() {
+        for here in [
+            "postgres://ghbench@127.0.0.1:54320/ghbench",
+            "mongodb://127.0.0.1:27017/ghbench?directConnection=true",
+            "mongodb://localhost,127.0.0.2:27018/?replicaSet=rs0",
+            "postgresql://u@[::1]:5432/db",
+            "postgresql:///db?host=/var/run/postgresql",
+            "mongodb://%2Ftmp%2Fmongodb-27017.sock/ghbench",
+            "host=localhost port=5432 dbname=x",
+            "dbname=x",
+        ] {
+            assert_eq!(Place::of(here), Place::ThisMachine, "{here}");
+        }
+        assert_eq!(Place::of("postgres://u:p@db.example:5432/x"), Place::Elsewhere(vec!["db.example".into()]));
+        assert_eq!(Place::of("mongodb+srv://u:p@cluster0.ab1cd.mongodb.net/ghbench"), Place::Elsewhere(vec!["cluster0.ab1cd.mongodb.net".into()]));
+        assert_eq!(Place::of("mongodb://127.0.0.1,10.1.2.3:27017/?replicaSet=rs0"), Place::Elsewhere(vec!["10.1.2.3".into()]));
+        assert_eq!(Place::of("host=db.example dbname=x"), Place::Elsewhere(vec!["db.example".into()]));
+    }
+}
