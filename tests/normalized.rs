@@ -307,3 +307,70 @@ async fn values_of_other_types_are_read_as_jsonb_reads_them() {
     assert!(normalized["head"].to_string().contains("12345"), "{}", normalized["head"]);
     drop_all(&table).await;
 }
+
+/// A JSON object with a key twice: `jsonb` would keep the last value, BSON
+/// both (MongoDB reading the first), so one policy holds for every engine:
+/// the line is quarantined, and all four engines hold the same events.
+/// SecantusDB re-encodes what it receives and keeps one key, so the server's
+/// copy proves nothing about what ghbench sent: the encoding is checked too.
+#[tokio::test]
+async fn an_object_with_a_key_twice_is_quarantined_for_every_engine_and_never_sent() {
+    let Some(real) = real_hour() else { return };
+    let table = table("norm_dupkey");
+    drop_all(&table).await;
+    let work = tempfile::tempdir().unwrap();
+    let events = real_events(&real, "IssuesEvent", 40);
+    let mut lines = lines_of(&events);
+    let twice = [r#"{"id":"dup_top","type":"IssuesEvent","type":"PushEvent"}"#, r#"{"id":"dup_nested","type":"IssuesEvent","payload":{"action":"opened","action":"closed"}}"#];
+    lines.extend(twice.iter().map(|l| l.as_bytes().to_vec()));
+    // The same key in sibling objects is no duplicate.
+    lines.push(br#"{"id":"siblings","type":"IssuesEvent","actor":{"login":"a"},"repo":{"login":"b"},"payload":{"action":"opened"}}"#.to_vec());
+    let dir = work.path().join("hours");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_hour(&dir, REAL_HOUR_FILE, &lines);
+    let polars = work.path().join("polars");
+    let args = ["--engines", "postgres,mongo,normalized,polars", "--polars-dir", polars.to_str().unwrap(), "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"];
+    let report = ingest_report(&table, work.path(), &args);
+    assert_eq!(report["totals"]["quarantined"]["duplicate_key"], 2, "{}", report["totals"]);
+    for engine in ["postgres", "mongo", "normalized", "polars"] {
+        assert_eq!(report["totals"]["engines"][engine]["table_events"], 41, "{engine}: {}", report["totals"]);
+    }
+    let records = std::fs::read_to_string(work.path().join("quarantine").join(&table).join("2015-01-01-0.jsonl")).unwrap();
+    assert!(records.contains("duplicate_key") && records.contains(r#"\"action\""#), "{records}");
+
+    // What ghbench sends MongoDB: the cleaning policy of every registered
+    // engine refuses the lines before any encoder sees them; the encoder by
+    // itself would have sent both keys (so the rule is what keeps them out).
+    let policy = ghbench::registry::builtin().policy();
+    for (i, line) in lines.iter().enumerate() {
+        let text = std::str::from_utf8(line).unwrap();
+        match policy.clean_line(i as u64 + 1, line) {
+            Ok(doc) => {
+                let bson = ghbench_mongo::encode::to_bson(&doc.json, "t/1").unwrap();
+                assert!(no_key_twice(&bson), "sent with a key twice: {text}");
+            }
+            Err(rejected) => assert!(twice.contains(&text), "only the two lines are refused, not {text}: {}", rejected.detail),
+        }
+    }
+    let unchecked = ghbench_mongo::encode::to_bson(twice[0], "t/1").unwrap();
+    assert!(!no_key_twice(&unchecked), "the encoder alone keeps both keys, as MongoDB would store them");
+    drop_all(&table).await;
+}
+
+/// No document or array element of `doc` (at any depth) has a key twice.
+fn no_key_twice(doc: &mongodb::bson::RawDocument) -> bool {
+    use mongodb::bson::RawBsonRef;
+    let mut seen = std::collections::HashSet::new();
+    doc.iter().all(|element| {
+        let (key, value) = element.unwrap();
+        seen.insert(key.to_string())
+            && match value {
+                RawBsonRef::Document(d) => no_key_twice(d),
+                RawBsonRef::Array(a) => a.into_iter().all(|item| match item.unwrap() {
+                    RawBsonRef::Document(d) => no_key_twice(d),
+                    _ => true,
+                }),
+                _ => true,
+            }
+    })
+}
