@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
-use ghbench_core::TableName;
+use ghbench_core::{Place, TableName};
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
 use ghbench_olap::Backend;
@@ -100,7 +100,7 @@ enum Plan {
     /// An engine with no server: a new backend is fresh state.
     Fresh(Selected),
     /// A server ghbench does not manage.
-    ClearOnly,
+    ClearOnly(Selected),
 }
 
 impl BenchCooler {
@@ -113,7 +113,7 @@ impl BenchCooler {
                 }
                 match managed.and_then(|m| m.serving(&engine.loader().location())) {
                     Some(server) => Plan::Restart(server.clone(), engine.clone()),
-                    None => Plan::ClearOnly,
+                    None => Plan::ClearOnly(engine.clone()),
                 }
             })
             .collect();
@@ -129,7 +129,20 @@ impl BenchCooler {
                     format!("{}: server {} at {} (data {}) restarted before each first run (other sessions on it are cut off)", engine.engine(), server.name, server.address, server.data_dir)
                 }
                 Plan::Fresh(engine) => format!("{}: started afresh (no server) before each first run", engine.engine()),
-                Plan::ClearOnly => "a server not started by `just setup` (not in --servers): page cache dropped only, not truly cold".into(),
+                Plan::ClearOnly(engine) => {
+                    let location = engine.loader().location();
+                    match Place::of(&location) {
+                        Place::ThisMachine => format!(
+                            "{}: server at {location} not in --servers (not restarted): this machine's page cache dropped and the server's own caches cleared, not truly cold",
+                            engine.engine()
+                        ),
+                        Place::Elsewhere(hosts) => format!(
+                            "{}: server on {}, another machine (not restarted): its page cache is out of ghbench's reach, only the server's own caches cleared, not truly cold",
+                            engine.engine(),
+                            hosts.join(", ")
+                        ),
+                    }
+                }
             })
             .collect()
     }
@@ -155,7 +168,7 @@ impl Cooler for BenchCooler {
         let (engine, server) = match self.plans.get(index) {
             Some(Plan::Restart(server, engine)) => (engine, Some(server)),
             Some(Plan::Fresh(engine)) => (engine, None),
-            Some(Plan::ClearOnly) | None => return ClearCaches.make_cold(index, backend).await,
+            Some(Plan::ClearOnly(_)) | None => return ClearCaches.make_cold(index, backend).await,
         };
         let mut actions = Vec::new();
         let restarted = match server {
