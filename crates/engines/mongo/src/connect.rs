@@ -96,8 +96,8 @@ pub fn short_error(error: &mongodb::error::Error) -> String {
 }
 
 /// Said when a URI asks for `authMechanism=MONGODB-AWS` of a ghbench built without it.
-pub const AWS_NOT_BUILT: &str = "this ghbench was built without MONGODB-AWS authentication (it adds the AWS SDK and a C library \
-     to the build): build it with `cargo build --release --features aws-auth`";
+pub const AWS_NOT_BUILT: &str = "this ghbench was built without MONGODB-AWS authentication (`--no-default-features` leaves \
+     the AWS SDK out): build it with `cargo build --release --features aws-auth`";
 
 /// A TLS failure the driver reports as rustls's words, said so a user can act on it.
 fn tls_words(error: &str) -> Option<String> {
@@ -305,6 +305,17 @@ mod tests {
         let url = "mongodb://127.0.0.1:27017/?authMechanism=MONGODB-AWS&authSource=%24external";
         let error = connect(&crate::SPEC, url).await.unwrap_err().to_string();
         assert!(error.contains("--features aws-auth"), "{error}");
+    }
+
+    /// Credentials in the URI, so the AWS SDK looks nowhere else (no instance
+    /// metadata service is asked); the wire server refuses them.
+    #[cfg(feature = "aws-auth")]
+    #[tokio::test]
+    async fn a_refused_aws_authentication_says_where_credentials_come_from() {
+        let url = "mongodb://AKIDEXAMPLE:not-a-secret@127.0.0.1:27017/?authMechanism=MONGODB-AWS&authSource=%24external&directConnection=true&serverSelectionTimeoutMS=5000";
+        let error = connect(&crate::SPEC, url).await.unwrap_err().to_string();
+        assert!(error.contains("MONGODB-AWS authentication failed") && error.contains("AWS_ACCESS_KEY_ID"), "{error}");
+        assert!(!error.contains("not-a-secret"), "{error}");
     }
 
     #[test]
