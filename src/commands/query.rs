@@ -159,7 +159,7 @@ impl Progress for QueryProgress {
     fn event(&self, event: RunEvent<'_>) {
         match event {
             RunEvent::Planned { runs } => self.bar.set_length(runs),
-            RunEvent::Cooling { engine, variant, query } => self.say(&format!("{query} {variant} on {engine}: making it cold (restart, page cache)"), true),
+            RunEvent::Cooling { engine, variant, query, how } => self.say(&format!("{query} {variant} on {engine}: making it cold ({how})"), true),
             RunEvent::Running { engine, variant, query, label } => {
                 let first = label == "cold run" || label.starts_with("run 1/");
                 self.say(&format!("{query} {variant} on {engine}: {label}"), first)

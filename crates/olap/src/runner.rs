@@ -34,7 +34,8 @@ pub enum RunEvent<'a> {
     /// Total runs planned (cold runs included).
     Planned { runs: u64 },
     /// Before a cold run: the engine is being made cold (a restart can take seconds).
-    Cooling { engine: &'a Engine, variant: &'a str, query: &'a str },
+    /// `how`: what making it cold will do, e.g. `page cache and server caches, no restart`.
+    Cooling { engine: &'a Engine, variant: &'a str, query: &'a str, how: &'static str },
     Running { engine: &'a Engine, variant: &'a str, query: &'a str, label: &'a str },
     Ran { engine: &'a Engine, seconds: f64 },
 }
@@ -147,7 +148,15 @@ pub trait Cooler: Send + Sync {
     /// Makes the `index`th engine cold; may replace its backend (a restarted
     /// server's connections are gone). Says what it did.
     async fn make_cold(&self, index: usize, backend: &mut Box<dyn Backend>) -> ColdStep;
+
+    /// What [`Cooler::make_cold`] will do to the `index`th engine, for the progress line.
+    fn how(&self, _index: usize) -> &'static str {
+        CLEAR_ONLY
+    }
 }
+
+/// What [`ClearCaches`] does: no server is restarted.
+pub const CLEAR_ONLY: &str = "this machine's page cache and the server's own caches, no restart";
 
 /// What one [`Cooler::make_cold`] did.
 #[derive(Debug, Clone, Default)]
@@ -213,7 +222,7 @@ pub async fn run_queries(
                 continue;
             }
             if options.cold {
-                progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query });
+                progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query, how: cooler.how(index) });
                 let step = cooler.make_cold(index, backend).await;
                 true_cold[index] &= step.true_cold;
                 if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {

@@ -163,6 +163,14 @@ impl BenchCooler {
 
 #[async_trait]
 impl Cooler for BenchCooler {
+    fn how(&self, index: usize) -> &'static str {
+        match self.plans.get(index) {
+            Some(Plan::Restart(..)) => "server restart and page cache",
+            Some(Plan::Fresh(_)) => "a fresh start and page cache",
+            Some(Plan::ClearOnly(_)) | None => ghbench_olap::runner::CLEAR_ONLY,
+        }
+    }
+
     async fn make_cold(&self, index: usize, backend: &mut Box<dyn Backend>) -> ColdStep {
         // A listed server is restarted; an embedded engine only starts afresh.
         let (engine, server) = match self.plans.get(index) {
