@@ -4,6 +4,11 @@
 use ghbench_engine::Registry;
 
 pub fn builtin() -> Registry {
-    Registry::default().with(ghbench_postgres::plugin()).with(ghbench_mongo::plugin()).with(ghbench_normalized::plugin())
+    Registry::default()
+        .with(ghbench_postgres::plugin())
+        .with(ghbench_postgres::setup_plugin("postgres-tuned"))
+        .with(ghbench_mongo::plugin())
+        .with(ghbench_mongo::setup_plugin("mongo-tuned"))
+        .with(ghbench_normalized::plugin())
         .with(ghbench_polars::plugin())
 }

@@ -34,7 +34,7 @@ fn load(pg: &ThrowawayPg, polars_dir: &std::path::Path, work: &std::path::Path) 
 async fn backends(pg: &ThrowawayPg, polars_dir: &std::path::Path) -> Vec<Box<dyn Backend>> {
     let table = "lost".parse().unwrap();
     vec![
-        Box::new(ghbench_postgres::backend::PostgresBackend::connect(&pg.url(), &table).await.unwrap()),
+        Box::new(ghbench_postgres::backend::PostgresBackend::connect(&ghbench_postgres::setup::PAPER, &pg.url(), &table).await.unwrap()),
         Box::new(ghbench_polars::backend::PolarsBackend::open(polars_dir, &table).unwrap()),
     ]
 }

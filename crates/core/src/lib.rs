@@ -8,6 +8,7 @@ pub mod hour;
 pub mod redact;
 pub mod place;
 pub mod server;
+pub mod setup;
 pub mod table;
 
 pub use engine::{Capabilities, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec};
@@ -15,4 +16,5 @@ pub use hour::{summarise_hours, Hour, HourRange};
 pub use redact::redact_url;
 pub use place::Place;
 pub use server::{error_chain, ConnectError, ServerInfo, CONNECT_TIMEOUT};
+pub use setup::{Change, Setup};
 pub use table::TableName;

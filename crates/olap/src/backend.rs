@@ -6,7 +6,7 @@
 use std::any::Any;
 
 use async_trait::async_trait;
-use ghbench_core::{Engine, EngineSpec, ServerInfo};
+use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
@@ -36,6 +36,12 @@ pub trait Backend: Send + Sync {
         self.engine().name()
     }
 
+    /// The setup this engine runs, as written down (`queries/<engine>/setup.json`):
+    /// reports label its numbers with it. None: not written down.
+    fn setup(&self) -> Option<&Setup> {
+        None
+    }
+
     /// Product, version and settings of the server (or library).
     async fn describe(&self) -> BackendResult<ServerInfo>;
 
@@ -62,6 +68,14 @@ pub trait Backend: Send + Sync {
 
     /// The plan the engine uses for the query, and whether it uses an index.
     async fn explain(&self, query: &QueryFile) -> Plan;
+
+    /// After a query's runs and its plan: undoes what [`Backend::prepare`]
+    /// changed on the server beyond this engine's data (a server parameter
+    /// its setup sets for its own queries), so the next engine on the same
+    /// server finds it as it was. An error says the server was left changed.
+    async fn after_query(&self) -> BackendResult<()> {
+        Ok(())
+    }
 
     /// The server's connection string (None for an engine without a server):
     /// tells whether it runs on this machine (see `ghbench_core::Place`).

@@ -14,13 +14,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ghbench_core::{Engine, TableName};
+use ghbench_core::{Engine, Setup, TableName};
 use include_dir::{include_dir, Dir};
 use serde::{Deserialize, Serialize};
 
 /// The repository's `queries/` folder, compiled into the binary (build.rs makes
 /// cargo rebuild when it changes).
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/../../queries");
+
+/// Each engine folder's written-down setup (see [`Setup`]).
+pub const SETUP_FILE: &str = "setup.json";
 
 /// The placeholder for the table (collection) name in every query file.
 pub const TABLE_PLACEHOLDER: &str = "{table}";
@@ -159,6 +162,18 @@ impl Catalog {
     pub fn indexes(&self, dialect: &str) -> Result<QueryFile, CatalogError> {
         self.find(&format!("{dialect}/indexes."))
             .ok_or_else(|| CatalogError::MissingIndexes { dialect: dialect.into() })
+    }
+
+    /// `<dialect>/setup.json`: the engine's setup, written down (None if the
+    /// folder has none).
+    pub fn setup(&self, dialect: &str) -> anyhow::Result<Option<Setup>> {
+        let path = format!("{dialect}/{SETUP_FILE}");
+        self.files.get(&path).map(|text| Setup::parse(&path, text)).transpose()
+    }
+
+    /// Any file of the catalog by its path (`postgres-tuned/table.sql`).
+    pub fn file(&self, path: &str) -> Option<QueryFile> {
+        self.files.get(path).map(|text| QueryFile { path: path.to_string(), text: text.clone() })
     }
 
     /// The longest name any dialect's index file derives from the table, past

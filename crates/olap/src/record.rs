@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ghbench_core::{Capabilities, Engine, ServerInfo};
+use ghbench_core::{Capabilities, Engine, ServerInfo, Setup};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Compare, PaperResults};
@@ -154,6 +154,10 @@ pub struct EngineRecord {
     /// What the engine said it can do; None in older files.
     #[serde(default)]
     pub capabilities: Option<Capabilities>,
+    /// The setup the engine ran, change by change with sources (None: not
+    /// written down, or an older file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<Setup>,
     /// None when the engine could not describe itself (`server_error` says why).
     pub server: Option<ServerRecord>,
     #[serde(default)]

@@ -87,6 +87,7 @@ pub async fn describe_engine(backend: &dyn Backend) -> DescribedEngine {
     let record = EngineRecord {
         engine: backend.engine().clone(),
         capabilities: Some(backend.spec().capabilities),
+        setup: backend.setup().cloned(),
         server: info.as_ref().map(ServerRecord::from),
         server_error,
         data,
@@ -234,7 +235,11 @@ pub async fn run_queries(
                     }
                 }
             }
-            let (result, result_rows) = run_one(backend, catalog, &variant, &query, options, progress).await;
+            let (mut result, result_rows) = run_one(backend, catalog, &variant, &query, options, progress).await;
+            if let Err(e) = backend.after_query().await {
+                let left = format!("the server was left changed after the runs: {e:#} (engines run after this one on the same server may be affected)");
+                result.error = Some(result.error.take().map_or(left.clone(), |first| format!("{first}; {left}")));
+            }
             if result.connection_gone {
                 gone[index] = Some(format!("{query} {variant}"));
             }

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context as _};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, Setup, TableName};
 use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
 use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
@@ -23,15 +23,15 @@ use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
 use mongodb::action::{Action, RunCommand};
 use mongodb::bson::{doc, Bson, Document};
-use mongodb::options::Collation;
+use mongodb::options::{Collation, Hint};
 use mongodb::Database;
 use serde::Deserialize;
 
 use crate::error::{refusal, with_advice};
 use crate::explain::WinningPlans;
 use crate::ledger::MongoLedger;
+use crate::setup::{MongoSetup, ServerParameters};
 use crate::stats::{CollectionSizes, IndexReply};
-use crate::SPEC;
 
 /// The paper used "a very large cursor batch size"; servers cap a batch at 16 MB anyway.
 const BATCH_SIZE: u32 = 100_000;
@@ -40,16 +40,35 @@ const BATCH_SIZE: u32 = 100_000;
 pub const QUERY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 pub struct MongoBackend {
+    setup: &'static MongoSetup,
     db: Database,
     url: String,
     table: TableName,
+    /// The collection's name in this setup (`tuned.<table>`, or the table's).
+    collection: String,
     /// `simple`, unless the server misreads it (see `Product::states_simple_collation`).
     collation: Option<Collation>,
+    /// The server parameters the setup sets for its queries, and whether the server lets it.
+    parameters: ServerParameters,
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PipelineFile {
+    #[allow(dead_code)]
+    #[serde(default)]
+    comment: Vec<String>,
     pipeline: Vec<serde_json::Value>,
+    /// The index the aggregation must use (its key pattern or its name), where
+    /// the planner would choose worse.
+    #[serde(default)]
+    hint: Option<serde_json::Value>,
+}
+
+/// A pipeline read from its file, ready to send.
+struct Aggregation {
+    pipeline: Vec<Document>,
+    hint: Option<Hint>,
 }
 
 #[derive(Deserialize)]
@@ -58,16 +77,24 @@ struct IndexFile {
 }
 
 impl MongoBackend {
-    pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
-        let db = crate::connect::connect(&SPEC, url).await?;
+    pub async fn connect(setup: &'static MongoSetup, url: &str, table: &TableName) -> BackendResult<Self> {
+        let db = crate::connect::connect(&setup.spec, url).await?;
         let (product, _) = crate::connect::product(&db, url).await.context("buildInfo")?;
         let collation = product.states_simple_collation().then(simple_collation);
-        Ok(MongoBackend { db, url: url.to_string(), table: table.clone(), collation })
+        let parameters = ServerParameters::probe(&db, &setup.parameters).await;
+        let collection = setup.collection(table);
+        Ok(MongoBackend { setup, db, url: url.to_string(), table: table.clone(), collection, collation, parameters })
     }
 
-    fn pipeline(&self, query: &QueryFile) -> BackendResult<Vec<Document>> {
+    fn aggregation(&self, query: &QueryFile) -> BackendResult<Aggregation> {
         let file: PipelineFile = parse_json(&query.path, &query.for_table(&self.table))?;
-        file.pipeline.into_iter().map(|stage| to_document(stage, &query.path)).collect()
+        let hint = match file.hint {
+            None => None,
+            Some(serde_json::Value::String(name)) => Some(Hint::Name(name)),
+            Some(keys) => Some(Hint::Keys(to_document(keys, &query.path)?)),
+        };
+        let pipeline = file.pipeline.into_iter().map(|stage| to_document(stage, &query.path)).collect::<BackendResult<_>>()?;
+        Ok(Aggregation { pipeline, hint })
     }
 
     /// A command to the node the queries go to (the URI's read preference).
@@ -79,7 +106,7 @@ impl MongoBackend {
     /// the deprecated `collStats` command where the stage fails or answers no
     /// sizes for a collection of `rows` documents; with the source, said.
     async fn collection_sizes(&self, rows: u64) -> BackendResult<(CollectionSizes, String)> {
-        let coll = self.db.collection::<Document>(self.table.as_str());
+        let coll = self.db.collection::<Document>(&self.collection);
         let stage = vec![doc! {"$collStats": {"storageStats": {}}}];
         let why_not_stage = match coll.aggregate(stage).await {
             Ok(cursor) => {
@@ -93,7 +120,7 @@ impl MongoBackend {
             }
             Err(e) => format!("the $collStats stage failed: {}", refusal("$collStats", &e)),
         };
-        let command = doc! {"collStats": self.table.as_str()};
+        let command = doc! {"collStats": &self.collection};
         let reply = self.command(command).await.map_err(|e| with_advice("collStats", e).context(format!("collStats, after {why_not_stage}")))?;
         Ok((CollectionSizes::from_coll_stats_command(&reply), format!("the collStats command ({why_not_stage})")))
     }
@@ -101,10 +128,10 @@ impl MongoBackend {
     /// The index names on the collection; none when it does not exist yet
     /// (NamespaceNotFound). Any other failure is an error, never "no indexes".
     async fn index_names(&self) -> BackendResult<Vec<String>> {
-        match self.db.collection::<Document>(self.table.as_str()).list_index_names().await {
+        match self.db.collection::<Document>(&self.collection).list_index_names().await {
             Ok(names) => Ok(names),
             Err(e) if crate::error::code(&e) == Some(26) => Ok(Vec::new()),
-            Err(e) => Err(with_advice("listIndexes", e).context(format!("listing the indexes of {}", self.table))),
+            Err(e) => Err(with_advice("listIndexes", e).context(format!("listing the indexes of {}", self.collection))),
         }
     }
 }
@@ -125,15 +152,38 @@ fn to_document(json: serde_json::Value, path: &str) -> BackendResult<Document> {
 #[async_trait]
 impl Backend for MongoBackend {
     fn spec(&self) -> &EngineSpec {
-        &SPEC
+        &self.setup.spec
     }
 
+    fn setup(&self) -> Option<&Setup> {
+        self.setup.setup.as_ref()
+    }
+
+    /// The server, and what this setup sets on it: its server parameters
+    /// (or why not) and the options its collection was created with.
     async fn describe(&self) -> BackendResult<ServerInfo> {
-        Ok(crate::connect::describe(&SPEC, &self.db, &self.url).await?)
+        let mut info = crate::connect::describe(&self.setup.spec, &self.db, &self.url).await?;
+        info.settings.extend(self.parameters.settings());
+        if !self.setup.create.is_empty() {
+            // As the server keeps them: it may have taken options it does not apply.
+            let command = doc! {"listCollections": 1, "filter": {"name": &self.collection}};
+            let options = match self.db.run_command(command).await {
+                Ok(reply) => match reply.get_document("cursor").and_then(|c| c.get_array("firstBatch")) {
+                    Ok(batch) => match batch.first().and_then(Bson::as_document) {
+                        Some(listed) => listed.get("options").cloned().unwrap_or(Bson::Null).into_relaxed_extjson().to_string(),
+                        None => "collection not created yet".into(),
+                    },
+                    Err(_) => "unknown: listCollections answered without a cursor".into(),
+                },
+                Err(e) => format!("unknown: {}", refusal("listCollections", &e)),
+            };
+            info.settings.insert(format!("collection {} options", self.collection), options);
+        }
+        Ok(info)
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        Ok(MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table }.report().await?)
+        Ok(MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table }.report().await?)
     }
 
     /// Rows counted exactly (the statistics' `count` is the fast count: off
@@ -141,7 +191,7 @@ impl Backend for MongoBackend {
     /// the table's size on disk (`storageSize`, as PostgreSQL's is), its
     /// uncompressed BSON size beside it.
     async fn sizes(&self) -> BackendResult<Storage> {
-        let coll = self.db.collection::<Document>(self.table.as_str());
+        let coll = self.db.collection::<Document>(&self.collection);
         let rows = coll.count_documents(doc! {}).await.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?;
         let (sizes, source) = self.collection_sizes(rows).await?;
         Ok(Storage {
@@ -157,7 +207,7 @@ impl Backend for MongoBackend {
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
         let specs: IndexFile = parse_json(&file.path, &file.for_table(&self.table))?;
-        let coll = self.db.collection::<Document>(self.table.as_str());
+        let coll = self.db.collection::<Document>(&self.collection);
         let mut builds = Vec::new();
         for spec in specs.indexes {
             let definition = spec.to_string();
@@ -166,7 +216,7 @@ impl Backend for MongoBackend {
             let existed = self.index_names().await?.contains(&name);
             let started = Instant::now();
             // To the primary, whatever the read preference: only it builds.
-            let command = doc! {"createIndexes": self.table.as_str(), "indexes": [spec]};
+            let command = doc! {"createIndexes": &self.collection, "indexes": [spec]};
             let reply = self.db.run_command(command).await.map_err(|e| with_advice("createIndexes", e).context(format!("creating {name}")))?;
             let seconds = started.elapsed().as_secs_f64();
             // On a replica set the reply returns once the commit quorum's members have built it.
@@ -181,20 +231,25 @@ impl Backend for MongoBackend {
         Ok(builds)
     }
 
+    /// The pipeline read, and the setup's server parameters set (undone by
+    /// [`Backend::after_query`]).
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
-        Ok(Box::new(self.pipeline(query)?))
+        let aggregation = self.aggregation(query)?;
+        self.parameters.apply(&self.db).await.map_err(|e| with_advice("setParameter", e).context("setting this setup's server parameters"))?;
+        Ok(Box::new(aggregation))
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
-        let pipeline: &Vec<Document> = prepared(self.engine(), query)?;
-        let coll = self.db.collection::<Document>(self.table.as_str());
+        let aggregation: &Aggregation = prepared(self.engine(), query)?;
+        let coll = self.db.collection::<Document>(&self.collection);
         let failed = |e| with_advice("aggregate", e);
         let cursor = coll
-            .aggregate(pipeline.clone())
+            .aggregate(aggregation.pipeline.clone())
             .allow_disk_use(true)
             .batch_size(BATCH_SIZE)
             .max_time(QUERY_TIME_LIMIT)
             .optional(self.collation.clone(), |aggregate, collation| aggregate.collation(collation))
+            .optional(aggregation.hint.clone(), |aggregate, hint| aggregate.hint(hint))
             .await
             .map_err(failed)?;
         let docs: Vec<Document> = cursor.try_collect().await.map_err(failed)?;
@@ -203,8 +258,8 @@ impl Backend for MongoBackend {
 
     async fn explain(&self, query: &QueryFile) -> Plan {
         let mut plan = Plan { command: "explain aggregate, verbosity executionStats".into(), ..Plan::default() };
-        let pipeline = match self.pipeline(query) {
-            Ok(p) => p,
+        let aggregation = match self.aggregation(query) {
+            Ok(a) => a,
             Err(e) => {
                 plan.error = Some(format!("{e:#}"));
                 return plan;
@@ -212,8 +267,13 @@ impl Backend for MongoBackend {
         };
         // The aggregation as `execute` runs it, so the plan is the timed one's.
         let mut aggregate = doc! {
-            "aggregate": self.table.as_str(), "pipeline": pipeline, "cursor": {}, "allowDiskUse": true,
+            "aggregate": &self.collection, "pipeline": aggregation.pipeline, "cursor": {}, "allowDiskUse": true,
             "maxTimeMS": QUERY_TIME_LIMIT.as_millis() as i64,
+        };
+        match aggregation.hint {
+            Some(Hint::Keys(keys)) => aggregate.insert("hint", keys),
+            Some(Hint::Name(name)) => aggregate.insert("hint", name),
+            Some(_) | None => None,
         };
         if self.collation.is_some() {
             aggregate.insert("collation", doc! {"locale": "simple"});
@@ -237,11 +297,15 @@ impl Backend for MongoBackend {
     }
 
     async fn clear_caches(&self) -> Vec<String> {
-        let done = match self.command(doc! {"planCacheClear": self.table.as_str()}).await {
+        let done = match self.command(doc! {"planCacheClear": &self.collection}).await {
             Ok(_) => format!("planCacheClear on the node the queries read ({}): cached plans dropped", crate::connect::read_preference(&self.db)),
             Err(e) => format!("planCacheClear not done: {}", refusal("planCacheClear", &e)),
         };
         vec![format!("MongoDB-wire server: {done}; its data cache stays warm: server not restarted")]
+    }
+
+    async fn after_query(&self) -> BackendResult<()> {
+        self.parameters.restore(&self.db).await.map_err(|e| with_advice("setParameter", e).context("restoring the server parameters this setup set"))
     }
 
     fn lost_connection(&self, error: &anyhow::Error) -> bool {
@@ -253,7 +317,7 @@ impl Backend for MongoBackend {
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(MongoBackend::connect(&self.url, &self.table).await?))
+        Ok(Box::new(MongoBackend::connect(self.setup, &self.url, &self.table).await?))
     }
 
     /// The driver's pool runs as tasks of the runtime; a client dropped only

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use ghbench_core::TableName;
+use ghbench_core::Engine;
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document};
 use mongodb::{Collection, Database};
@@ -19,7 +19,7 @@ use ghbench_ingest::sink::SinkError;
 
 use crate::error::OrSink;
 
-/// The MongoDB collection of leases, one document per table.
+/// The MongoDB collection of leases, one document per collection loaded.
 pub const LOCKS: &str = "ghbench_locks";
 /// A lease lasts this long unless renewed.
 const LEASE: Duration = Duration::from_secs(60);
@@ -33,13 +33,14 @@ fn expires() -> Document {
     doc! {"$add": ["$$NOW", LEASE.as_millis() as i64]}
 }
 
-/// Takes the table's lease, renewed by a task until released; each renewal
+/// Takes the lease on the collection called `table` (the table's own name, or
+/// a setup's `tuned.<table>`), renewed by a task until released; each renewal
 /// waits at most `limit`.
-pub async fn lock(db: &Database, table: &TableName, limit: Duration) -> Result<TableLock, SinkError> {
+pub async fn lock(db: &Database, engine: &Engine, table: &str, limit: Duration) -> Result<TableLock, SinkError> {
     let owner = ObjectId::new();
-    take_lease(db, table, owner).await?;
+    take_lease(db, engine, table, owner).await?;
     let lost = Lost::default();
-    let keeper = tokio::spawn(keep_lease(db.clone(), table.clone(), owner, limit, lost.clone()));
+    let keeper = tokio::spawn(keep_lease(db.clone(), engine.clone(), table.to_string(), owner, limit, lost.clone()));
     let (db, table) = (db.clone(), table.to_string());
     let release = Box::pin(async move {
         let _ = leases(&db).delete_one(doc! {"_id": table, "owner": owner}).await;
@@ -99,22 +100,22 @@ fn lease_fields(owner: ObjectId) -> Document {
 }
 
 /// Takes the table's lease when it is free, expired, ours, or its holder died here.
-async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result<(), SinkError> {
+async fn take_lease(db: &Database, engine: &Engine, table: &str, owner: ObjectId) -> Result<(), SinkError> {
     let leases = leases(db);
-    let free = doc! {"_id": table.as_str(), "$or": [{"$expr": {"$lt": ["$expires_at", "$$NOW"]}}, {"owner": owner}]};
+    let free = doc! {"_id": table, "$or": [{"$expr": {"$lt": ["$expires_at", "$$NOW"]}}, {"owner": owner}]};
     match leases.find_one_and_update(free, vec![doc! {"$set": lease_fields(owner)}]).upsert(true).await {
         Ok(_) => return Ok(()),
         // The upsert met a live lease: someone holds it.
         Err(e) if crate::sink::is_duplicate_key(&e) => {}
         Err(e) => return Err(crate::error::to_sink_error(&e)),
     }
-    let Some(holder) = leases.find_one(doc! {"_id": table.as_str()}).await.sink()? else {
+    let Some(holder) = leases.find_one(doc! {"_id": table}).await.sink()? else {
         return Err(SinkError::Other(format!("the lease on '{table}' vanished while taking it; rerun")));
     };
     let place = Place::of(&holder);
     let pid = holder.get_i64("pid").unwrap_or(0);
     if dead_here(&place, pid) {
-        let theirs = doc! {"_id": table.as_str(), "owner": holder.get("owner").cloned().unwrap_or(mongodb::bson::Bson::Null)};
+        let theirs = doc! {"_id": table, "owner": holder.get("owner").cloned().unwrap_or(mongodb::bson::Bson::Null)};
         if leases.update_one(theirs, vec![doc! {"$set": lease_fields(owner)}]).await.sink()?.modified_count == 1 {
             return Ok(());
         }
@@ -122,7 +123,7 @@ async fn take_lease(db: &Database, table: &TableName, owner: ObjectId) -> Result
     let host = place.host;
     let until = holder.get_datetime("expires_at").map(|d| d.try_to_rfc3339_string().unwrap_or_default()).unwrap_or_default();
     Err(SinkError::Locked(format!(
-        "another ghbench run is loading table '{table}' into mongo (process {pid} on host '{host}'; its lease runs until {until} \
+        "another ghbench run is loading table '{table}' into {engine} (process {pid} on host '{host}'; its lease runs until {until} \
          unless renewed): wait for it to finish (or stop it), then rerun"
     )))
 }
@@ -137,12 +138,12 @@ enum Renewal {
 
 /// Renews the lease; notes when another run took it over, or when it could
 /// not be renewed for so long that another run may take it any moment.
-async fn keep_lease(db: Database, table: TableName, owner: ObjectId, limit: Duration, lost: Lost) {
+async fn keep_lease(db: Database, engine: Engine, table: String, owner: ObjectId, limit: Duration, lost: Lost) {
     let check = limit.min(KEEP_EVERY);
     let mut renewed = std::time::Instant::now();
     loop {
         tokio::time::sleep(KEEP_EVERY).await;
-        match tokio::time::timeout(check, renew(&db, &table, owner)).await.unwrap_or(Renewal::Unanswered) {
+        match tokio::time::timeout(check, renew(&db, &engine, &table, owner)).await.unwrap_or(Renewal::Unanswered) {
             Renewal::Held => renewed = std::time::Instant::now(),
             Renewal::TakenBy(holder) => return set(&lost, format!("lost the lease: {holder}")),
             Renewal::Unanswered if renewed.elapsed() + 2 * KEEP_EVERY > LEASE => {
@@ -154,13 +155,13 @@ async fn keep_lease(db: Database, table: TableName, owner: ObjectId, limit: Dura
     }
 }
 
-async fn renew(db: &Database, table: &TableName, owner: ObjectId) -> Renewal {
+async fn renew(db: &Database, engine: &Engine, table: &str, owner: ObjectId) -> Renewal {
     let renewal = vec![doc! {"$set": {"expires_at": expires()}}];
-    match leases(db).update_one(doc! {"_id": table.as_str(), "owner": owner}, renewal).await {
+    match leases(db).update_one(doc! {"_id": table, "owner": owner}, renewal).await {
         Ok(result) if result.matched_count == 1 => Renewal::Held,
         // Ours is gone (it expired while the server was away): take it again,
         // unless another run has meanwhile.
-        Ok(_) => match take_lease(db, table, owner).await {
+        Ok(_) => match take_lease(db, engine, table, owner).await {
             Ok(()) => Renewal::Held,
             Err(SinkError::Locked(holder)) => Renewal::TakenBy(holder),
             Err(_) => Renewal::Unanswered,

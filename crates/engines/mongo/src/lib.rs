@@ -8,7 +8,9 @@
 //! - [`sink`] and [`lease`]: loading (unordered bulk inserts, a `loading` mark
 //!   per hour) and the one-run-per-table lease;
 //! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
-//! - [`backend`]: indexes, aggregation pipelines (`queries/mongo/`), plans, sizes.
+//! - [`backend`]: indexes, aggregation pipelines (`queries/mongo/`), plans, sizes;
+//! - [`setup`]: the paper's setup and the others written down under
+//!   `queries/` (`mongo-tuned`), each an engine of its own.
 
 pub mod backend;
 pub mod connect;
@@ -17,6 +19,7 @@ pub mod error;
 pub mod explain;
 pub mod lease;
 pub mod ledger;
+pub mod setup;
 pub mod sink;
 pub mod stats;
 
@@ -26,6 +29,7 @@ use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
 use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
 use ghbench_ingest::sink::Encoder;
+use setup::MongoSetup;
 
 pub use lease::LOCKS;
 
@@ -55,18 +59,30 @@ pub static SPEC: EngineSpec = EngineSpec {
     connect_hint: "--mongo-url or MONGODB_URI",
 };
 
+/// The collection layout in one of its setups.
 #[derive(Clone)]
-pub struct Mongo;
+pub struct Mongo {
+    setup: &'static MongoSetup,
+}
 
-/// The engine for the registry.
+/// The engine for the registry: the paper's setup.
 pub fn plugin() -> Arc<dyn EnginePlugin> {
-    Arc::new(AtUrl(Mongo))
+    Arc::new(AtUrl(Mongo { setup: &setup::PAPER }))
+}
+
+/// The setup written down under `queries/<engine>/` (see [`setup`]), as an
+/// engine of its own. The files are compiled in: a setup that does not read is
+/// a build that must not ship (the catalog's tests read every one).
+pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
+    let catalog = ghbench_olap::catalog::Catalog::embedded().expect("the embedded query catalog reads");
+    let setup = MongoSetup::from_catalog(&catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
+    Arc::new(AtUrl(Mongo { setup: Box::leak(Box::new(setup)) }))
 }
 
 #[async_trait]
 impl UrlEngine for Mongo {
     fn spec(&self) -> &'static EngineSpec {
-        &SPEC
+        &self.setup.spec
     }
 
     fn url_option(&self) -> &'static EngineOption {
@@ -74,12 +90,12 @@ impl UrlEngine for Mongo {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let db = connect::connect(&SPEC, url).await?;
-        Ok(Box::new(sink::MongoSink::new(db, url.to_string(), table.clone())))
+        let db = connect::connect(&self.setup.spec, url).await?;
+        Ok(Box::new(sink::MongoSink::new(self.setup, db, url.to_string(), table.clone())))
     }
 
     async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
-        Ok(Box::new(backend::MongoBackend::connect(url, table).await?))
+        Ok(Box::new(backend::MongoBackend::connect(self.setup, url, table).await?))
     }
 
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {

@@ -19,9 +19,11 @@ use mongodb::{Collection, Database};
 
 use crate::error::{to_sink_error, OrSink};
 use crate::ledger::{number, MongoLedger};
-use crate::SPEC;
+use crate::setup::MongoSetup;
 
 pub struct MongoSink {
+    /// Which setup's collection this loads (its engine, name and options).
+    setup: &'static MongoSetup,
     db: Database,
     /// For describing the server.
     url: String,
@@ -33,16 +35,21 @@ pub struct MongoSink {
 }
 
 impl MongoSink {
-    pub fn new(db: Database, url: String, table: TableName) -> Self {
-        MongoSink { db, url, table, hour: None, inserted: 0 }
+    pub fn new(setup: &'static MongoSetup, db: Database, url: String, table: TableName) -> Self {
+        MongoSink { setup, db, url, table, hour: None, inserted: 0 }
+    }
+
+    /// The collection's name in this setup (`tuned.<table>`, or the table's).
+    fn name(&self) -> String {
+        self.setup.collection(&self.table)
     }
 
     fn data(&self) -> Collection<RawDocumentBuf> {
-        self.db.collection(self.table.as_str())
+        self.db.collection(&self.name())
     }
 
     fn entries(&self) -> MongoLedger<'_> {
-        MongoLedger { db: &self.db, engine: &SPEC.engine, table: &self.table }
+        MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table }
     }
 
     fn ledger(&self) -> Collection<Document> {
@@ -67,11 +74,11 @@ impl MongoSink {
 #[async_trait]
 impl EngineSink for MongoSink {
     async fn describe(&self) -> Result<ServerInfo, SinkError> {
-        crate::connect::describe(&SPEC, &self.db, &self.url).await.sink()
+        crate::connect::describe(&self.setup.spec, &self.db, &self.url).await.sink()
     }
 
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
-        let exists = !self.db.list_collection_names().filter(doc! {"name": self.table.as_str()}).await.sink()?.is_empty();
+        let exists = !self.db.list_collection_names().filter(doc! {"name": self.name()}).await.sink()?.is_empty();
         if drop {
             self.data().drop().await.sink()?;
         }
@@ -81,10 +88,8 @@ impl EngineSink for MongoSink {
             // Created now, not by the first insert: an hour of 0 events must leave
             // a collection behind, or the next run would take its ledger entry
             // for a dropped collection's and forget it (PostgreSQL would not).
-            match self.db.create_collection(self.table.as_str()).await {
-                Err(e) if !is_namespace_exists(&e) => return Err(to_sink_error(&e)),
-                _ => {}
-            }
+            // With the setup's options (e.g. its block compressor).
+            self.setup.create_collection(&self.db, &self.name()).await.sink()?;
         }
         Ok(())
     }
@@ -140,7 +145,7 @@ impl EngineSink for MongoSink {
             return Ok(stored);
         }
         let rows = self.data().count_documents(doc! {}).await.sink()?;
-        let what = format!("{} collection {}", SPEC.engine, self.table);
+        let what = format!("{} collection {}", self.setup.spec.engine, self.name());
         let stems: Vec<String> = stored.keys().cloned().collect();
         check_counts(&mut stored, &what, rows, || async {
             let mut counted = BTreeMap::new();
@@ -212,7 +217,7 @@ impl EngineSink for MongoSink {
     }
 
     async fn lock(&self, limit: Duration) -> Result<TableLock, SinkError> {
-        crate::lease::lock(&self.db, &self.table, limit).await
+        crate::lease::lock(&self.db, &self.setup.spec.engine, &self.name(), limit).await
     }
 
     /// See `MongoBackend::close`: the driver's pool must not outlive the runtime's tasks.
@@ -252,11 +257,6 @@ impl MongoSink {
 fn hour_ids(stem: &str) -> Document {
     let (from, to) = (format!("{stem}/"), format!("{stem}0"));
     doc! {"_id": {"$gte": from, "$lt": to}}
-}
-
-/// Another run created the collection between our look and our create.
-fn is_namespace_exists(e: &mongodb::error::Error) -> bool {
-    matches!(&*e.kind, mongodb::error::ErrorKind::Command(c) if c.code == 48)
 }
 
 pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {

@@ -4,6 +4,7 @@
 
 use ghbench_core::TableName;
 use ghbench_mongo::backend::MongoBackend;
+use ghbench_mongo::setup::PAPER;
 use ghbench_mongo::{DEFAULT_URL, SPEC};
 use ghbench_olap::backend::Backend;
 use mongodb::bson::{doc, Document};
@@ -29,7 +30,7 @@ async fn a_collection_s_rows_are_counted_and_its_sizes_are_on_disk_with_their_so
     let docs: Vec<Document> = (0..300).map(|i| doc! {"_id": format!("h/{i}"), "type": if i % 3 == 0 { "A" } else { "B" }, "text": "x".repeat(200)}).collect();
     coll.insert_many(docs).await.unwrap();
 
-    let backend = MongoBackend::connect(&url(), &table).await.unwrap();
+    let backend = MongoBackend::connect(&PAPER, &url(), &table).await.unwrap();
     let storage = backend.sizes().await.unwrap();
     assert_eq!((storage.rows, storage.rows_exact), (300, true));
     assert!(storage.table_bytes > 0 && storage.index_bytes > 0, "{storage:?}");
@@ -50,12 +51,12 @@ async fn a_collection_s_rows_are_counted_and_its_sizes_are_on_disk_with_their_so
 #[tokio::test]
 async fn the_record_names_the_read_preference_topology_and_collation_the_queries_had() {
     let table: TableName = "t_unused".parse().unwrap();
-    let plain = MongoBackend::connect(&url(), &table).await.unwrap().describe().await.unwrap();
+    let plain = MongoBackend::connect(&PAPER, &url(), &table).await.unwrap().describe().await.unwrap();
     assert_eq!(plain.settings["read_preference"], "primary (the default)");
     assert!(plain.settings.contains_key("topology"), "{:?}", plain.settings);
     assert!(plain.settings["collation"].contains("binary"), "{:?}", plain.settings);
     let nearest = with_option(&url(), "readPreference=secondaryPreferred");
-    let backend = MongoBackend::connect(&nearest, &table).await.unwrap();
+    let backend = MongoBackend::connect(&PAPER, &nearest, &table).await.unwrap();
     let info = backend.describe().await.unwrap();
     assert!(info.settings["read_preference"].contains("SecondaryPreferred"), "{:?}", info.settings);
     // planCacheClear goes where the queries go and says so, or says why it was not done

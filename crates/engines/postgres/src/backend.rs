@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, Setup, TableName};
 use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
 use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
@@ -15,8 +15,8 @@ use ghbench_olap::rows::{Cell, Row};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::ledger::PgLedger;
+use crate::setup::JsonbSetup;
 use crate::sql;
-use crate::SPEC;
 
 /// Tables larger than this get the planner's row estimate instead of a
 /// `count(*)`, which would scan them (minutes on a year of data).
@@ -24,14 +24,16 @@ const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
 const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS)";
 
 pub struct PostgresBackend {
+    setup: &'static JsonbSetup,
     client: Client,
     url: String,
     table: TableName,
 }
 
 impl PostgresBackend {
-    pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
-        Ok(PostgresBackend { client: crate::connect::connect(&SPEC, url).await?, url: url.to_string(), table: table.clone() })
+    pub async fn connect(setup: &'static JsonbSetup, url: &str, table: &TableName) -> BackendResult<Self> {
+        let client = crate::connect::connect(&setup.spec, url).await?;
+        Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone() })
     }
 }
 
@@ -53,18 +55,31 @@ pub async fn result_rows(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_p
 }
 
 /// Runs each `CREATE INDEX IF NOT EXISTS` statement of `file` (already made
-/// for its tables), timing it and reporting it as built.
-pub async fn create_indexes(client: &Client, file: &QueryFile, text: &str, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+/// for its tables), timing it and reporting it as built. `schema` is where
+/// the indexes must land (their tables' schema), None for the session's own:
+/// an index found nowhere else after its statement ran is an error, so a
+/// setup never takes another's index for its own.
+pub async fn create_indexes(
+    client: &Client,
+    file: &QueryFile,
+    text: &str,
+    schema: Option<&str>,
+    built: &OnIndexBuilt,
+) -> BackendResult<Vec<IndexBuild>> {
     let mut builds = Vec::new();
     for statement in sql::statements(text).with_context(|| file.path.clone())? {
         let name = sql::created_index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;
+        let regclass = schema.map_or_else(|| name.to_string(), |schema| format!("{schema}.{name}"));
         let exists = "SELECT to_regclass($1) IS NOT NULL";
-        let existed: bool = client.query_one(exists, &[&name.as_str()]).await?.get(0);
+        let existed: bool = client.query_one(exists, &[&regclass]).await?.get(0);
         let started = Instant::now();
         client.batch_execute(&statement).await.with_context(|| format!("creating {name}"))?;
         let seconds = started.elapsed().as_secs_f64();
         let size = "SELECT pg_relation_size(to_regclass($1))";
-        let bytes: Option<i64> = client.query_one(size, &[&name.as_str()]).await?.get(0);
+        let bytes: Option<i64> = client.query_one(size, &[&regclass]).await?.get(0);
+        if bytes.is_none() {
+            anyhow::bail!("{}: index {name} is not in schema {} after its statement ran: the statement must create it on that schema's table", file.path, schema.unwrap_or("of the session"));
+        }
         let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64), skipped: None, commit_quorum: None };
         built(&build);
         builds.push(build);
@@ -122,19 +137,24 @@ pub async fn index_sizes(client: &Client, tables: &[String]) -> Result<Vec<Index
 #[async_trait]
 impl Backend for PostgresBackend {
     fn spec(&self) -> &EngineSpec {
-        &SPEC
+        &self.setup.spec
+    }
+
+    fn setup(&self) -> Option<&Setup> {
+        self.setup.setup.as_ref()
     }
 
     async fn describe(&self) -> BackendResult<ServerInfo> {
-        Ok(crate::connect::describe(&SPEC, &self.client, &self.url).await?)
+        Ok(crate::connect::describe(&self.setup.spec, &self.client, &self.url).await?)
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
-        PgLedger { engine: &SPEC.engine, table: &self.table }.report(&self.client).await
+        PgLedger { engine: &self.setup.spec.engine, table: &self.table }.report(&self.client).await
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {
-        let t = self.table.as_str();
+        let qualified = self.setup.table(&self.table);
+        let t = qualified.as_str();
         let row = self
             .client
             .query_one(
@@ -151,7 +171,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        create_indexes(&self.client, file, &file.for_table(&self.table), built).await
+        create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), built).await
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
@@ -176,7 +196,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(PostgresBackend::connect(&self.url, &self.table).await?))
+        Ok(Box::new(PostgresBackend::connect(self.setup, &self.url, &self.table).await?))
     }
 
     async fn clear_caches(&self) -> Vec<String> {

@@ -6,7 +6,9 @@
 //! - [`sink`] and [`lock`]: loading (binary COPY, one transaction per hour) and
 //!   the one-run-per-table advisory lock;
 //! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
-//! - [`backend`]: indexes, queries (`queries/postgres/`), plans, sizes.
+//! - [`backend`]: indexes, queries (`queries/postgres/`), plans, sizes;
+//! - [`setup`]: the paper's setup and the others written down under
+//!   `queries/` (`postgres-tuned`), each an engine of its own.
 //!
 //! Other engines on PostgreSQL (the normalized engine, to come) reuse
 //! [`connect`], [`ledger`] and [`sql`].
@@ -16,6 +18,7 @@ pub mod connect;
 pub mod error;
 pub mod ledger;
 pub mod lock;
+pub mod setup;
 pub mod sink;
 pub mod sql;
 pub mod ssl_params;
@@ -26,6 +29,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
 use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
+use setup::JsonbSetup;
 
 /// What `just setup` starts (see scripts/setup.sh).
 pub const DEFAULT_URL: &str = "postgres://ghbench@127.0.0.1:54320/ghbench";
@@ -56,18 +60,30 @@ pub static SPEC: EngineSpec = EngineSpec {
     connect_hint: "--pg-url or DATABASE_URL",
 };
 
+/// The `jsonb` layout in one of its setups.
 #[derive(Clone)]
-pub struct Postgres;
+pub struct Postgres {
+    setup: &'static JsonbSetup,
+}
 
-/// The engine for the registry.
+/// The engine for the registry: the paper's setup.
 pub fn plugin() -> Arc<dyn EnginePlugin> {
-    Arc::new(AtUrl(Postgres))
+    Arc::new(AtUrl(Postgres { setup: &setup::PAPER }))
+}
+
+/// The setup written down under `queries/<engine>/` (see [`setup`]), as an
+/// engine of its own. The files are compiled in: a setup that does not read is
+/// a build that must not ship (the catalog's tests read every one).
+pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
+    let catalog = ghbench_olap::catalog::Catalog::embedded().expect("the embedded query catalog reads");
+    let setup = JsonbSetup::from_catalog(&catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
+    Arc::new(AtUrl(Postgres { setup: Box::leak(Box::new(setup)) }))
 }
 
 #[async_trait]
 impl UrlEngine for Postgres {
     fn spec(&self) -> &'static EngineSpec {
-        &SPEC
+        &self.setup.spec
     }
 
     fn url_option(&self) -> &'static EngineOption {
@@ -75,11 +91,11 @@ impl UrlEngine for Postgres {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let client = connect::connect(&SPEC, url).await?;
-        Ok(Box::new(sink::PostgresSink::new(client, url.to_string(), table.clone())))
+        let client = connect::connect(&self.setup.spec, url).await?;
+        Ok(Box::new(sink::PostgresSink::new(self.setup, client, url.to_string(), table.clone())))
     }
 
     async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
-        Ok(Box::new(backend::PostgresBackend::connect(url, table).await?))
+        Ok(Box::new(backend::PostgresBackend::connect(self.setup, url, table).await?))
     }
 }

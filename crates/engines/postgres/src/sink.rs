@@ -28,9 +28,11 @@ pub fn replaceable(deleted: u64, events: u64) -> bool {
     deleted == events || (deleted > 0 && deleted < events)
 }
 use crate::ledger::{self, PgLedger, SERIALIZE_DDL};
-use crate::SPEC;
+use crate::setup::JsonbSetup;
 
 pub struct PostgresSink {
+    /// Which setup's table this loads (its engine, schema and DDL).
+    setup: &'static JsonbSetup,
     client: Client,
     /// For the lock's own connection and for describing the server.
     url: String,
@@ -90,19 +92,24 @@ pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), Sink
 }
 
 impl PostgresSink {
-    pub fn new(client: Client, url: String, table: TableName) -> Self {
-        PostgresSink { client, url, table, copy: None }
+    pub fn new(setup: &'static JsonbSetup, client: Client, url: String, table: TableName) -> Self {
+        PostgresSink { setup, client, url, table, copy: None }
     }
 
     fn ledger(&self) -> PgLedger<'_> {
-        PgLedger { engine: &SPEC.engine, table: &self.table }
+        PgLedger { engine: &self.setup.spec.engine, table: &self.table }
+    }
+
+    /// The table as SQL names it (qualified with the setup's schema).
+    fn data_table(&self) -> String {
+        self.setup.table(&self.table)
     }
 }
 
 #[async_trait]
 impl EngineSink for PostgresSink {
     async fn describe(&self) -> Result<ServerInfo, SinkError> {
-        crate::connect::describe(&SPEC, &self.client, &self.url).await.sink()
+        crate::connect::describe(&self.setup.spec, &self.client, &self.url).await.sink()
     }
 
     fn is_broken(&self) -> bool {
@@ -119,7 +126,7 @@ impl EngineSink for PostgresSink {
     }
 
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
-        let t = &self.table;
+        let t = self.data_table();
         let forget = self.ledger().forget_sql();
         let ddl = format!(
             "BEGIN;
@@ -127,10 +134,11 @@ impl EngineSink for PostgresSink {
              {create_ledger}
              {drop_sql}
              DO $$ BEGIN IF to_regclass('{t}') IS NULL THEN {forget} END IF; END $$;
-             CREATE TABLE IF NOT EXISTS {t} (data jsonb);
+             {create_table}
              COMMIT;",
             create_ledger = ledger::create_sql(),
-            drop_sql = if drop { format!("DROP TABLE IF EXISTS {t}; {forget}") } else { String::new() }
+            drop_sql = if drop { format!("DROP TABLE IF EXISTS {t}; {forget}") } else { String::new() },
+            create_table = self.setup.create_sql(&self.table),
         );
         self.client.batch_execute(&ddl).await.sink()
     }
@@ -164,8 +172,8 @@ impl EngineSink for PostgresSink {
     /// The ledger's entries, the table counted against them (see [`check_counts`]).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
         let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
-        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {}", self.table), &[]).await.sink()?.get(0);
-        let what = format!("{} table {}", SPEC.engine, self.table);
+        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {}", self.data_table()), &[]).await.sink()?.get(0);
+        let what = format!("{} table {}", self.setup.spec.engine, self.data_table());
         check_counts(&mut stored, &what, rows.max(0) as u64, || self.rows_per_hour()).await?;
         Ok(stored)
     }
@@ -203,18 +211,18 @@ impl EngineSink for PostgresSink {
     }
 
     async fn lock(&self, _limit: Duration) -> Result<TableLock, SinkError> {
-        crate::lock::lock(&self.url, &SPEC.engine, self.table.as_str(), &self.table).await
+        crate::lock::lock(&self.url, &self.setup.spec.engine, &self.setup.lock_key(&self.table), &self.table).await
     }
 
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
-        let tables = [self.table.to_string()];
+        let tables = [self.data_table()];
         Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
     }
 }
 
 impl PostgresSink {
     async fn start_copy(&mut self) -> Result<(), SinkError> {
-        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.table)).await.sink()?;
+        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.data_table())).await.sink()?;
         self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
         Ok(())
     }
@@ -227,10 +235,10 @@ impl PostgresSink {
             "SELECT coalesce(l.hour, 'written by transaction ' || d.xid), d.n
              FROM (SELECT xmin::text AS xid, count(*) AS n FROM {} GROUP BY 1) d
              LEFT JOIN {} l ON l.xmin::text = d.xid AND l.engine = $1 AND l.tbl = $2",
-            self.table,
+            self.data_table(),
             ledger::LEDGER
         );
-        let rows = self.client.query(&sql, &[&SPEC.engine.name(), &self.table.as_str()]).await.sink()?;
+        let rows = self.client.query(&sql, &[&self.setup.spec.engine.name(), &self.table.as_str()]).await.sink()?;
         Ok(rows.iter().map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64)).collect())
     }
 
@@ -240,14 +248,14 @@ impl PostgresSink {
             return Ok(());
         };
         // A number read from the server, spliced as a literal (xid has no binary parameter type).
-        let deleted = self.client.execute(&format!("DELETE FROM {} WHERE xmin = '{xid}'::xid", self.table), &[]).await.sink()?;
+        let deleted = self.client.execute(&format!("DELETE FROM {} WHERE xmin = '{xid}'::xid", self.data_table()), &[]).await.sink()?;
         // Fewer rows than listed: the hour lost some (the rerun repairs it).
         // None, or more: the rows cannot be told apart by their transaction.
         if !replaceable(deleted, events) {
             return Err(SinkError::Other(format!(
                 "cannot reload hour {stem} of {}: its ledger lists {events} events, and {deleted} rows were written with its entry \
                  (loaded by an older ghbench, or the table was restored from a dump); load the table again with --drop",
-                self.table
+                self.data_table()
             )));
         }
         Ok(())

@@ -45,6 +45,7 @@ fn engine(e: usize) -> EngineRecord {
     EngineRecord {
         engine: ENGINES[e].into(),
         capabilities: None,
+        setup: None,
         server: Some(server(e)),
         server_error: None,
         data: Some(DataLoaded {

@@ -1,0 +1,175 @@
+//! The setups of the collection layout: the paper's (`mongo`: one collection
+//! named as the table, the paper's five single-field indexes) and any other
+//! written down under `queries/<engine>/` (`mongo-tuned`): its `setup.json`
+//! (the changes with their sources; the namespace its collection lives in,
+//! `tuned.<table>`, apart from the paper's), its `collection.json` (how the
+//! collection is created, the server parameters its queries run with), its
+//! `indexes.json` and its pipelines (which may carry a `hint`). A further
+//! setup is such a folder and one registry line,
+//! `.with(ghbench_mongo::setup_plugin("<engine>"))`.
+
+use std::sync::LazyLock;
+
+use anyhow::{bail, Context as _};
+use ghbench_core::{Engine, EngineSpec, Setup, TableName};
+use ghbench_olap::catalog::{parse_json, Catalog};
+use mongodb::bson::{doc, Bson, Document};
+use mongodb::Database;
+use serde::Deserialize;
+
+use crate::error::refusal;
+use crate::SPEC;
+
+/// How a setup other than the paper's creates its collection, beside its `setup.json`.
+pub const COLLECTION_FILE: &str = "collection.json";
+
+/// One setup of the collection layout, as the engine runs it.
+#[derive(Debug)]
+pub struct MongoSetup {
+    pub spec: EngineSpec,
+    /// As written down in the catalog (None if the folder has no `setup.json`).
+    pub setup: Option<Setup>,
+    /// Options of the collection's `create` command (e.g. its block compressor).
+    pub create: Document,
+    /// Server parameters set for this setup's queries only (restored after each).
+    pub parameters: Document,
+}
+
+/// `collection.json`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CollectionFile {
+    #[allow(dead_code)]
+    comment: Vec<String>,
+    #[serde(default)]
+    create: serde_json::Map<String, serde_json::Value>,
+    #[serde(default, rename = "setParameter")]
+    set_parameter: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The paper's setup: the `mongo` engine.
+pub static PAPER: LazyLock<MongoSetup> = LazyLock::new(|| {
+    let setup = Catalog::embedded().ok().and_then(|c| c.setup(SPEC.engine.name()).ok().flatten());
+    MongoSetup { spec: SPEC.clone(), setup, create: Document::new(), parameters: Document::new() }
+});
+
+impl MongoSetup {
+    /// The setup the catalog writes down for `engine` (`mongo-tuned`).
+    pub fn from_catalog(catalog: &Catalog, engine: &str) -> anyhow::Result<MongoSetup> {
+        let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
+        if setup.namespace.is_none() {
+            bail!("{engine}/setup.json: a setup beside the paper's names its namespace (its collections' prefix)");
+        }
+        let path = format!("{engine}/{COLLECTION_FILE}");
+        let file = catalog.file(&path).with_context(|| format!("the catalog has no {path}"))?;
+        let file: CollectionFile = parse_json(&path, &file.text)?;
+        let document = |map: serde_json::Map<String, serde_json::Value>| match Bson::try_from(serde_json::Value::Object(map)) {
+            Ok(Bson::Document(d)) => Ok(d),
+            _ => Err(anyhow::anyhow!("{path}: not extended JSON")),
+        };
+        let about: &'static str = Box::leak(setup.about.clone().into_boxed_str());
+        let spec = EngineSpec { engine: Engine::from(engine), aliases: &[], about, default: false, ..SPEC.clone() };
+        Ok(MongoSetup { spec, setup: Some(setup), create: document(file.create)?, parameters: document(file.set_parameter)? })
+    }
+
+    /// The collection of `table` in this setup: `tuned.<table>`, or the
+    /// table's own name for the paper's.
+    pub fn collection(&self, table: &TableName) -> String {
+        match self.setup.as_ref().and_then(|s| s.namespace.as_deref()) {
+            Some(namespace) => format!("{namespace}.{table}"),
+            None => table.to_string(),
+        }
+    }
+
+    /// Creates `collection` with the setup's options; Ok if another run created it first.
+    pub async fn create_collection(&self, db: &Database, collection: &str) -> Result<(), mongodb::error::Error> {
+        let mut command = doc! {"create": collection};
+        command.extend(self.create.clone());
+        match db.run_command(command).await {
+            // NamespaceExists: another run created it between our look and our create.
+            Err(e) if crate::error::code(&e) == Some(48) => Ok(()),
+            other => other.map(|_| ()),
+        }
+    }
+}
+
+/// The server parameters a setup sets for its own queries: what the server
+/// had, and whether it lets ghbench change them (a server may not know a
+/// parameter, or refuse the user `setParameter`: then the queries run
+/// without it, and the record says so).
+#[derive(Debug, Clone)]
+pub struct ServerParameters {
+    /// Name, the value the setup wants, the value the server had (None: refused, with why).
+    each: Vec<(String, Bson, Result<Bson, String>)>,
+}
+
+impl ServerParameters {
+    /// Reads each parameter's value and sets it to that same value, to learn
+    /// whether the server lets it be set, changing nothing.
+    pub async fn probe(db: &Database, wanted: &Document) -> ServerParameters {
+        let admin = db.client().database("admin");
+        let mut each = Vec::new();
+        for (name, value) in wanted {
+            let had = match admin.run_command(doc! {"getParameter": 1, name: 1}).await {
+                Ok(reply) => match reply.get(name) {
+                    Some(had) => match admin.run_command(doc! {"setParameter": 1, name: had.clone()}).await {
+                        Ok(_) => Ok(had.clone()),
+                        Err(e) => Err(format!("setParameter refused: {}", refusal("setParameter", &e))),
+                    },
+                    None => Err("the server does not report it (getParameter answered without it): not set".to_string()),
+                },
+                Err(e) => Err(format!("getParameter refused: {}", refusal("getParameter", &e))),
+            };
+            each.push((name.clone(), value.clone(), had));
+        }
+        ServerParameters { each }
+    }
+
+    /// Sets each parameter the server lets ghbench set to the setup's value.
+    pub async fn apply(&self, db: &Database) -> Result<(), mongodb::error::Error> {
+        self.set(db, |wanted, _| wanted.clone()).await
+    }
+
+    /// Puts back each parameter's value from before [`ServerParameters::apply`].
+    pub async fn restore(&self, db: &Database) -> Result<(), mongodb::error::Error> {
+        self.set(db, |_, had| had.clone()).await
+    }
+
+    async fn set(&self, db: &Database, pick: impl Fn(&Bson, &Bson) -> Bson) -> Result<(), mongodb::error::Error> {
+        let admin = db.client().database("admin");
+        for (name, wanted, had) in &self.each {
+            if let Ok(had) = had {
+                admin.run_command(doc! {"setParameter": 1, name: pick(wanted, had)}).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// For the server's settings in the record: each parameter and what was done.
+    pub fn settings(&self) -> impl Iterator<Item = (String, String)> + '_ {
+        self.each.iter().map(|(name, wanted, had)| {
+            let said = match had {
+                Ok(had) => format!("{wanted} for this setup's queries only (the server's value, {had}, restored after each)"),
+                Err(why) => format!("wanted {wanted}; {why}"),
+            };
+            (format!("setParameter {name}"), said)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tuned_setup_has_its_own_collection_and_its_creation_options() {
+        let table: TableName = "github2015".parse().unwrap();
+        assert_eq!(PAPER.collection(&table), "github2015");
+        assert!(PAPER.create.is_empty() && PAPER.parameters.is_empty());
+        let tuned = MongoSetup::from_catalog(&Catalog::embedded().unwrap(), "mongo-tuned").unwrap();
+        assert_eq!(tuned.collection(&table), "tuned.github2015");
+        let config = tuned.create.get_document("storageEngine").unwrap().get_document("wiredTiger").unwrap();
+        assert_eq!(config.get_str("configString").unwrap(), "block_compressor=zstd");
+        assert_eq!(tuned.parameters.get_bool("internalQueryPlannerGenerateCoveredWholeIndexScans").unwrap(), true);
+    }
+}

@@ -1,0 +1,125 @@
+//! The setups of the `jsonb` layout: the paper's (`postgres`: one `jsonb`
+//! column in the connection's schema, the paper's five expression indexes)
+//! and any other written down under `queries/<engine>/` (`postgres-tuned`):
+//! its `setup.json` (what changes, why, the source; the schema its table lives
+//! in, apart from the paper's), its `table.sql` (the table's DDL), its
+//! `indexes.sql` and its queries. A further setup is such a folder and one
+//! registry line, `.with(ghbench_postgres::setup_plugin("<engine>"))`.
+
+use std::sync::LazyLock;
+
+use anyhow::{bail, Context as _};
+use ghbench_core::{Engine, EngineSpec, Setup, TableName};
+use ghbench_olap::catalog::Catalog;
+
+use crate::SPEC;
+
+/// The DDL file of a setup other than the paper's, beside its `setup.json`.
+pub const TABLE_FILE: &str = "table.sql";
+
+/// One setup of the `jsonb` layout, as the engine runs it.
+#[derive(Debug)]
+pub struct JsonbSetup {
+    pub spec: EngineSpec,
+    /// As written down in the catalog (None if the folder has no `setup.json`).
+    pub setup: Option<Setup>,
+    /// `table.sql` with `{table}` in it; None: the paper's `(data jsonb)`.
+    table_ddl: Option<String>,
+}
+
+/// The paper's setup: the `postgres` engine.
+pub static PAPER: LazyLock<JsonbSetup> = LazyLock::new(|| {
+    let setup = Catalog::embedded().ok().and_then(|c| c.setup(SPEC.engine.name()).ok().flatten());
+    JsonbSetup { spec: SPEC.clone(), setup, table_ddl: None }
+});
+
+impl JsonbSetup {
+    /// The setup the catalog writes down for `engine` (`postgres-tuned`): its
+    /// `setup.json` (with a namespace: the schema) and `table.sql`.
+    pub fn from_catalog(catalog: &Catalog, engine: &str) -> anyhow::Result<JsonbSetup> {
+        let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
+        let Some(schema) = setup.namespace.as_deref() else { bail!("{engine}/setup.json: a setup beside the paper's names its schema (namespace)") };
+        let ddl_path = format!("{engine}/{TABLE_FILE}");
+        let ddl = catalog.file(&ddl_path).with_context(|| format!("the catalog has no {ddl_path}"))?.text;
+        // The DDL must create the table where the setup says it lives.
+        if !ddl.contains(&format!("{schema}.{{table}}")) {
+            bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
+        }
+        let about: &'static str = Box::leak(setup.about.clone().into_boxed_str());
+        let spec = EngineSpec { engine: Engine::from(engine), aliases: &[], about, default: false, ..SPEC.clone() };
+        Ok(JsonbSetup { spec, setup: Some(setup), table_ddl: Some(ddl) })
+    }
+
+    /// The schema the setup's table lives in; None: the connection's own (the paper's).
+    pub fn schema(&self) -> Option<&str> {
+        self.setup.as_ref().and_then(|s| s.namespace.as_deref()).filter(|_| self.table_ddl.is_some())
+    }
+
+    /// `table`, qualified with the setup's schema: how SQL names it.
+    pub fn table(&self, table: &TableName) -> String {
+        self.qualified(table.as_str())
+    }
+
+    /// Any name of the setup's schema (a table, an index), qualified.
+    pub fn qualified(&self, name: &str) -> String {
+        match self.schema() {
+            Some(schema) => format!("{schema}.{name}"),
+            None => name.to_string(),
+        }
+    }
+
+    /// Creates the table (and its schema) if missing; run inside the caller's
+    /// transaction.
+    pub fn create_sql(&self, table: &TableName) -> String {
+        match &self.table_ddl {
+            Some(ddl) => ddl.replace(ghbench_olap::catalog::TABLE_PLACEHOLDER, table.as_str()),
+            None => format!("CREATE TABLE IF NOT EXISTS {table} (data jsonb);"),
+        }
+    }
+
+    /// The key of the table's loading lock: the paper's is the table's name
+    /// (the key older ghbench used), another setup's says whose it is.
+    pub fn lock_key(&self, table: &TableName) -> String {
+        match self.schema() {
+            Some(_) => format!("{}:{table}", self.spec.engine),
+            None => table.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tuned_setup_lives_in_its_own_schema_and_the_paper_where_it_always_did() {
+        let table: TableName = "github2015".parse().unwrap();
+        assert_eq!(PAPER.table(&table), "github2015");
+        assert_eq!(PAPER.lock_key(&table), "github2015");
+        assert_eq!(PAPER.create_sql(&table), "CREATE TABLE IF NOT EXISTS github2015 (data jsonb);");
+        assert_eq!(PAPER.setup.as_ref().map(|s| s.name.as_str()), Some("paper"));
+        let tuned = JsonbSetup::from_catalog(&Catalog::embedded().unwrap(), "postgres-tuned").unwrap();
+        assert_eq!(tuned.table(&table), "tuned.github2015");
+        assert_eq!(tuned.lock_key(&table), "postgres-tuned:github2015");
+        assert!(tuned.create_sql(&table).contains("CREATE TABLE IF NOT EXISTS tuned.github2015"));
+        assert!(tuned.setup.as_ref().unwrap().tuned);
+    }
+
+    #[test]
+    fn a_setup_whose_ddl_creates_its_table_elsewhere_is_refused() {
+        let mut files: std::collections::BTreeMap<String, String> = [
+            ("variants/v.json", r#"{"queries":{}}"#),
+            ("x/setup.json", r#"{"name":"t","tuned":true,"about":"a","namespace":"t","changes":[{"what":"w","why":"y","source":"s"}]}"#),
+            ("x/table.sql", "CREATE TABLE IF NOT EXISTS {table} (data jsonb);"),
+        ]
+        .into_iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+        let catalog = Catalog::from_files("test".into(), files.clone()).unwrap();
+        let error = JsonbSetup::from_catalog(&catalog, "x").unwrap_err().to_string();
+        assert!(error.contains("must create t.{table}"), "{error}");
+        files.remove("x/table.sql");
+        let catalog = Catalog::from_files("test".into(), files).unwrap();
+        assert!(JsonbSetup::from_catalog(&catalog, "x").unwrap_err().to_string().contains("no x/table.sql"));
+    }
+}
