@@ -17,6 +17,8 @@ use common::*;
 use serde_json::Value;
 
 const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
+/// Every registered engine: what `bench` runs without --engines.
+const EVERY_ENGINE: [&str; 6] = ["postgres", "postgres-tuned", "mongo", "mongo-tuned", "normalized", "polars"];
 
 /// The servers `scripts/setup.sh` started in a folder of the test's own;
 /// stopped (and the folder removed) when dropped.
@@ -118,7 +120,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let run = &size["run"];
     let events = run["context"]["engines"][0]["data"]["events"].as_u64().unwrap();
     assert!(events > 2000, "two hours of about 1,200 events, some quarantined at most: {events}");
-    for engine in ENGINES {
+    for engine in EVERY_ENGINE {
         let load = of(&size["loads"], engine);
         assert_eq!((load["hours_loaded"].as_u64(), load["hours_reused"].as_u64()), (Some(2), Some(0)), "{engine}: {load}");
         assert_eq!(load["events_loaded"].as_u64(), Some(events), "{engine} stored every event once");
@@ -132,12 +134,15 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
         assert_eq!(built.len(), 5, "{engine}: the paper's five indexes");
         assert!(built.iter().all(|b| b["created"] == true && b["seconds"].as_f64().unwrap() > 0.0), "{engine}: {built:?}");
     }
+    for engine in ["postgres-tuned", "mongo-tuned"] {
+        assert_eq!(of(&size["indexes"], engine)["indexes"].as_array().unwrap().len(), 4, "{engine}: one index per query");
+    }
     assert!(of(&size["indexes"], "polars")["indexes"].as_array().unwrap().is_empty(), "polars takes no indexes");
 
     // Truly cold: every server restarted, polars afresh, the page cache dropped (root here).
     let cold = &run["context"]["cold"];
     assert_eq!(cold["true_cold"], true, "{cold}");
-    assert_eq!(cold["true_cold_engines"].as_array().unwrap().len(), 4, "{cold}");
+    assert_eq!(cold["true_cold_engines"].as_array().unwrap().len(), EVERY_ENGINE.len(), "{cold}");
     assert!(cold["label"].as_str().unwrap().starts_with("true cold"), "{cold}");
     assert_ne!(setup.postmaster_started().await, pg_before, "PostgreSQL was restarted");
     assert_ne!(setup.mongo_pid(), mongo_before, "the MongoDB-wire server was restarted");
@@ -161,6 +166,9 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(html.contains("ghbench bench") && html.contains("<svg"), "the page has its charts");
     let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
     assert!(md.contains("cold s") && md.contains("true cold"), "the Markdown shows the cold runs");
+    // Each tuned setup against the paper's, query by query, cold and hot.
+    assert!(md.contains("Each setup against the one it changes") && md.contains("| postgres-tuned | postgres |"), "{md}");
+    assert!(md.contains("setup tuned (tuned, changing mongo's)"), "the setup's changes are written out: {md}");
     // `ghbench report` shows a saved bench again: its tables, or its page.
     let (ok, said) = setup.ghbench(&["report", file.to_str().unwrap()]);
     assert!(ok && said.contains("hours reused") && said.contains("hot median s"), "{said}");

@@ -14,14 +14,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use ghbench_normalize::Schema;
 
-/// Runs ghbench with the servers' URLs in the environment.
-fn ghbench(args: &[&str]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-    command.args(args).env("DATABASE_URL", pg_url()).env("MONGODB_URI", mongo_url());
-    let out = output_within(&mut command, Duration::from_secs(600));
-    eprintln!("ghbench {}:\n{}", args.join(" "), text(&out));
-    out
-}
+use common::ghbench_on_servers as ghbench;
 
 /// Rows per path of every derived table of `table`, as the database holds them.
 async fn derived_counts(table: &str) -> BTreeMap<String, u64> {

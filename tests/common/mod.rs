@@ -199,3 +199,25 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// Runs ghbench with the servers' URLs in the environment, bounded, its
+/// output shown (for the test's log).
+pub fn ghbench_on_servers(args: &[&str]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command.args(args).env("DATABASE_URL", pg_url()).env("MONGODB_URI", mongo_url());
+    let out = output_within(&mut command, std::time::Duration::from_secs(600));
+    eprintln!("ghbench {}:\n{}", args.join(" "), text(&out));
+    out
+}
+
+/// The newest results JSON of `prefix` (`olap`, `index`) that ghbench wrote into `dir`.
+pub fn newest_record(dir: &Path, prefix: &str) -> serde_json::Value {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    files.sort();
+    let file = files.pop().unwrap_or_else(|| panic!("no {prefix} record in {}", dir.display()));
+    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+}

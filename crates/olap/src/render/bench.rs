@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::charts::{charts, file_stem, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
-use super::{align_numbers, mark, new_table, seconds, Style};
+use super::{align_numbers, mark, new_table, result_for, seconds, Style};
 use crate::bench::{BenchRecord, SizeRecord};
 use crate::record::RunRecord;
 
@@ -111,7 +111,11 @@ pub fn size_text(size: &SizeRecord) -> String {
     for line in size.damage_lines() {
         let _ = writeln!(text, "damaged input: {line}");
     }
-    text + &query_table(size).render(Style::Terminal)
+    text += &query_table(size).render(Style::Terminal);
+    if let Some(setups) = setups_table(&size.run) {
+        let _ = write!(text, "\nEach setup against the one it changes:\n{}", setups.render(Style::Terminal));
+    }
+    text
 }
 
 /// One row per query, variant and engine: the cold run beside the hot ones.
@@ -134,6 +138,48 @@ pub fn query_table(size: &SizeRecord) -> TextTable {
         }
     }
     table
+}
+
+/// Each setup against the one it changes (`postgres-tuned` against
+/// `postgres`, as its `setup.of` says), one row per query and variant: both
+/// hot medians (and cold runs, if any) and how many times faster the setup is.
+/// None when the run has no such pair.
+pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
+    let engines = &run.context.engines;
+    let pairs: Vec<(&crate::record::EngineRecord, &crate::record::EngineRecord)> = engines
+        .iter()
+        .filter_map(|tuned| {
+            let of = tuned.setup.as_ref()?.of.as_deref()?;
+            Some((engines.iter().find(|e| e.engine == *of)?, tuned))
+        })
+        .collect();
+    if pairs.is_empty() {
+        return None;
+    }
+    let cold = run.context.cold.requested;
+    let mut header = vec!["query", "variant", "setup", "of", "hot median s", "its hot median s", "faster by ×"];
+    if cold {
+        header.extend(["cold s", "its cold s", "cold faster by ×"]);
+    }
+    let mut table = TextTable::new(&header);
+    let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
+    let times = |paper: Option<f64>, tuned: Option<f64>| match (paper, tuned) {
+        (Some(p), Some(t)) if t > 0.0 => format!("{:.1}", p / t),
+        _ => "–".to_string(),
+    };
+    for q in &run.queries {
+        for (paper, tuned) in &pairs {
+            let (Some(p), Some(t)) = (result_for(q, &paper.engine), result_for(q, &tuned.engine)) else { continue };
+            let (p_hot, t_hot) = (p.stats.map(|s| s.median), t.stats.map(|s| s.median));
+            let mut row = vec![q.query.clone(), q.variant.clone(), tuned.engine.to_string(), paper.engine.to_string(), cell(t_hot), cell(p_hot), times(p_hot, t_hot)];
+            if cold {
+                let (p_cold, t_cold) = (p.cold_run.map(|c| c.seconds), t.cold_run.map(|c| c.seconds));
+                row.extend([cell(t_cold), cell(p_cold), times(p_cold, t_cold)]);
+            }
+            table.rows.push(row);
+        }
+    }
+    Some(table)
 }
 
 /// One row per query, variant and engine: how its hot median grows.
@@ -261,6 +307,9 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
             let _ = writeln!(md, "**{line}**\n");
         }
         let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
+        if let Some(setups) = setups_table(&size.run) {
+            let _ = writeln!(md, "Each setup against the one it changes (hot medians; faster by = its time / the setup's):\n\n{}\n", setups.render(Style::Markdown));
+        }
     }
     if !record.growth.is_empty() {
         let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));

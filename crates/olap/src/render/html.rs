@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::charts::{charts, engine_color, Chart, ChartError};
 use super::paper::PaperTable;
 use super::{
-    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label,
+    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label, setup_lines,
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
 use super::bench::{self, largest, BenchCharts, TextTable};
@@ -67,6 +67,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
                 damage: s.damage_lines(),
                 index_failures: s.index_failures(),
                 queries: bench::query_table(s),
+                setups: bench::setups_table(&s.run),
             })
             .collect(),
         growth: bench::growth_table(record),
@@ -111,6 +112,8 @@ struct SizeView {
     /// Engines whose indexes could not all be built, and why.
     index_failures: Vec<String>,
     queries: TextTable,
+    /// Each setup against the one it changes (see `bench::setups_table`).
+    setups: Option<TextTable>,
 }
 
 #[derive(Serialize)]
@@ -180,6 +183,8 @@ struct EngineView<'a> {
     url: Option<&'a str>,
     settings: Vec<(&'a String, &'a String)>,
     caveat: Option<&'a str>,
+    /// The setup in a line, then its changes (see `setup_lines`).
+    setup: Vec<String>,
     held: String,
     events: Option<u64>,
     hours: Option<u64>,
@@ -271,6 +276,7 @@ fn engine_view<'a>(view: &ResultsView, e: &'a EngineRecord) -> EngineView<'a> {
         url: e.server.as_ref().map(|s| s.url.as_str()),
         settings: e.server.iter().flat_map(|s| &s.settings).collect(),
         caveat: e.server.as_ref().and_then(|s| s.caveat.as_deref()),
+        setup: setup_lines(e),
         held: held_line(e),
         events: data.map(|d| d.events),
         hours: data.map(|d| d.hours),

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::paper::PaperTable;
 use super::{
     align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, reconnect_notes, results_table, seconds,
-    server_label, storage_line, verification_summary, version_line, Chart, Style,
+    server_label, setup_lines, storage_line, verification_summary, version_line, Chart, Style,
 };
 use crate::record::RunRecord;
 
@@ -152,6 +152,12 @@ fn environment_section(record: &RunRecord) -> String {
             let _ = writeln!(md, "- build: {}\n- url: {}", server.build, server.url);
         }
         let _ = writeln!(md, "- data: {}", data_line(e));
+        if let Some((what, changes)) = setup_lines(e).split_first() {
+            let _ = writeln!(md, "- {what}");
+            for change in changes {
+                let _ = writeln!(md, "  - {change}");
+            }
+        }
         for (k, v) in e.server.iter().flat_map(|s| &s.settings) {
             let _ = writeln!(md, "- `{k}` = {v}");
         }

@@ -317,13 +317,29 @@ pub fn held_line(engine: &EngineRecord) -> String {
     }
 }
 
-/// `PostgreSQL 15.18`, or why the engine could not say what it is.
+/// `PostgreSQL 15.18; tuned setup, 7 changes`, or why the engine could not
+/// say what it is: every number is shown under a label that names its setup.
 pub fn server_label(engine: &EngineRecord) -> String {
-    match (&engine.server, &engine.server_error) {
+    let server = match (&engine.server, &engine.server_error) {
         (Some(s), _) => s.label.clone(),
         (None, Some(e)) => format!("unknown server ({e})"),
         (None, None) => "unknown server".into(),
+    };
+    match &engine.setup {
+        Some(setup) => format!("{server}; {}", setup.label()),
+        None => server,
     }
+}
+
+/// An engine's setup written out: what it is, then each change with why and
+/// its source (nothing for an engine whose setup is not written down).
+pub fn setup_lines(engine: &EngineRecord) -> Vec<String> {
+    let Some(setup) = &engine.setup else { return Vec::new() };
+    let flag = if setup.tuned { "tuned" } else { "not tuned" };
+    let of = setup.of.as_ref().map(|of| format!(", changing {of}'s")).unwrap_or_default();
+    let mut lines = vec![format!("setup {} ({flag}{of}): {}", setup.name, setup.about)];
+    lines.extend(setup.changes.iter().map(|c| format!("change: {}. Why: {}. Source: {}", c.what, c.why, c.source)));
+    lines
 }
 
 /// Each engine's own caveat, e.g. that a MongoDB-wire server is not MongoDB.
