@@ -27,7 +27,7 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
         .await;
         match described {
             Ok(info) => {
-                println!("{:<10} ok  {}", engine.engine(), info.label);
+                println!("{:<15} ok  {}", engine.engine(), info.label);
                 println!("           url: {}", info.url);
                 println!("           build: {}", info.build);
                 for (k, v) in &info.settings {
@@ -39,7 +39,7 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
             }
             Err(e) => {
                 healthy = false;
-                println!("{:<10} FAILED  {e:#}", engine.engine());
+                println!("{:<15} FAILED  {e:#}", engine.engine());
             }
         }
     }

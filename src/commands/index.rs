@@ -80,11 +80,11 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
 }
 
 fn print_table(engines: &[IndexEngineRecord]) {
-    println!("{:<10} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
+    println!("{:<15} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
     for e in engines {
         for b in &e.indexes {
             let bytes = b.bytes.map_or("unavailable".into(), |n| n.to_string());
-            println!("{:<10} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
+            println!("{:<15} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
         }
     }
 }

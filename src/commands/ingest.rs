@@ -250,9 +250,9 @@ fn print_summary(s: &IngestSummary) {
     let t = &s.totals;
     println!("ghbench {} ingest into '{}': {} .. {} from {}", s.ghbench_version, s.table, s.first_hour, s.last_hour, s.source);
     for server in &s.servers {
-        println!("  {:<10} {} at {}", server.engine, server.label, server.url);
+        println!("  {:<15} {} at {}", server.engine, server.label, server.url);
         if let Some(caveat) = &server.caveat {
-            println!("  {:<10} note: {caveat}", "");
+            println!("  {:<15} note: {caveat}", "");
         }
     }
     println!(
@@ -290,12 +290,12 @@ fn print_summary(s: &IngestSummary) {
     if t.retries > 0 {
         println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);
     }
-    println!("{:<11} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
+    println!("{:<15} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
     // In the order the engines were given (their servers are listed so).
     let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?)));
     for (engine, e) in ordered {
         println!(
-            "{:<11} {:>12} {:>12.0} {:>8} {:>14}",
+            "{:<15} {:>12} {:>12.0} {:>8} {:>14}",
             engine.to_string(),
             e.stored,
             e.events_per_second,

@@ -14,13 +14,13 @@ pub fn print_servers(context: &Context) {
 pub fn server_lines(context: &Context) -> Vec<String> {
     let mut lines = Vec::new();
     for engine in &context.engines {
-        lines.push(format!("{:<10} {}; table {}: {}", engine.engine, server_label(engine), context.table, data_line(engine)));
+        lines.push(format!("{:<15} {}; table {}: {}", engine.engine, server_label(engine), context.table, data_line(engine)));
         let settings: Vec<String> = engine.server.iter().flat_map(|s| &s.settings).map(|(k, v)| format!("{k}={v}")).collect();
         if !settings.is_empty() {
-            lines.push(format!("{:<10} settings: {}", "", settings.join(" ")));
+            lines.push(format!("{:<15} settings: {}", "", settings.join(" ")));
         }
         for (_, caveat) in caveats(context).into_iter().filter(|(e, _)| **e == engine.engine) {
-            lines.push(format!("{:<10} note: {caveat}", ""));
+            lines.push(format!("{:<15} note: {caveat}", ""));
         }
     }
     lines
