@@ -36,10 +36,11 @@ pub trait Backend: Send + Sync {
         self.engine().name()
     }
 
-    /// The setup this engine runs, as written down (`queries/<engine>/setup.json`):
-    /// reports label its numbers with it. None: not written down.
-    fn setup(&self) -> Option<&Setup> {
-        None
+    /// The setup this engine runs, as written down in its folder of the
+    /// catalog compiled in (`queries/<engine>/setup.json`): reports label its
+    /// numbers with it. None: not written down.
+    fn setup(&self) -> Option<Setup> {
+        crate::catalog::embedded_setup(self.dialect())
     }
 
     /// Product, version and settings of the server (or library).

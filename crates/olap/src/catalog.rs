@@ -202,6 +202,12 @@ impl Catalog {
     }
 }
 
+/// The setup written down for `engine` in the catalog compiled in (None if
+/// there is none, or it does not read: the catalog's tests read every one).
+pub fn embedded_setup(engine: &str) -> Option<Setup> {
+    Catalog::embedded().ok()?.setup(engine).ok().flatten()
+}
+
 pub fn parse_json<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, CatalogError> {
     serde_json::from_str(text).map_err(|source| CatalogError::Json { path: path.into(), source })
 }
@@ -260,6 +266,28 @@ mod tests {
         assert_eq!(catalog.paper().unwrap().seconds["D"][&"mongo".into()], 8624.0);
         assert!(catalog.query("postgres", "corrected", "E").is_err());
         assert!(catalog.variant("fast").is_err());
+    }
+
+    #[test]
+    fn every_engine_folder_writes_its_setup_down_and_a_tuned_one_says_what_it_changes() {
+        let catalog = Catalog::embedded().unwrap();
+        let folders: std::collections::BTreeSet<&str> =
+            catalog.files.keys().filter(|p| p.contains("/corrected/")).filter_map(|p| p.split('/').next()).collect();
+        assert!(folders.len() >= 6, "{folders:?}");
+        for folder in folders {
+            let setup = catalog.setup(folder).unwrap().unwrap_or_else(|| panic!("{folder} has no setup.json"));
+            assert!(setup.changes.iter().all(|c| !c.source.is_empty() && !c.why.is_empty()), "{folder}");
+            if let Some(of) = &setup.of {
+                assert!(setup.tuned && catalog.setup(of).unwrap().is_some(), "{folder} changes {of}, a written-down setup");
+                for variant in catalog.variant_names() {
+                    for query in catalog.variant(&variant).unwrap().keys() {
+                        assert!(catalog.query(folder, &variant, query).is_ok(), "{folder} answers {query} {variant}");
+                    }
+                }
+            }
+        }
+        assert_eq!(embedded_setup("postgres-tuned").unwrap().of.as_deref(), Some("postgres"));
+        assert!(embedded_setup("no-such-engine").is_none());
     }
 
     #[test]

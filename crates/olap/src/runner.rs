@@ -87,7 +87,7 @@ pub async fn describe_engine(backend: &dyn Backend) -> DescribedEngine {
     let record = EngineRecord {
         engine: backend.engine().clone(),
         capabilities: Some(backend.spec().capabilities),
-        setup: backend.setup().cloned(),
+        setup: backend.setup(),
         server: info.as_ref().map(ServerRecord::from),
         server_error,
         data,

@@ -15,7 +15,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context as _};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
-use ghbench_core::{EngineSpec, ServerInfo, Setup, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
 use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
@@ -153,10 +153,6 @@ fn to_document(json: serde_json::Value, path: &str) -> BackendResult<Document> {
 impl Backend for MongoBackend {
     fn spec(&self) -> &EngineSpec {
         &self.setup.spec
-    }
-
-    fn setup(&self) -> Option<&Setup> {
-        self.setup.setup.as_ref()
     }
 
     /// The server, and what this setup sets on it: its server parameters

@@ -49,7 +49,7 @@ struct CollectionFile {
 
 /// The paper's setup: the `mongo` engine.
 pub static PAPER: LazyLock<MongoSetup> = LazyLock::new(|| {
-    let setup = Catalog::embedded().ok().and_then(|c| c.setup(SPEC.engine.name()).ok().flatten());
+    let setup = ghbench_olap::catalog::embedded_setup(SPEC.engine.name());
     MongoSetup { spec: SPEC.clone(), setup, create: Document::new(), parameters: Document::new() }
 });
 
@@ -170,6 +170,6 @@ mod tests {
         assert_eq!(tuned.collection(&table), "tuned.github2015");
         let config = tuned.create.get_document("storageEngine").unwrap().get_document("wiredTiger").unwrap();
         assert_eq!(config.get_str("configString").unwrap(), "block_compressor=zstd");
-        assert_eq!(tuned.parameters.get_bool("internalQueryPlannerGenerateCoveredWholeIndexScans").unwrap(), true);
+        assert!(tuned.parameters.get_bool("internalQueryPlannerGenerateCoveredWholeIndexScans").unwrap());
     }
 }

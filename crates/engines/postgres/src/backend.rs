@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use ghbench_core::{EngineSpec, ServerInfo, Setup, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
 use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
@@ -138,10 +138,6 @@ pub async fn index_sizes(client: &Client, tables: &[String]) -> Result<Vec<Index
 impl Backend for PostgresBackend {
     fn spec(&self) -> &EngineSpec {
         &self.setup.spec
-    }
-
-    fn setup(&self) -> Option<&Setup> {
-        self.setup.setup.as_ref()
     }
 
     async fn describe(&self) -> BackendResult<ServerInfo> {

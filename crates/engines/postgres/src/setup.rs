@@ -29,7 +29,7 @@ pub struct JsonbSetup {
 
 /// The paper's setup: the `postgres` engine.
 pub static PAPER: LazyLock<JsonbSetup> = LazyLock::new(|| {
-    let setup = Catalog::embedded().ok().and_then(|c| c.setup(SPEC.engine.name()).ok().flatten());
+    let setup = ghbench_olap::catalog::embedded_setup(SPEC.engine.name());
     JsonbSetup { spec: SPEC.clone(), setup, table_ddl: None }
 });
 
