@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::*;
@@ -18,15 +18,7 @@ fn ghbench(args: &[&str]) -> (bool, String) {
     (out.status.success(), said)
 }
 
-fn newest(dir: &Path, prefix: &str) -> PathBuf {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with(prefix))
-        .collect();
-    files.sort();
-    files.pop().unwrap()
-}
+use common::newest_file as newest;
 
 fn save(path: &Path, record: &Value) -> String {
     std::fs::write(path, serde_json::to_string_pretty(record).unwrap()).unwrap();

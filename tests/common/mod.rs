@@ -210,14 +210,18 @@ pub fn ghbench_on_servers(args: &[&str]) -> std::process::Output {
     out
 }
 
-/// The newest results JSON of `prefix` (`olap`, `index`) that ghbench wrote into `dir`.
-pub fn newest_record(dir: &Path, prefix: &str) -> serde_json::Value {
+/// The newest results JSON file of `prefix` (`olap`, `index`, `bench`) that ghbench wrote into `dir`.
+pub fn newest_file(dir: &Path, prefix: &str) -> PathBuf {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json") && p.file_name().unwrap().to_string_lossy().starts_with(prefix))
         .collect();
     files.sort();
-    let file = files.pop().unwrap_or_else(|| panic!("no {prefix} record in {}", dir.display()));
-    serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap()
+    files.pop().unwrap_or_else(|| panic!("no {prefix} record in {}", dir.display()))
+}
+
+/// The newest results record of `prefix` in `dir` (see [`newest_file`]).
+pub fn newest_record(dir: &Path, prefix: &str) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(newest_file(dir, prefix)).unwrap()).unwrap()
 }
