@@ -111,12 +111,12 @@ impl ServerParameters {
         let mut each = Vec::new();
         for (name, value) in wanted {
             let had = match admin.run_command(doc! {"getParameter": 1, name: 1}).await {
-                Ok(reply) => match reply.get(name) {
-                    Some(had) => match admin.run_command(doc! {"setParameter": 1, name: had.clone()}).await {
-                        Ok(_) => Ok(had.clone()),
+                Ok(reply) => match reported(&reply, name) {
+                    Ok(had) => match admin.run_command(doc! {"setParameter": 1, name: had.clone()}).await {
+                        Ok(_) => Ok(had),
                         Err(e) => Err(format!("setParameter refused: {}", refusal("setParameter", &e))),
                     },
-                    None => Err("the server does not report it (getParameter answered without it): not set".to_string()),
+                    Err(why) => Err(why),
                 },
                 Err(e) => Err(format!("getParameter refused: {}", refusal("getParameter", &e))),
             };
@@ -157,6 +157,13 @@ impl ServerParameters {
     }
 }
 
+/// The value a `getParameter` reply gives for `name`: MongoDB answers it
+/// beside `ok`; a server that does not know the parameter answers without it
+/// (SecantusDB 0.7) or fails the command.
+fn reported(reply: &Document, name: &str) -> Result<Bson, String> {
+    reply.get(name).cloned().ok_or_else(|| "the server does not report it (getParameter answered without it): not set".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,5 +178,25 @@ mod tests {
         let config = tuned.create.get_document("storageEngine").unwrap().get_document("wiredTiger").unwrap();
         assert_eq!(config.get_str("configString").unwrap(), "block_compressor=zstd");
         assert!(tuned.parameters.get_bool("internalQueryPlannerGenerateCoveredWholeIndexScans").unwrap());
+    }
+
+    /// A reply shaped as MongoDB's documentation shows it (see tests/replies/README.md).
+    fn reply(name: &str) -> Document {
+        let path = format!("{}/tests/replies/get_parameter/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        mongodb::bson::to_document(&json).unwrap()
+    }
+
+    #[test]
+    fn a_parameter_the_server_reports_is_set_and_restored_and_one_it_does_not_is_said() {
+        const NAME: &str = "internalQueryPlannerGenerateCoveredWholeIndexScans";
+        assert_eq!(reported(&reply("mongodb_8"), NAME), Ok(Bson::Boolean(false)), "the server's own value, restored after each query");
+        let unknown = reported(&reply("secantusdb"), NAME).unwrap_err();
+        assert!(unknown.contains("does not report it") && unknown.contains("not set"), "{unknown}");
+        let wanted = Bson::Boolean(true);
+        let parameters = ServerParameters { each: vec![(NAME.into(), wanted.clone(), Ok(Bson::Boolean(false))), ("other".into(), wanted, Err(unknown))] };
+        let said: Vec<(String, String)> = parameters.settings().collect();
+        assert_eq!(said[0], (format!("setParameter {NAME}"), "true for this setup's queries only (the server's value, false, restored after each)".to_string()));
+        assert!(said[1].1.starts_with("wanted true; the server does not report it"), "{said:?}");
     }
 }
