@@ -40,6 +40,11 @@ static SPEC: EngineSpec = EngineSpec {
 struct Store {
     docs: BTreeMap<String, Vec<Value>>,
     ledger: BTreeMap<String, u64>,
+    /// A setting of the whole engine, as a server parameter is of a server:
+    /// `prepare` turns it on for the engine's own query, `after_query` back off.
+    setting_on: bool,
+    /// Queries that ran with the setting on.
+    ran_with_setting: u32,
 }
 
 /// The whole engine: shared by every connection, as a server's data would be.
@@ -173,12 +178,20 @@ impl Backend for Memory {
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
-        Ok(Box::new(serde_json::from_str::<GroupCount>(&query.text)?))
+        let query = serde_json::from_str::<GroupCount>(&query.text)?;
+        self.store.lock().unwrap().setting_on = true;
+        Ok(Box::new(query))
+    }
+
+    async fn after_query(&self) -> BackendResult<()> {
+        self.store.lock().unwrap().setting_on = false;
+        Ok(())
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let query: &GroupCount = prepared(self.engine(), query)?;
-        let store = self.store.lock().unwrap();
+        let mut store = self.store.lock().unwrap();
+        store.ran_with_setting += u32::from(store.setting_on);
         let mut counts: BTreeMap<Option<String>, i64> = BTreeMap::new();
         for doc in store.docs.values().flatten() {
             if query.filter.iter().all(|(pointer, want)| doc.pointer(pointer).and_then(Value::as_str) == Some(want)) {
@@ -260,6 +273,11 @@ fn an_engine_without_server_or_indexes_runs_through_ingest_index_and_query() {
     let rows: Vec<&Value> = a["engines"].as_array().unwrap().iter().map(|e| &e["rows"]).collect();
     assert!(rows[0].as_u64().is_some_and(|n| n > 10), "{rows:?}");
     assert_eq!(rows[0], rows[1]);
+    // The engine-wide setting its queries run with was on for each of its runs,
+    // and undone once its query was done (before any other engine ran).
+    let store = memory.store.lock().unwrap();
+    assert_eq!((store.ran_with_setting, store.setting_on), (2, false), "set for both runs, restored after");
+    drop(store);
 
     // Cleanup of PostgreSQL's side.
     let rt = tokio::runtime::Runtime::new().unwrap();
