@@ -46,9 +46,8 @@ bench-normalized hours="40" events="25000" repeat="5": setup build
 bench-polars hours="40" events="25000" repeat="5": setup build
     bash scripts/bench-polars.sh {{hours}} {{events}} {{repeat}}
 
-# The paper's setups against the tuned ones (postgres-tuned, mongo-tuned), true cold
-# and hot, verified: 1M generated events on PostgreSQL and polars, the MongoDB-wire
-# setups at 250,000 (GHBENCH_TUNED_MONGO_HOURS); ratios per query, load and size per setup.
+# (The MongoDB-wire setups run at 250,000 events; GHBENCH_TUNED_MONGO_HOURS=40 for 1M.)
+# Paper setups against tuned ones, 1M events, true cold and hot, verified: ratios, load, size.
 bench-tuned hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-tuned.sh {{hours}} {{events}} {{repeat}}
 
