@@ -105,6 +105,15 @@ pub struct EngineSpec {
 }
 
 impl EngineSpec {
+    /// This engine in another setup (`postgres-tuned`), as an engine of its
+    /// own: its name and one-line description, no aliases (they stay this
+    /// engine's), not in the default `--engines` (which replays the paper).
+    /// Made once, when the registry is built, and kept for the run.
+    pub fn for_setup(&self, engine: &str, about: &str) -> EngineSpec {
+        let about: &'static str = Box::leak(about.to_string().into_boxed_str());
+        EngineSpec { engine: Engine::from(engine), aliases: &[], about, default: false, ..self.clone() }
+    }
+
     /// True for the engine's name or one of its aliases, in any case.
     pub fn answers_to(&self, name: &str) -> bool {
         let name = name.trim();

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use ghbench_core::{Engine, Setup, TableName};
 use include_dir::{include_dir, Dir};
@@ -202,10 +203,17 @@ impl Catalog {
     }
 }
 
+/// The catalog compiled in, read once for the process: every engine's setup
+/// comes from it (the registry's, and each report's).
+pub fn compiled_in() -> Result<&'static Catalog, &'static str> {
+    static READ: LazyLock<Result<Catalog, String>> = LazyLock::new(|| Catalog::embedded().map_err(|e| e.to_string()));
+    READ.as_ref().map_err(String::as_str)
+}
+
 /// The setup written down for `engine` in the catalog compiled in (None if
 /// there is none, or it does not read: the catalog's tests read every one).
 pub fn embedded_setup(engine: &str) -> Option<Setup> {
-    Catalog::embedded().ok()?.setup(engine).ok().flatten()
+    compiled_in().ok()?.setup(engine).ok().flatten()
 }
 
 pub fn parse_json<T: serde::de::DeserializeOwned>(path: &str, text: &str) -> Result<T, CatalogError> {

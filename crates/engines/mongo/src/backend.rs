@@ -68,7 +68,19 @@ struct PipelineFile {
 /// A pipeline read from its file, ready to send.
 struct Aggregation {
     pipeline: Vec<Document>,
-    hint: Option<Hint>,
+    /// A key pattern (a document) or an index name (a string), as `aggregate` takes it.
+    hint: Option<Bson>,
+}
+
+impl Aggregation {
+    /// The hint as the driver takes it.
+    fn driver_hint(&self) -> Option<Hint> {
+        match self.hint.clone()? {
+            Bson::String(name) => Some(Hint::Name(name)),
+            Bson::Document(keys) => Some(Hint::Keys(keys)),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -90,8 +102,8 @@ impl MongoBackend {
         let file: PipelineFile = parse_json(&query.path, &query.for_table(&self.table))?;
         let hint = match file.hint {
             None => None,
-            Some(serde_json::Value::String(name)) => Some(Hint::Name(name)),
-            Some(keys) => Some(Hint::Keys(to_document(keys, &query.path)?)),
+            Some(serde_json::Value::String(name)) => Some(Bson::String(name)),
+            Some(keys) => Some(Bson::Document(to_document(keys, &query.path)?)),
         };
         let pipeline = file.pipeline.into_iter().map(|stage| to_document(stage, &query.path)).collect::<BackendResult<_>>()?;
         Ok(Aggregation { pipeline, hint })
@@ -123,6 +135,23 @@ impl MongoBackend {
         let command = doc! {"collStats": &self.collection};
         let reply = self.command(command).await.map_err(|e| with_advice("collStats", e).context(format!("collStats, after {why_not_stage}")))?;
         Ok((CollectionSizes::from_coll_stats_command(&reply), format!("the collStats command ({why_not_stage})")))
+    }
+
+    /// The options the collection was created with, as the server keeps them
+    /// (it may have taken options it does not apply), or why they are unknown.
+    async fn collection_options(&self) -> String {
+        let command = doc! {"listCollections": 1, "filter": {"name": &self.collection}};
+        let reply = match self.db.run_command(command).await {
+            Ok(reply) => reply,
+            Err(e) => return format!("unknown: {}", refusal("listCollections", &e)),
+        };
+        let Ok(batch) = reply.get_document("cursor").and_then(|c| c.get_array("firstBatch")) else {
+            return "unknown: listCollections answered without a cursor".into();
+        };
+        match batch.first().and_then(Bson::as_document) {
+            Some(listed) => listed.get("options").cloned().unwrap_or(Bson::Null).into_relaxed_extjson().to_string(),
+            None => "collection not created yet".into(),
+        }
     }
 
     /// The index names on the collection; none when it does not exist yet
@@ -161,19 +190,7 @@ impl Backend for MongoBackend {
         let mut info = crate::connect::describe(&self.setup.spec, &self.db, &self.url).await?;
         info.settings.extend(self.parameters.settings());
         if !self.setup.create.is_empty() {
-            // As the server keeps them: it may have taken options it does not apply.
-            let command = doc! {"listCollections": 1, "filter": {"name": &self.collection}};
-            let options = match self.db.run_command(command).await {
-                Ok(reply) => match reply.get_document("cursor").and_then(|c| c.get_array("firstBatch")) {
-                    Ok(batch) => match batch.first().and_then(Bson::as_document) {
-                        Some(listed) => listed.get("options").cloned().unwrap_or(Bson::Null).into_relaxed_extjson().to_string(),
-                        None => "collection not created yet".into(),
-                    },
-                    Err(_) => "unknown: listCollections answered without a cursor".into(),
-                },
-                Err(e) => format!("unknown: {}", refusal("listCollections", &e)),
-            };
-            info.settings.insert(format!("collection {} options", self.collection), options);
+            info.settings.insert(format!("collection {} options", self.collection), self.collection_options().await);
         }
         Ok(info)
     }
@@ -245,7 +262,7 @@ impl Backend for MongoBackend {
             .batch_size(BATCH_SIZE)
             .max_time(QUERY_TIME_LIMIT)
             .optional(self.collation.clone(), |aggregate, collation| aggregate.collation(collation))
-            .optional(aggregation.hint.clone(), |aggregate, hint| aggregate.hint(hint))
+            .optional(aggregation.driver_hint(), |aggregate, hint| aggregate.hint(hint))
             .await
             .map_err(failed)?;
         let docs: Vec<Document> = cursor.try_collect().await.map_err(failed)?;
@@ -266,11 +283,9 @@ impl Backend for MongoBackend {
             "aggregate": &self.collection, "pipeline": aggregation.pipeline, "cursor": {}, "allowDiskUse": true,
             "maxTimeMS": QUERY_TIME_LIMIT.as_millis() as i64,
         };
-        match aggregation.hint {
-            Some(Hint::Keys(keys)) => aggregate.insert("hint", keys),
-            Some(Hint::Name(name)) => aggregate.insert("hint", name),
-            Some(_) | None => None,
-        };
+        if let Some(hint) = aggregation.hint {
+            aggregate.insert("hint", hint);
+        }
         if self.collation.is_some() {
             aggregate.insert("collation", doc! {"locale": "simple"});
         }

@@ -74,8 +74,8 @@ pub fn plugin() -> Arc<dyn EnginePlugin> {
 /// engine of its own. The files are compiled in: a setup that does not read is
 /// a build that must not ship (the catalog's tests read every one).
 pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
-    let catalog = ghbench_olap::catalog::Catalog::embedded().expect("the embedded query catalog reads");
-    let setup = MongoSetup::from_catalog(&catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
+    let catalog = ghbench_olap::catalog::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
+    let setup = MongoSetup::from_catalog(catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
     Arc::new(AtUrl(Mongo { setup: Box::leak(Box::new(setup)) }))
 }
 

@@ -11,7 +11,7 @@
 use std::sync::LazyLock;
 
 use anyhow::{bail, Context as _};
-use ghbench_core::{Engine, EngineSpec, Setup, TableName};
+use ghbench_core::{EngineSpec, Setup, TableName};
 use ghbench_olap::catalog::{parse_json, Catalog};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
@@ -67,9 +67,8 @@ impl MongoSetup {
             Ok(Bson::Document(d)) => Ok(d),
             _ => Err(anyhow::anyhow!("{path}: not extended JSON")),
         };
-        let about: &'static str = Box::leak(setup.about.clone().into_boxed_str());
-        let spec = EngineSpec { engine: Engine::from(engine), aliases: &[], about, default: false, ..SPEC.clone() };
-        Ok(MongoSetup { spec, setup: Some(setup), create: document(file.create)?, parameters: document(file.set_parameter)? })
+        let (create, parameters) = (document(file.create)?, document(file.set_parameter)?);
+        Ok(MongoSetup { spec: SPEC.for_setup(engine, &setup.about), setup: Some(setup), create, parameters })
     }
 
     /// The collection of `table` in this setup: `tuned.<table>`, or the

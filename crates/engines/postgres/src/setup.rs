@@ -9,7 +9,7 @@
 use std::sync::LazyLock;
 
 use anyhow::{bail, Context as _};
-use ghbench_core::{Engine, EngineSpec, Setup, TableName};
+use ghbench_core::{EngineSpec, Setup, TableName};
 use ghbench_olap::catalog::Catalog;
 
 use crate::SPEC;
@@ -45,9 +45,7 @@ impl JsonbSetup {
         if !ddl.contains(&format!("{schema}.{{table}}")) {
             bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
         }
-        let about: &'static str = Box::leak(setup.about.clone().into_boxed_str());
-        let spec = EngineSpec { engine: Engine::from(engine), aliases: &[], about, default: false, ..SPEC.clone() };
-        Ok(JsonbSetup { spec, setup: Some(setup), table_ddl: Some(ddl) })
+        Ok(JsonbSetup { spec: SPEC.for_setup(engine, &setup.about), setup: Some(setup), table_ddl: Some(ddl) })
     }
 
     /// The schema the setup's table lives in; None: the connection's own (the paper's).
