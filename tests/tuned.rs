@@ -149,3 +149,32 @@ async fn both_setups_answer_alike_and_the_tuned_one_leaves_the_papers_plans_as_t
     assert!(markdown.contains("; tuned setup, 7 changes") && markdown.contains("; paper setup, 3 changes"), "every engine labelled with its setup");
     assert!(markdown.contains("change: stored generated columns"), "the changes are written out");
 }
+
+/// `ghbench index` before any load makes the tuned collection as its setup
+/// does (zstd), not implicitly with the server's defaults; and a query whose
+/// hinted index is gone (dropped with the data by `--drop`) says what to run.
+#[tokio::test(flavor = "multi_thread")]
+async fn indexes_before_the_load_keep_the_tuned_collection_and_a_missing_hinted_index_says_what_to_run() {
+    let Some(real) = real_hour() else { return };
+    let shared = real.parent().unwrap().to_str().unwrap().to_string();
+    let table = table("tuned_order");
+    let work = tempfile::tempdir().unwrap();
+    let out_dir = work.path().join("results");
+    let (quarantine, results) = (work.path().join("q"), out_dir.to_str().unwrap().to_string());
+    let db = mongo().await;
+    let _ = db.collection::<Document>(&format!("tuned.{table}")).drop().await;
+
+    let out = ghbench(&["index", "--engines", "mongo-tuned", "--table", &table, "--output", &results]);
+    assert!(out.status.success(), "{}", text(&out));
+    let listed = db.run_command(doc! {"listCollections": 1, "filter": {"name": format!("tuned.{table}")}}).await.unwrap();
+    assert!(format!("{listed:?}").contains("block_compressor=zstd"), "made with the setup's options: {listed:?}");
+
+    let load = ["ingest", "--engines", "mongo-tuned", "--table", &table, "--source", &shared, "--from", "2015-01-01T00", "--to", "2015-01-01T00"];
+    let mut load: Vec<&str> = load.to_vec();
+    load.extend(["--drop", "--quarantine-dir", quarantine.to_str().unwrap()]);
+    assert!(ghbench(&load).status.success());
+    let out = ghbench(&["query", "B", "--variant", "corrected", "--repeat", "1", "--engines", "mongo-tuned", "--table", &table, "--output", &results]);
+    let said = text(&out);
+    assert!(!out.status.success(), "a query whose hinted index is missing fails: {said}");
+    assert!(said.contains(&format!("the index this query's hint names is not on tuned.{table}: run `ghbench index --engines mongo-tuned`")), "{said}");
+}

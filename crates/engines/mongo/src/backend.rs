@@ -12,7 +12,7 @@
 
 use std::time::Instant;
 
-use anyhow::{anyhow, Context as _};
+use anyhow::{anyhow, bail, Context as _};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
@@ -103,7 +103,8 @@ impl MongoBackend {
         let hint = match file.hint {
             None => None,
             Some(serde_json::Value::String(name)) => Some(Bson::String(name)),
-            Some(keys) => Some(Bson::Document(to_document(keys, &query.path)?)),
+            Some(keys @ serde_json::Value::Object(_)) => Some(Bson::Document(to_document(keys, &query.path)?)),
+            Some(other) => bail!("{}: hint must name an index by its key pattern (an object) or its name (a string), not {other}", query.path),
         };
         let pipeline = file.pipeline.into_iter().map(|stage| to_document(stage, &query.path)).collect::<BackendResult<_>>()?;
         Ok(Aggregation { pipeline, hint })
@@ -221,6 +222,11 @@ impl Backend for MongoBackend {
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
         let specs: IndexFile = parse_json(&file.path, &file.for_table(&self.table))?;
         let coll = self.db.collection::<Document>(&self.collection);
+        // Indexes before any load: the collection is made as the setup makes it
+        // (its block compressor), not implicitly by createIndexes with the server's defaults.
+        if self.index_names().await?.is_empty() {
+            self.setup.create_collection(&self.db, &self.collection).await.map_err(|e| with_advice("create", e).context(format!("creating {}", self.collection)))?;
+        }
         let mut builds = Vec::new();
         for spec in specs.indexes {
             let definition = spec.to_string();
@@ -255,7 +261,13 @@ impl Backend for MongoBackend {
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let aggregation: &Aggregation = prepared(self.engine(), query)?;
         let coll = self.db.collection::<Document>(&self.collection);
-        let failed = |e| with_advice("aggregate", e);
+        let failed = |e: mongodb::error::Error| {
+            // BadValue naming the hint: the index it names is not there (not built yet, or dropped with the data).
+            let missing_index = crate::error::code(&e) == Some(2) && aggregation.hint.is_some() && e.to_string().contains("hint");
+            let advice = format!("the index this query's hint names is not on {}: run `ghbench index --engines {}`", self.collection, self.engine());
+            let error = with_advice("aggregate", e);
+            if missing_index { error.context(advice) } else { error }
+        };
         let cursor = coll
             .aggregate(aggregation.pipeline.clone())
             .allow_disk_use(true)
