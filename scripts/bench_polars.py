@@ -1,7 +1,9 @@
 """bench-polars' DuckDB side and its table: runs queries/polars/<variant>/<Q>.sql
 with DuckDB on the same Parquet files polars read (a view named like the
-table), REPEAT times each, and prints per query polars' median (from the
-`ghbench query` record), DuckDB's, their ratio, and whether DuckDB's row count
+table), on as many threads as polars ran on: per query once cold (OS page cache
+dropped, a new DuckDB instance) as `ghbench query --cold` ran polars, then
+REPEAT times hot. Prints per query polars' cold run and hot median (from the
+`ghbench query` record), DuckDB's, their ratios, and whether DuckDB's row count
 and first rows match polars'; then load time and size per engine from the
 all-engine record."""
 import argparse
@@ -23,15 +25,41 @@ p.add_argument("--sizes", required=True, help="results of a ghbench query on eve
 args = p.parse_args()
 
 files = sorted(glob.glob(os.path.join(args.files, "*.parquet")))
-con = duckdb.connect()
-con.execute(f"CREATE VIEW {args.table} AS SELECT * FROM read_parquet({files!r})")
-threads = con.execute("SELECT current_setting('threads')").fetchone()[0]
 record = json.load(open(args.polars))
 polars_engine = record["context"]["engines"][0]
+# The same threads as polars (POLARS_MAX_THREADS, else the cores), so neither
+# side has more of the machine.
+threads = int(polars_engine["server"]["settings"]["threads"])
+cold = record["context"]["cold"]
+
+
+def connect():
+    """A new DuckDB instance: nothing cached from an earlier one."""
+    con = duckdb.connect()
+    con.execute(f"SET threads = {threads}")
+    con.execute(f"CREATE VIEW {args.table} AS SELECT * FROM read_parquet({files!r})")
+    return con
+
+
+def drop_page_cache():
+    """As `ghbench query --cold` does before polars' first run (needs root);
+    False when it cannot."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return True
+    except OSError as e:
+        print(f"OS page cache NOT dropped before DuckDB's first run: {e}")
+        return False
+
+
 print(f"polars: {polars_engine['server']['build']}; settings: "
       + " ".join(f"{k}={v}" for k, v in sorted(polars_engine["server"]["settings"].items())))
-print(f"DuckDB {duckdb.__version__} (Python), threads={threads}; both on {len(files)} Parquet files, "
-      f"{polars_engine['data']['events']} events; medians of {args.repeat} hot runs")
+duck_threads = connect().execute("SELECT current_setting('threads')").fetchone()[0]
+print(f"DuckDB {duckdb.__version__} (Python), threads={duck_threads}; "
+      f"both on {len(files)} Parquet files, {polars_engine['data']['events']} events")
+print(f"cold: one run after dropping the OS page cache (polars: {cold['label']}); hot: medians of {args.repeat} runs")
 print()
 
 
@@ -47,25 +75,38 @@ def same(polars_head, duck_rows):
     return True
 
 
-print(f"{'query':<6}{'variant':<11}{'polars s':>10}{'DuckDB s':>10}{'DuckDB/polars':>15}  answers")
+def timed(con, sql):
+    started = time.perf_counter()
+    rows = con.execute(sql).fetchall()
+    return time.perf_counter() - started, rows
+
+
+print(f"{'':<17}{'------ cold (s) ------':>32}   {'--------- hot (s) ---------':>32}")
+print(f"{'query':<6}{'variant':<11}{'polars':>9}{'DuckDB':>9}{'DuckDB/polars':>14}   "
+      f"{'polars':>9}{'DuckDB':>9}{'DuckDB/polars':>14}  answers")
 slower = []
 for q in record["queries"]:
     mine = q["engines"][0]
     sql = open(os.path.join("queries", mine["file"])).read().replace("{table}", args.table)
-    seconds, rows = [], None
-    for _ in range(args.repeat):
-        started = time.perf_counter()
-        rows = con.execute(sql).fetchall()
-        seconds.append(time.perf_counter() - started)
+    drop_page_cache()
+    con = connect()
+    duck_cold, rows = timed(con, sql)
+    seconds = [timed(con, sql)[0] for _ in range(args.repeat)]
     duck, pol = statistics.median(seconds), mine["stats"]["median"]
+    pol_cold = (mine.get("cold_run") or {}).get("seconds")
     # The published texts leave ties unordered: only their counts compare.
     agree = len(rows) == mine["rows"] and (q["variant"] != "corrected" or same(mine["head"], rows))
+    name = f"{q['query']} {q['variant']}"
     if pol > duck:
-        slower.append(f"{q['query']} {q['variant']}")
-    print(f"{q['query']:<6}{q['variant']:<11}{pol:>10.4f}{duck:>10.4f}{duck / pol:>14.2f}x  "
+        slower.append(f"{name} hot")
+    if pol_cold is not None and pol_cold > duck_cold:
+        slower.append(f"{name} cold")
+    cold_cells = (f"{pol_cold:>9.4f}{duck_cold:>9.4f}{duck_cold / pol_cold:>13.2f}x" if pol_cold is not None
+                  else f"{'-':>9}{duck_cold:>9.4f}{'-':>14}")
+    print(f"{q['query']:<6}{q['variant']:<11}{cold_cells}   {pol:>9.4f}{duck:>9.4f}{duck / pol:>13.2f}x  "
           f"{'same' if agree else 'DIFFER'} ({len(rows)} rows)")
 print()
-print("polars no slower than DuckDB on every query" if not slower
+print("polars no slower than DuckDB on any query, cold or hot" if not slower
       else f"polars slower than DuckDB on: {', '.join(slower)}")
 print()
 sizes = json.load(open(args.sizes))

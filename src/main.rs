@@ -4,6 +4,7 @@
 
 fn main() -> std::process::ExitCode {
     restore_default_sigpipe();
+    ghbench_polars::prefer_async_reads();
     ghbench::cli::run(ghbench::registry::builtin(), std::env::args_os())
 }
 

@@ -245,3 +245,120 @@ fn a_damaged_polars_ledger_is_named_by_ingest_and_query_never_skipped_or_called_
     let said = text(&out);
     assert!(said.contains("polars cannot use its data folder") && said.contains(file.to_str().unwrap()) && !said.contains("just setup"), "{said}");
 }
+
+/// The results record of the newest `ghbench query` in `dir`.
+fn newest_results(dir: &Path) -> Value {
+    newest_record(dir, "olap-")
+}
+
+#[test]
+fn paths_missing_null_or_of_another_type_read_on_polars_as_postgres_arrows_read_them() {
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    let events = [
+        r#""type":"IssuesEvent","actor":{"login":"a"},"repo":{"name":"r/1"},"payload":{"action":"opened"}"#,
+        r#""type":"IssuesEvent","actor":{"login":"a"},"repo":{"name":"r/1"},"payload":{"action":"opened"}"#,
+        // actor not an object, repo.name null: both null.
+        r#""type":"IssuesEvent","actor":"someone","repo":{"name":null},"payload":{"action":"opened"}"#,
+        // repo.name missing; actor.login missing.
+        r#""type":"IssuesEvent","actor":{},"repo":{"id":5},"payload":{"action":"opened"}"#,
+        // Numbers and booleans read as their JSON text.
+        r#""type":"IssuesEvent","actor":{"login":7},"repo":{"name":7},"payload":{"action":"opened"}"#,
+        r#""type":"IssuesEvent","actor":{"login":true},"repo":{"name":"7"},"payload":{"action":"opened"}"#,
+        // An array where an object or a string is expected.
+        r#""type":"IssuesEvent","actor":{"login":"b"},"repo":[1,2],"payload":{"action":["opened"]}"#,
+        r#""type":"IssuesEvent","actor":{"login":"\u00e9"},"repo":{"name":"r/\u00e9"},"payload":{"action":"opened"}"#,
+        // type missing, null, a number.
+        r#""actor":{"login":"a"},"repo":{"name":"r/1"}"#,
+        r#""type":null,"actor":{"login":"a"}"#,
+        r#""type":3,"actor":{"login":"c"}"#,
+        // Comments: numbers count, anything else does not.
+        r#""type":"IssueCommentEvent","actor":{"login":"c"},"repo":{"name":"r/1"},"payload":{"issue":{"comments":5}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"c"},"repo":{"name":"r/1"},"payload":{"issue":{"comments":"9"}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"c"},"repo":{"name":"r/2"},"payload":{"issue":{"comments":4.5}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"d"},"repo":{"name":"r/2"},"payload":{"issue":null}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"d"},"repo":{"name":"r/3"},"payload":{"issue":{"comments":null}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"d"},"repo":{"name":null},"payload":{"issue":{"comments":[3]}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"d"},"payload":{"issue":{"comments":true}}"#,
+        r#""type":"IssueCommentEvent","actor":{"login":"d"},"payload":{"issue":{"comments":12}}"#,
+    ];
+    let lines: Vec<Vec<u8>> = events.iter().enumerate().map(|(i, e)| format!(r#"{{"id":"{i}",{e}}}"#).into_bytes()).collect();
+    write_hour(&source, "2015-01-01-0.json.gz", &lines);
+    let table = table("polars_odd");
+    let data = work.path().join("polars");
+    let common = ["--engines", "postgres,polars", "--table", &table, "--polars-dir", data.to_str().unwrap()];
+    let mut ingest = vec!["ingest", "--source", source.to_str().unwrap(), "--from", "2015-01-01T00", "--drop"];
+    let quarantine = work.path().join("q");
+    ingest.extend(["--quarantine-dir", quarantine.to_str().unwrap()]);
+    ingest.extend(common);
+    assert!(ghbench(&ingest).status.success());
+    let output = work.path().join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", output.to_str().unwrap()];
+    query.extend(common);
+    let out = ghbench(&query);
+    let record = newest_results(&output);
+    for q in record["queries"].as_array().unwrap() {
+        assert_eq!(q["verification"]["status"], "agree", "{} {}: {}", q["query"], q["variant"], q["verification"]);
+    }
+    assert!(out.status.success());
+    let rows = |query: &str| {
+        let q = record["queries"].as_array().unwrap().iter().find(|q| q["query"] == query && q["variant"] == "corrected").unwrap();
+        q["engines"].as_array().unwrap().iter().find(|e| e["engine"] == "polars").unwrap()["rows"].as_u64().unwrap()
+    };
+    // A: r/1, null, "7" (the number 7 and the string "7" are one group), r/é; the
+    // array repo with an array action is not 'opened'.
+    assert_eq!(rows("A"), 4, "{record}");
+    assert_eq!(rows("B"), 4, "IssuesEvent, IssueCommentEvent, null (missing or null), and 3 as text");
+    // D: r/1 (5; "9" is no number), r/2 (4.5), null (12); 3 is in an array.
+    assert_eq!(rows("D"), 3);
+    drop_everywhere(&table);
+}
+
+#[test]
+fn a_polars_table_of_the_struct_layout_is_refused_with_how_to_reload_and_never_misread() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("polars");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/polars-struct-layout/structs");
+    let table_dir = data.join("structs");
+    copy_dir(&fixture, &table_dir);
+    let before = files(&table_dir);
+    let stored = std::fs::read(table_dir.join("2015-01-01-0.parquet")).unwrap();
+    let dir = ["--engines", "polars", "--table", "structs", "--polars-dir", data.to_str().unwrap()];
+    let refused = |out: &std::process::Output| {
+        let said = text(out);
+        assert!(!out.status.success(), "{said}");
+        assert!(said.contains("1 of its 1 hours (hour 2015-01-01-0) in another layout"), "{said}");
+        assert!(said.contains("struct columns") && said.contains("ghbench ingest --engines polars --table structs --drop"), "{said}");
+    };
+
+    let output = work.path().join("results");
+    let mut query = vec!["query", "--all", "--repeat", "1", "--output", output.to_str().unwrap()];
+    query.extend(dir);
+    refused(&ghbench_with(&[], &query));
+
+    // Loading more hours into it would mix layouts in one table.
+    let source = work.path().join("source");
+    std::fs::create_dir(&source).unwrap();
+    late_key_hour(&source, 50);
+    std::fs::rename(source.join("2015-01-01-0.json.gz"), source.join("2015-01-01-1.json.gz")).unwrap();
+    let mut ingest = vec!["ingest", "--source", source.to_str().unwrap(), "--from", "2015-01-01T01"];
+    let quarantine = work.path().join("q");
+    ingest.extend(["--quarantine-dir", quarantine.to_str().unwrap()]);
+    ingest.extend(dir);
+    refused(&ghbench_with(&[], &ingest));
+    assert_eq!(files(&table_dir), before, "nothing written beside the old hour");
+    assert_eq!(std::fs::read(table_dir.join("2015-01-01-0.parquet")).unwrap(), stored, "the old hour untouched");
+
+    // As the message says: --drop loads it again, in today's layout.
+    ingest.push("--drop");
+    assert!(ghbench_with(&[], &ingest).status.success());
+    assert!(ghbench_with(&[], &query).status.success());
+    let record = newest_results(&output);
+    let polars = engine(&record, "polars");
+    assert_eq!(polars["data"]["events"], 51);
+    let layout = polars["server"]["settings"]["layout"].as_str().unwrap();
+    assert!(layout.starts_with("flat-1: type text, repo.name text"), "the record says what was flattened: {layout}");
+    let entry: Value = serde_json::from_slice(&std::fs::read(table_dir.join("2015-01-01-1.ledger.json")).unwrap()).unwrap();
+    assert_eq!(entry["layout"], layout, "each hour's entry records its layout");
+}

@@ -15,11 +15,16 @@ use ghbench_olap::rows::{Cell, Row};
 use polars::prelude::*;
 use polars::sql::SQLContext;
 
-use crate::schema::table_schema;
+use crate::schema::Layout;
 use crate::store::{Check, Damage, TableDir};
 
 /// How a plan is shown: polars' own optimised plan.
 const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
+
+/// The engine queries are collected with: polars' streaming engine groups
+/// each morsel as the scan decodes it; the default in-memory engine decodes
+/// whole columns first (1M events: B 0.026 s in memory, 0.013 s streaming).
+pub const ENGINE: Engine = Engine::Streaming;
 
 pub struct PolarsBackend {
     table: TableDir,
@@ -33,19 +38,22 @@ impl PolarsBackend {
         Ok(PolarsBackend { table: TableDir::new(dir, table) })
     }
 
-    /// Every loaded hour's file, as one lazy frame of the declared schema.
-    /// A file of another size than its ledger entry recorded stops the query
-    /// (a `stat` per file: a damaged file is not read as if it were data).
+    /// Every loaded hour's file, as one lazy frame of the declared layout.
+    /// A file of another size than its ledger entry recorded, or of another
+    /// layout, stops the query (a `stat` per file: a damaged file is not read
+    /// as if it were data).
     fn scan(&self) -> anyhow::Result<LazyFrame> {
+        let layout = self.layout()?;
         let files = self.table.hour_files()?;
         if let Some(damage) = self.find_damage(Check::Size)? {
             return Err(damaged(&damage));
         }
+        let schema = layout.schema();
         if files.is_empty() {
-            return Ok(DataFrame::empty_with_schema(&table_schema()).lazy());
+            return Ok(DataFrame::empty_with_schema(&schema).lazy());
         }
         let paths: Vec<PlRefPath> = files.values().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
-        let args = ScanArgsParquet { schema: Some(Arc::new(table_schema())), ..ScanArgsParquet::default() };
+        let args = ScanArgsParquet { schema: Some(Arc::new(schema)), ..ScanArgsParquet::default() };
         Ok(LazyFrame::scan_parquet_files(paths.into(), args)?)
     }
 
@@ -58,6 +66,15 @@ impl PolarsBackend {
 }
 
 impl PolarsBackend {
+    /// The declared layout, once every hour of the table is known to be in it.
+    fn layout(&self) -> anyhow::Result<&'static Layout> {
+        let layout = Layout::declared().map_err(anyhow::Error::msg)?;
+        match self.table.other_layout(&layout.signature())? {
+            Some(other) => Err(anyhow::anyhow!("{other}")),
+            None => Ok(layout),
+        }
+    }
+
     /// The first hour whose file is not the one its ledger entry recorded.
     fn find_damage(&self, check: Check) -> anyhow::Result<Option<Damage>> {
         for (stem, entry) in self.table.ledger()? {
@@ -112,7 +129,9 @@ impl Backend for PolarsBackend {
         Ok(crate::info(&self.table))
     }
 
+    /// Refuses a table of another layout, before any query is planned.
     async fn ledger(&self) -> BackendResult<Ledger> {
+        self.layout()?;
         let entries = self.table.ledger()?;
         let retries = entries.values().map(|e| u64::from(e.record.retries)).sum();
         Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))).with_retries(retries))
@@ -139,7 +158,7 @@ impl Backend for PolarsBackend {
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let Planned(frame) = prepared(self.engine(), query)?;
         let frame = frame.clone();
-        let result = tokio::task::spawn_blocking(move || frame.collect()).await?;
+        let result = tokio::task::spawn_blocking(move || frame.collect_with_engine(ENGINE).map(|result| result.unwrap_single())).await?;
         rows(&result.map_err(|e| self.explain_failure(e.into()))?)
     }
 

@@ -16,7 +16,7 @@ use ghbench_ingest::digest::{HashingWriter, WrittenDigest};
 use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour};
 use polars::prelude::*;
 
-use crate::schema::{table_schema, Columns};
+use crate::schema::{Columns, Layout};
 use crate::store::{annotate, Check, HourEntry, TableDir};
 
 /// Rows per Parquet row group, about (the buffer is written once it holds
@@ -39,6 +39,8 @@ struct HourFile {
     rows: u64,
     /// It replaces the hour's stored file (`--reload`, or a damaged file).
     replacing: bool,
+    /// The layout it is written in, for its ledger entry.
+    layout: &'static Layout,
 }
 
 pub struct PolarsSink {
@@ -126,8 +128,12 @@ impl EngineSink for PolarsSink {
         }
         self.table.create().map_err(Self::io)?;
         self.table.clean().map_err(Self::io)?;
-        // A ledger that cannot be read stops the run before it loads anything.
-        self.table.ledger().map_err(Self::io)?;
+        // A ledger that cannot be read stops the run before it loads anything,
+        // and so do hours of another layout: one table, one layout.
+        let layout = declared_layout()?;
+        if let Some(other) = self.table.other_layout(&layout.signature()).map_err(Self::io)? {
+            return Err(SinkError::Other(other.to_string()));
+        }
         Ok(())
     }
 
@@ -156,7 +162,8 @@ impl EngineSink for PolarsSink {
     /// Every entry, each hour's file checked against it (size and checksum).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
         let table = self.table.clone();
-        tokio::task::spawn_blocking(move || stored_hours(&table))
+        let layout = declared_layout()?.signature();
+        tokio::task::spawn_blocking(move || stored_hours(&table, &layout))
             .await
             .map_err(|e| SinkError::Other(format!("checking the stored hours: {e}")))?
             .map_err(Self::io)
@@ -196,12 +203,14 @@ impl PolarsSink {
         let path = self.table.temporary_data_path(stem);
         let file = File::create(&path).map_err(|e| Self::io(annotate(e, "creating", &path)))?;
         let (file, written) = HashingWriter::new(file);
+        let layout = declared_layout()?;
         let writer = ParquetWriter::new(file)
             .with_compression(ParquetCompression::Zstd(None))
             .with_statistics(StatisticsOptions::full())
-            .batched(&table_schema())
+            .batched(&layout.schema())
             .map_err(|e| Self::polars(e, "starting a Parquet file"))?;
-        self.hour = Some(HourFile { stem: stem.to_string(), path, writer, written, columns: Columns::default(), rows: 0, replacing });
+        let columns = Columns::new(layout);
+        self.hour = Some(HourFile { stem: stem.to_string(), path, writer, written, columns, rows: 0, replacing, layout });
         Ok(())
     }
 
@@ -213,7 +222,7 @@ impl PolarsSink {
         if hour.stem != record.hour {
             return Err(SinkError::Other(format!("the hour begun was {}, the one committed {}", hour.stem, record.hour)));
         }
-        let HourFile { path, writer, written, replacing, .. } = hour;
+        let HourFile { path, writer, written, replacing, layout, .. } = hour;
         let temporary = path.clone();
         tokio::task::spawn_blocking(move || -> Result<(), SinkError> {
             writer.finish().map_err(|e| Self::polars(e, "finishing the Parquet file"))?;
@@ -223,7 +232,13 @@ impl PolarsSink {
         .await
         .map_err(|e| SinkError::Other(format!("finishing {}: {e}", path.display())))??;
         let (bytes, digest) = written.result();
-        let entry = HourEntry { record: record.clone(), seconds: record.seconds(), parquet_bytes: Some(bytes), parquet_digest: Some(digest) };
+        let entry = HourEntry {
+            record: record.clone(),
+            seconds: record.seconds(),
+            parquet_bytes: Some(bytes),
+            parquet_digest: Some(digest),
+            layout: Some(layout.signature()),
+        };
         if replacing {
             self.table.remove_data(&record.hour).map_err(Self::io)?;
         }
@@ -232,15 +247,24 @@ impl PolarsSink {
     }
 }
 
+/// The layout this ghbench writes and reads.
+fn declared_layout() -> Result<&'static Layout, SinkError> {
+    Layout::declared().map_err(SinkError::Other)
+}
+
 /// See [`EngineSink::stored_hours`]: an entry older than files' checksums is
-/// not checked, and says so.
-fn stored_hours(table: &TableDir) -> std::io::Result<BTreeMap<String, StoredHour>> {
+/// not checked, and says so; an hour of another layout says queries refuse it.
+fn stored_hours(table: &TableDir, layout: &str) -> std::io::Result<BTreeMap<String, StoredHour>> {
     let mut stored = BTreeMap::new();
     for (stem, entry) in table.ledger()? {
         let damage = table.check(&stem, &entry, Check::Checksum)?;
-        let note = entry.parquet_digest.is_none().then(|| {
-            "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
-        });
+        let note = if entry.layout.as_deref() != Some(layout) {
+            Some(format!("written in another layout ({}): queries refuse it; load the table again with --drop", entry.layout_name()))
+        } else {
+            entry.parquet_digest.is_none().then(|| {
+                "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
+            })
+        };
         let hour = StoredHour {
             events: entry.events(),
             compressed_bytes: Some(entry.record.compressed_bytes),

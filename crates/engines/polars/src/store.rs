@@ -40,11 +40,55 @@ pub struct HourEntry {
     pub parquet_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parquet_digest: Option<String>,
+    /// The layout the file was written in ([`crate::schema::Layout::signature`]);
+    /// None in entries written before ghbench flattened the queried paths,
+    /// whose files keep them in struct columns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
 }
 
 impl HourEntry {
     pub fn events(&self) -> u64 {
         self.record.events
+    }
+
+    /// The layout its file was written in, for people.
+    pub fn layout_name(&self) -> &str {
+        self.layout.as_deref().unwrap_or(STRUCT_LAYOUT)
+    }
+}
+
+/// What entries without a layout hold.
+const STRUCT_LAYOUT: &str = "the queried fields in struct columns (ghbench before flat columns)";
+
+/// Hours of a table written in another layout than the one this ghbench
+/// reads: never read as if they were of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OtherLayout {
+    pub table: TableName,
+    pub path: PathBuf,
+    /// The hours in another layout, in order, and that layout.
+    pub hours: Vec<(String, String)>,
+    /// How many hours the table has.
+    pub of: usize,
+}
+
+impl std::fmt::Display for OtherLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (first, layout) = &self.hours[0];
+        let last = &self.hours[self.hours.len() - 1].0;
+        let span = if first == last { format!("hour {first}") } else { format!("hours {first} .. {last}") };
+        write!(
+            f,
+            "the polars table {} ({}) holds {} of its {} hours ({span}) in another layout than this ghbench reads: {layout}; \
+             it is not read as if it were this one. Load the table again: `ghbench ingest --engines polars --table {} --drop` \
+             with the --source and hours you loaded it from",
+            self.table,
+            self.path.display(),
+            self.hours.len(),
+            self.of,
+            self.table
+        )
     }
 }
 
@@ -222,6 +266,17 @@ impl TableDir {
         Ok(None)
     }
 
+    /// Hours whose entries record another layout than `signature` (or none).
+    pub fn other_layout(&self, signature: &str) -> io::Result<Option<OtherLayout>> {
+        let ledger = self.ledger()?;
+        let hours: Vec<(String, String)> = ledger
+            .iter()
+            .filter(|(_, entry)| entry.layout.as_deref() != Some(signature))
+            .map(|(stem, entry)| (stem.clone(), entry.layout_name().to_string()))
+            .collect();
+        Ok((!hours.is_empty()).then(|| OtherLayout { table: self.table.clone(), path: self.path(), hours, of: ledger.len() }))
+    }
+
     /// Removes a committed hour's data file, so that its replacement is
     /// committed in its place (its entry, left alone, is then an orphan that
     /// [`TableDir::clean`] removes should the replacement not be committed).
@@ -302,7 +357,7 @@ mod tests {
             retries: 0,
             clock: Default::default(),
         };
-        HourEntry { record, seconds: 0.5, parquet_bytes: None, parquet_digest: None }
+        HourEntry { record, seconds: 0.5, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()) }
     }
 
     #[test]
@@ -337,5 +392,27 @@ mod tests {
         table.drop_all().unwrap();
         assert!(!dir.path().join("t.dropping").exists(), "nothing left aside");
         assert!(table.hour_files().unwrap().is_empty() && table.path().is_dir());
+    }
+
+    #[test]
+    fn hours_of_another_layout_are_named_with_how_to_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = TableDir::new(dir.path(), &"t".parse::<TableName>().unwrap());
+        table.create().unwrap();
+        for (hour, layout) in [("2015-01-01-0", None), ("2015-01-01-1", Some("flat-1: x text")), ("2015-01-01-2", None)] {
+            fs::write(table.temporary_data_path(hour), b"data").unwrap();
+            let mut entry = entry(3);
+            entry.record.hour = hour.into();
+            entry.layout = layout.map(String::from);
+            table.commit(hour, &entry).unwrap();
+        }
+        assert_eq!(table.other_layout("flat-1: x text, y number").unwrap().map(|o| o.hours.len()), Some(3), "another signature: every hour");
+        let other = table.other_layout("flat-1: x text").unwrap().expect("two hours without a layout");
+        assert_eq!((other.hours.len(), other.of), (2, 3));
+        let said = other.to_string();
+        assert!(said.contains("2 of its 3 hours (hours 2015-01-01-0 .. 2015-01-01-2)"), "{said}");
+        assert!(said.contains("struct columns") && said.contains("--table t --drop"), "{said}");
+        table.drop_all().unwrap();
+        assert_eq!(table.other_layout("flat-1: x text").unwrap(), None, "an empty table has no other layout");
     }
 }
