@@ -325,11 +325,12 @@ fn a_polars_table_of_the_struct_layout_is_refused_with_how_to_reload_and_never_m
     let before = files(&table_dir);
     let stored = std::fs::read(table_dir.join("2015-01-01-0.parquet")).unwrap();
     let dir = ["--engines", "polars", "--table", "structs", "--polars-dir", data.to_str().unwrap()];
+    let reload = format!("ghbench ingest --engines polars --polars-dir {} --table structs --drop", data.display());
     let refused = |out: &std::process::Output| {
         let said = text(out);
         assert!(!out.status.success(), "{said}");
         assert!(said.contains("1 of its 1 hours (hour 2015-01-01-0) in another layout"), "{said}");
-        assert!(said.contains("struct columns") && said.contains("ghbench ingest --engines polars --table structs --drop"), "{said}");
+        assert!(said.contains("struct columns") && said.contains("it reads flat-1: type text") && said.contains(&reload), "{said}");
     };
 
     let output = work.path().join("results");

@@ -99,8 +99,9 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The layout compiled in (`queries/polars/columns.json`); its catalog test
-    /// reads it, so an error here means a binary built from a broken file.
+    /// The layout compiled in (`queries/polars/columns.json`, not a `--catalog`
+    /// folder's: files are written in it); this module's tests read it, so an
+    /// error here means a binary built from a broken file.
     pub fn declared() -> Result<&'static Layout, String> {
         static DECLARED: LazyLock<Result<Layout, String>> = LazyLock::new(|| {
             let catalog = ghbench_olap::catalog::compiled_in()?;
@@ -123,8 +124,9 @@ impl Layout {
         let mut tree = PathTree::default();
         for (column, flat) in paths.iter().enumerate() {
             let segments: Vec<&str> = flat.path.split('.').collect();
-            if segments.iter().any(|s| s.is_empty() || s.chars().any(|c| c.is_control() || c == '"')) {
-                return Err(format!("path {:?}: keys joined by dots, none empty, no quotes or control characters", flat.path));
+            // No commas: the layout's signature lists paths separated by them.
+            if segments.iter().any(|s| s.is_empty() || s.chars().any(|c| c.is_control() || c == '"' || c == ',')) {
+                return Err(format!("path {:?}: keys joined by dots, none empty, no quotes, commas or control characters", flat.path));
             }
             if [LINE, EVENT].contains(&flat.path.as_str()) {
                 return Err(format!("path {:?}: `{LINE}` and `{EVENT}` are the table's own columns", flat.path));
@@ -419,6 +421,7 @@ mod tests {
         assert!(refused(r#"{"about":"","columns":[]}"#).contains("no columns"));
         let one = |path: &str, kind: &str| format!(r#"{{"about":"","columns":[{{"path":"{path}","type":"{kind}"}}]}}"#);
         assert!(refused(&one("a..b", "text")).contains("none empty"));
+        assert!(refused(&one("a text, b", "number")).contains("commas"), "a comma would make two layouts' signatures alike");
         assert!(refused(&one("event", "text")).contains("the table's own columns"));
         assert!(refused(&one("a", "date")).contains("unknown variant"), "{}", refused(&one("a", "date")));
         let twice = r#"{"about":"","columns":[{"path":"a.b","type":"text"},{"path":"a.b","type":"number"}]}"#;

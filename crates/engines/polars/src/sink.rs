@@ -162,8 +162,7 @@ impl EngineSink for PolarsSink {
     /// Every entry, each hour's file checked against it (size and checksum).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
         let table = self.table.clone();
-        let layout = declared_layout()?.signature();
-        tokio::task::spawn_blocking(move || stored_hours(&table, &layout))
+        tokio::task::spawn_blocking(move || stored_hours(&table))
             .await
             .map_err(|e| SinkError::Other(format!("checking the stored hours: {e}")))?
             .map_err(Self::io)
@@ -253,18 +252,15 @@ fn declared_layout() -> Result<&'static Layout, SinkError> {
 }
 
 /// See [`EngineSink::stored_hours`]: an entry older than files' checksums is
-/// not checked, and says so; an hour of another layout says queries refuse it.
-fn stored_hours(table: &TableDir, layout: &str) -> std::io::Result<BTreeMap<String, StoredHour>> {
+/// not checked, and says so. (A table of another layout never gets here:
+/// `prepare` refuses it.)
+fn stored_hours(table: &TableDir) -> std::io::Result<BTreeMap<String, StoredHour>> {
     let mut stored = BTreeMap::new();
     for (stem, entry) in table.ledger()? {
         let damage = table.check(&stem, &entry, Check::Checksum)?;
-        let note = if entry.layout.as_deref() != Some(layout) {
-            Some(format!("written in another layout ({}): queries refuse it; load the table again with --drop", entry.layout_name()))
-        } else {
-            entry.parquet_digest.is_none().then(|| {
-                "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
-            })
-        };
+        let note = entry.parquet_digest.is_none().then(|| {
+            "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
+        });
         let hour = StoredHour {
             events: entry.events(),
             compressed_bytes: Some(entry.record.compressed_bytes),

@@ -66,27 +66,35 @@ const STRUCT_LAYOUT: &str = "the queried fields in struct columns (ghbench befor
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OtherLayout {
     pub table: TableName,
-    pub path: PathBuf,
+    /// The data folder the table is in (`--polars-dir`).
+    pub root: PathBuf,
     /// The hours in another layout, in order, and that layout.
     pub hours: Vec<(String, String)>,
     /// How many hours the table has.
     pub of: usize,
+    /// The layout this ghbench reads.
+    pub reads: String,
 }
 
 impl std::fmt::Display for OtherLayout {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (first, layout) = &self.hours[0];
-        let last = &self.hours[self.hours.len() - 1].0;
-        let span = if first == last { format!("hour {first}") } else { format!("hours {first} .. {last}") };
+        let (first, last) = (&self.hours[0].0, &self.hours[self.hours.len() - 1].0);
+        let which = if first == last { format!("hour {first}") } else { format!("first {first}, last {last}") };
+        let mut layouts: Vec<&str> = self.hours.iter().map(|(_, layout)| layout.as_str()).collect();
+        layouts.sort_unstable();
+        layouts.dedup();
         write!(
             f,
-            "the polars table {} ({}) holds {} of its {} hours ({span}) in another layout than this ghbench reads: {layout}; \
-             it is not read as if it were this one. Load the table again: `ghbench ingest --engines polars --table {} --drop` \
-             with the --source and hours you loaded it from",
+            "the polars table {} ({}) holds {} of its {} hours ({which}) in another layout than this ghbench reads: {}; \
+             it reads {}. They are not read as if they were. Load the table again: \
+             `ghbench ingest --engines polars --polars-dir {} --table {} --drop` with the --source and hours you loaded it from",
             self.table,
-            self.path.display(),
+            self.root.join(self.table.as_str()).display(),
             self.hours.len(),
             self.of,
+            layouts.join("; "),
+            self.reads,
+            self.root.display(),
             self.table
         )
     }
@@ -274,7 +282,8 @@ impl TableDir {
             .filter(|(_, entry)| entry.layout.as_deref() != Some(signature))
             .map(|(stem, entry)| (stem.clone(), entry.layout_name().to_string()))
             .collect();
-        Ok((!hours.is_empty()).then(|| OtherLayout { table: self.table.clone(), path: self.path(), hours, of: ledger.len() }))
+        let (table, root, of, reads) = (self.table.clone(), self.root.clone(), ledger.len(), signature.to_string());
+        Ok((!hours.is_empty()).then_some(OtherLayout { table, root, hours, of, reads }))
     }
 
     /// Removes a committed hour's data file, so that its replacement is
@@ -410,8 +419,9 @@ mod tests {
         let other = table.other_layout("flat-1: x text").unwrap().expect("two hours without a layout");
         assert_eq!((other.hours.len(), other.of), (2, 3));
         let said = other.to_string();
-        assert!(said.contains("2 of its 3 hours (hours 2015-01-01-0 .. 2015-01-01-2)"), "{said}");
-        assert!(said.contains("struct columns") && said.contains("--table t --drop"), "{said}");
+        assert!(said.contains("2 of its 3 hours (first 2015-01-01-0, last 2015-01-01-2)"), "{said}");
+        assert!(said.contains("struct columns") && said.contains("it reads flat-1: x text."), "{said}");
+        assert!(said.contains(&format!("--polars-dir {} --table t --drop", dir.path().display())), "{said}");
         table.drop_all().unwrap();
         assert_eq!(table.other_layout("flat-1: x text").unwrap(), None, "an empty table has no other layout");
     }
