@@ -56,13 +56,12 @@ fn add_options<'a>(mut command: clap::Command, options: impl Iterator<Item = (&'
             continue;
         }
         added.push(option.long);
-        let mut arg = Arg::new(option.long)
-            .long(option.long)
-            .value_name(option.value_name)
-            .help(format!("[{engine}] {}", option.help))
-            .hide_env_values(option.secret);
+        let mut arg = Arg::new(option.long).long(option.long).value_name(option.value_name).help(format!("[{engine}] {}", option.help));
         if let Some(env) = option.env {
-            arg = arg.env(env);
+            // clap writes an unset variable as `[env: NAME=]`, as if it were set
+            // to nothing: show a value only when there is one (and no secret).
+            let unset = std::env::var_os(env).is_none();
+            arg = arg.env(env).hide_env_values(option.secret || unset);
         }
         if let Some(default) = option.default {
             arg = arg.default_value(default);

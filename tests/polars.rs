@@ -144,6 +144,9 @@ fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_k
 
     let help = text(&ghbench_with(&[], &["ingest", "--help"]));
     assert!(help.contains("polars (no server) stands in"), "--help says when polars stands in: {help}");
+    assert!(help.contains("[env: GHBENCH_POLARS_DIR]"), "an unset variable is named, not shown as set to nothing: {help}");
+    let help = text(&ghbench_with(&[("GHBENCH_POLARS_DIR", "/srv/parquet")], &["ingest", "--help"]));
+    assert!(help.contains("[env: GHBENCH_POLARS_DIR=/srv/parquet]"), "a set one shows its value: {help}");
 
     // Asked for by name, an unreachable server is an error, not replaced.
     let mut named = vec!["query", "B", "--engines", "postgres", "--output", output.to_str().unwrap()];
