@@ -204,10 +204,20 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let chart = std::fs::read_to_string(charts.join("growth-A-corrected.svg")).expect("the growth chart of Query A");
     assert!(chart.contains("<polyline") && ENGINES.iter().all(|e| chart.contains(e)), "a line per engine");
 
+    // A --servers file that does not exist is a typo, said before any work.
+    let missing = path("no-such-servers.json");
+    let mut args = vec!["bench", "--gen", "1", "--cold", "--servers", &missing, "--engines", "postgres,polars"];
+    args.extend(&common[2..]);
+    args.extend(&places);
+    let (ok, said) = setup.ghbench(&args);
+    assert!(!ok && said.contains(&format!("--servers {missing} does not exist")), "{said}");
+    assert!(!said.contains("[bench"), "refused before any phase: {said}");
+
     // A server not in --servers cannot be restarted: its first runs are not
     // called truly cold; polars (no server) still is.
-    let missing = path("no-servers.json");
-    let mut args = vec!["bench", "--gen", "1", "--cold", "--servers", &missing, "--engines", "postgres,polars"];
+    let none = path("no-servers.json");
+    std::fs::write(&none, r#"{"servers": []}"#).unwrap();
+    let mut args = vec!["bench", "--gen", "1", "--cold", "--servers", &none, "--engines", "postgres,polars"];
     args.extend(&common[2..]);
     args.extend(&places);
     let (ok, said) = setup.ghbench(&args);

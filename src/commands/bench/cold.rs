@@ -30,6 +30,9 @@ pub struct ManagedServers {
     pub servers: Vec<ManagedServer>,
 }
 
+/// Where `just setup` writes the servers it started (`--servers`' default).
+pub const DEFAULT_SERVERS_FILE: &str = ".ghbench/servers.json";
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct ManagedServer {
     pub name: String,
@@ -41,11 +44,17 @@ pub struct ManagedServer {
 }
 
 impl ManagedServers {
-    /// None when the file is absent: then no server is managed.
-    pub fn load(path: &Path) -> Result<Option<ManagedServers>> {
+    /// None when the file is absent and was not asked for (`asked`: given by
+    /// the user, not the default): then no server is managed. A file the user
+    /// named must exist, or a typo would silently make every run not truly cold.
+    pub fn load(path: &Path, asked: bool) -> Result<Option<ManagedServers>> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !asked => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => anyhow::bail!(
+                "--servers {} does not exist: name the file `just setup` writes ({DEFAULT_SERVERS_FILE}), or one listing no servers ({{\"servers\": []}}) to restart none",
+                path.display()
+            ),
             Err(e) => return Err(e).with_context(|| format!("reading --servers {}", path.display())),
         };
         let servers: ManagedServers = serde_json::from_str(&text)

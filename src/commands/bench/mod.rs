@@ -115,7 +115,7 @@ pub struct BenchArgs {
     pub fresh: bool,
 
     /// The servers `just setup` started and how to restart them (it writes this file).
-    #[arg(long, value_name = "FILE", env = "GHBENCH_SERVERS", default_value = ".ghbench/servers.json")]
+    #[arg(long, value_name = "FILE", env = "GHBENCH_SERVERS", default_value = cold::DEFAULT_SERVERS_FILE)]
     pub servers: PathBuf,
 
     /// Where generated hours are kept (one folder per size of hour and seed).
@@ -164,6 +164,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
+    let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
+    let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
     ensure_output_dir(&args.output)?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
@@ -176,7 +178,6 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
-    let managed = if args.cold { ManagedServers::load(&args.servers)? } else { None };
     let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new() };
     for (hours, table) in sizes.into_iter().zip(tables) {
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
