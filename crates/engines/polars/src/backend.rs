@@ -3,6 +3,7 @@
 //! `queries/polars/` (SQL, so they read side by side with PostgreSQL's).
 //! Planning is done in `prepare`; `execute` collects, reading the files.
 
+use std::collections::BTreeMap;
 use std::fs::File;
 
 use async_trait::async_trait;
@@ -16,7 +17,7 @@ use polars::prelude::*;
 use polars::sql::SQLContext;
 
 use crate::schema::Layout;
-use crate::store::{Check, Damage, TableDir};
+use crate::store::{Check, Damage, HourEntry, TableDir};
 
 /// How a plan is shown: polars' own optimised plan.
 const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
@@ -43,9 +44,10 @@ impl PolarsBackend {
     /// layout, stops the query (a `stat` per file: a damaged file is not read
     /// as if it were data).
     fn scan(&self) -> anyhow::Result<LazyFrame> {
-        let layout = self.layout()?;
+        let ledger = self.table.ledger()?;
+        let layout = self.layout(&ledger)?;
         let files = self.table.hour_files()?;
-        if let Some(damage) = self.find_damage(Check::Size)? {
+        if let Some(damage) = self.find_damage(&ledger, Check::Size)? {
             return Err(damaged(&damage));
         }
         let schema = layout.schema();
@@ -66,19 +68,19 @@ impl PolarsBackend {
 }
 
 impl PolarsBackend {
-    /// The declared layout, once every hour of the table is known to be in it.
-    fn layout(&self) -> anyhow::Result<&'static Layout> {
+    /// The declared layout, once every hour of the table's `ledger` is known to be in it.
+    fn layout(&self, ledger: &BTreeMap<String, HourEntry>) -> anyhow::Result<&'static Layout> {
         let layout = Layout::declared().map_err(anyhow::Error::msg)?;
-        match self.table.other_layout(&layout.signature())? {
+        match self.table.other_layout(ledger, &layout.signature()) {
             Some(other) => Err(anyhow::anyhow!("{other}")),
             None => Ok(layout),
         }
     }
 
-    /// The first hour whose file is not the one its ledger entry recorded.
-    fn find_damage(&self, check: Check) -> anyhow::Result<Option<Damage>> {
-        for (stem, entry) in self.table.ledger()? {
-            if let Some(damage) = self.table.check(&stem, &entry, check)? {
+    /// The first hour of the table's `ledger` whose file is not the one its entry recorded.
+    fn find_damage(&self, ledger: &BTreeMap<String, HourEntry>, check: Check) -> anyhow::Result<Option<Damage>> {
+        for (stem, entry) in ledger {
+            if let Some(damage) = self.table.check(stem, entry, check)? {
                 return Ok(Some(damage));
             }
         }
@@ -91,7 +93,7 @@ impl PolarsBackend {
         if error.downcast_ref::<DamagedFile>().is_some() {
             return error;
         }
-        match self.find_damage(Check::Checksum) {
+        match self.table.ledger().map_err(anyhow::Error::from).and_then(|ledger| self.find_damage(&ledger, Check::Checksum)) {
             Ok(Some(damage)) => damaged(&damage).context(format!("{error:#}")),
             _ => error,
         }
@@ -131,15 +133,15 @@ impl Backend for PolarsBackend {
 
     /// Refuses a table of another layout, before any query is planned.
     async fn ledger(&self) -> BackendResult<Ledger> {
-        self.layout()?;
         let entries = self.table.ledger()?;
+        self.layout(&entries)?;
         let retries = entries.values().map(|e| u64::from(e.record.retries)).sum();
         Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))).with_retries(retries))
     }
 
     /// Rows counted from the files' own footers, not the ledger.
     async fn sizes(&self) -> BackendResult<Storage> {
-        if let Some(damage) = self.find_damage(Check::Size)? {
+        if let Some(damage) = self.find_damage(&self.table.ledger()?, Check::Size)? {
             return Err(damaged(&damage));
         }
         let mut rows = 0;

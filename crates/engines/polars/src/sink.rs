@@ -130,8 +130,8 @@ impl EngineSink for PolarsSink {
         self.table.clean().map_err(Self::io)?;
         // A ledger that cannot be read stops the run before it loads anything,
         // and so do hours of another layout: one table, one layout.
-        let layout = declared_layout()?;
-        if let Some(other) = self.table.other_layout(&layout.signature()).map_err(Self::io)? {
+        let (layout, ledger) = (declared_layout()?, self.table.ledger().map_err(Self::io)?);
+        if let Some(other) = self.table.other_layout(&ledger, &layout.signature()) {
             return Err(SinkError::Other(other.to_string()));
         }
         Ok(())

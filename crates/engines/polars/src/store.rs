@@ -274,16 +274,16 @@ impl TableDir {
         Ok(None)
     }
 
-    /// Hours whose entries record another layout than `signature` (or none).
-    pub fn other_layout(&self, signature: &str) -> io::Result<Option<OtherLayout>> {
-        let ledger = self.ledger()?;
+    /// Hours of `ledger` (this table's, as [`TableDir::ledger`] read it) whose
+    /// entries record another layout than `signature` (or none).
+    pub fn other_layout(&self, ledger: &BTreeMap<String, HourEntry>, signature: &str) -> Option<OtherLayout> {
         let hours: Vec<(String, String)> = ledger
             .iter()
             .filter(|(_, entry)| entry.layout.as_deref() != Some(signature))
             .map(|(stem, entry)| (stem.clone(), entry.layout_name().to_string()))
             .collect();
         let (table, root, of, reads) = (self.table.clone(), self.root.clone(), ledger.len(), signature.to_string());
-        Ok((!hours.is_empty()).then_some(OtherLayout { table, root, hours, of, reads }))
+        (!hours.is_empty()).then_some(OtherLayout { table, root, hours, of, reads })
     }
 
     /// Removes a committed hour's data file, so that its replacement is
@@ -415,14 +415,15 @@ mod tests {
             entry.layout = layout.map(String::from);
             table.commit(hour, &entry).unwrap();
         }
-        assert_eq!(table.other_layout("flat-1: x text, y number").unwrap().map(|o| o.hours.len()), Some(3), "another signature: every hour");
-        let other = table.other_layout("flat-1: x text").unwrap().expect("two hours without a layout");
+        let ledger = table.ledger().unwrap();
+        assert_eq!(table.other_layout(&ledger, "flat-1: x text, y number").map(|o| o.hours.len()), Some(3), "another signature: every hour");
+        let other = table.other_layout(&ledger, "flat-1: x text").expect("two hours without a layout");
         assert_eq!((other.hours.len(), other.of), (2, 3));
         let said = other.to_string();
         assert!(said.contains("2 of its 3 hours (first 2015-01-01-0, last 2015-01-01-2)"), "{said}");
         assert!(said.contains("struct columns") && said.contains("it reads flat-1: x text."), "{said}");
         assert!(said.contains(&format!("--polars-dir {} --table t --drop", dir.path().display())), "{said}");
         table.drop_all().unwrap();
-        assert_eq!(table.other_layout("flat-1: x text").unwrap(), None, "an empty table has no other layout");
+        assert_eq!(table.other_layout(&table.ledger().unwrap(), "flat-1: x text"), None, "an empty table has no other layout");
     }
 }
