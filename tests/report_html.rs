@@ -32,7 +32,7 @@ fn html_lands_beside_the_json_or_at_out() {
     let beside = dir.path().join("olap-20261122T120000Z.html");
     assert!(text(&out.stdout).contains(&beside.display().to_string()), "says where: {}", text(&out.stdout));
     let page = std::fs::read_to_string(&beside).unwrap();
-    assert!(page.starts_with("<!DOCTYPE html>") && page.matches("<svg").count() == 6);
+    assert!(page.starts_with("<!DOCTYPE html>") && page.matches("<svg").count() == 7);
 
     let chosen = dir.path().join("sub/report.html");
     let out = report(&[Path::new("--html"), &json, Path::new("--out"), &chosen]);

@@ -194,6 +194,37 @@ impl Growth {
     }
 }
 
+/// Fewest sizes a growth fit needs: a line through two points fits anything.
+pub const MIN_FIT_SIZES: usize = 3;
+/// The largest size must hold this many times the smallest's events.
+pub const MIN_FIT_SPAN: f64 = 4.0;
+/// Below this hot median at the largest size, fixed costs and noise outweigh growth.
+pub const MIN_FIT_SECONDS: f64 = 0.01;
+
+impl Growth {
+    /// Why the fitted numbers mean nothing, if they do not: too few sizes,
+    /// sizes too close together, times too small, or time falling as the
+    /// data grows. Judged when shown, so older records are judged too.
+    pub fn not_meaningful(&self) -> Option<String> {
+        let (Some(first), Some(last)) = (self.points.first(), self.points.last()) else { return Some("no size answered".into()) };
+        if self.points.len() < MIN_FIT_SIZES {
+            return Some(format!("{} sizes: a fit needs {MIN_FIT_SIZES} or more", self.points.len()));
+        }
+        let span = last.0 as f64 / first.0.max(1) as f64;
+        if span < MIN_FIT_SPAN {
+            return Some(format!("sizes only {span:.1}× apart: a fit needs {MIN_FIT_SPAN}× or more"));
+        }
+        let largest = self.points.iter().map(|p| p.1).fold(0.0, f64::max);
+        if largest < MIN_FIT_SECONDS {
+            return Some(format!("times under {} ms: fixed costs and noise, not growth", MIN_FIT_SECONDS * 1000.0));
+        }
+        if self.seconds_per_million_events.is_some_and(|s| s < 0.0) || self.exponent.is_some_and(|e| e < 0.0) {
+            return Some("time fell as the data grew: noise, not a growth rate".into());
+        }
+        None
+    }
+}
+
 /// The least-squares slope of y on x; None with fewer than two distinct x.
 pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
     let n = points.len() as f64;
@@ -255,5 +286,20 @@ mod tests {
         let flat = Growth::of("A", "corrected", &engine, vec![(1_000_000, 0.2), (4_000_000, 0.2)]);
         assert!(flat.seconds_per_million_events.unwrap().abs() < 1e-12);
         assert!(flat.exponent.unwrap().abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_fit_over_too_little_is_not_a_result() {
+        let engine = Engine::from("postgres");
+        let fit = |points: Vec<(u64, f64)>| Growth::of("A", "corrected", &engine, points).not_meaningful();
+        assert_eq!(fit(vec![(1_000_000, 0.5), (4_000_000, 2.0), (16_000_000, 8.0)]), None, "three sizes, 16× apart, growing");
+        let two = fit(vec![(1_000_000, 0.5), (16_000_000, 8.0)]).unwrap();
+        assert!(two.starts_with("2 sizes"), "{two}");
+        let close = fit(vec![(1_000_000, 0.5), (1_500_000, 0.7), (2_000_000, 1.0)]).unwrap();
+        assert!(close.contains("2.0× apart"), "{close}");
+        let tiny = fit(vec![(7_702, 0.002), (30_000, 0.003), (120_000, 0.004)]).unwrap();
+        assert!(tiny.contains("under 10 ms"), "{tiny}");
+        let falling = fit(vec![(1_000_000, 0.9), (4_000_000, 0.5), (16_000_000, 0.4)]).unwrap();
+        assert!(falling.contains("time fell"), "{falling}");
     }
 }

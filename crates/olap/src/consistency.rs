@@ -191,7 +191,7 @@ mod tests {
             variant: "corrected".into(),
             title: String::new(),
             compare: Compare::Ordered,
-            verification: Verification { status, reference: Some("postgres".into()), mismatches: vec![], cause: None },
+            verification: Verification { status, reference: Some("postgres".into()), agreeing: vec![], mismatches: vec![], cause: None },
             engines: vec![],
         };
         let mut queries = [query(VerificationStatus::Mismatch), query(VerificationStatus::Agree)];

@@ -348,8 +348,14 @@ pub enum VerificationStatus {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Verification {
     pub status: VerificationStatus,
-    /// The engine every other engine is compared with (the first that answered).
+    /// The engine every other engine is compared with: the first of the
+    /// majority when there is one, else the first that answered.
     pub reference: Option<Engine>,
+    /// When a majority of engines agree and others do not: the engines of the
+    /// majority (the reference first). Empty when all agree, or when no
+    /// majority says which side is right (then every engine is marked).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agreeing: Vec<Engine>,
     pub mismatches: Vec<Mismatch>,
     /// Why the engines disagree when it is known before comparing a row, e.g.
     /// `the engines hold different data: …`.

@@ -22,41 +22,84 @@ pub struct Difference {
     pub first_differences: Vec<String>,
 }
 
-/// Compares every engine's rows with the first engine that answered.
+/// Groups the engines by agreeing answers and says which disagree with the
+/// rest. With a majority (one largest group of two or more) its engines are
+/// verified and each other engine is a mismatch against it; the first engine
+/// is not blamed for another's wrong answer. With no majority (two engines
+/// that differ, or a tie) no engine can be trusted: all are marked, and the
+/// mismatches are against the first engine that answered.
 pub fn verify(spec: &QuerySpec, results: &mut [EngineResult], rows: &[Option<Vec<Row>>]) -> Verification {
     let answered: Vec<usize> = (0..results.len()).filter(|&i| rows[i].is_some()).collect();
     let failed = answered.len() < results.len();
-    let Some((&reference, others)) = answered.split_first() else {
-        return Verification { status: VerificationStatus::Error, reference: None, mismatches: Vec::new(), cause: None };
-    };
-    let ref_name = results[reference].engine.clone();
-    let ref_rows = rows[reference].as_deref().unwrap_or_default();
-    let mut mismatches = Vec::new();
-    for &i in others {
-        let name = results[i].engine.clone();
-        match compare(spec.compare, (ref_name.name(), ref_rows), (name.name(), rows[i].as_deref().unwrap_or_default())) {
-            Ok(()) => results[i].verified = Some(true),
-            Err(diff) => {
-                results[i].verified = Some(false);
-                mismatches.push(Mismatch { engine: name, reason: diff.reason, first_differences: diff.first_differences });
-            }
-        }
+    if answered.is_empty() {
+        return Verification { status: VerificationStatus::Error, reference: None, agreeing: Vec::new(), mismatches: Vec::new(), cause: None };
     }
+    let names: Vec<String> = results.iter().map(|r| r.engine.name().to_string()).collect();
+    let against = |reference: usize, other: usize| {
+        compare(spec.compare, (&names[reference], rows[reference].as_deref().unwrap_or_default()), (&names[other], rows[other].as_deref().unwrap_or_default()))
+    };
+    let groups = agreeing_groups(&answered, |a, b| against(a, b).is_ok());
+    let largest = groups.iter().map(Vec::len).max().unwrap_or(0);
+    // The first largest group: on a tie, the first engine's side.
+    let majority = groups.iter().find(|g| g.len() == largest).cloned().unwrap_or_default();
+    let sure = largest >= 2 && groups.iter().filter(|g| g.len() == largest).count() == 1;
+    let reference = majority[0];
+    let mismatches: Vec<Mismatch> = answered
+        .iter()
+        .filter(|i| !majority.contains(i))
+        .filter_map(|&i| against(reference, i).err().map(|diff| (i, diff)))
+        .map(|(i, diff)| Mismatch { engine: results[i].engine.clone(), reason: diff.reason, first_differences: diff.first_differences })
+        .collect();
     let status = if !mismatches.is_empty() {
         VerificationStatus::Mismatch
     } else if failed {
         VerificationStatus::Error
-    } else if others.is_empty() {
+    } else if answered.len() < 2 {
         VerificationStatus::NotCompared
     } else {
         VerificationStatus::Agree
     };
-    // The reference is as verified as the comparison: a mismatch does not say which side is wrong.
-    results[reference].verified = (!others.is_empty()).then_some(mismatches.is_empty());
+    for &i in &answered {
+        results[i].verified = (answered.len() > 1).then(|| mismatches.is_empty() || (sure && majority.contains(&i)));
+    }
     for r in results.iter_mut().filter(|r| r.error.is_some()) {
         r.verified = Some(false);
     }
-    Verification { status, reference: Some(ref_name), mismatches, cause: None }
+    let agreeing = if sure && !mismatches.is_empty() { majority.iter().map(|&i| results[i].engine.clone()).collect() } else { Vec::new() };
+    Verification { status, reference: Some(results[reference].engine.clone()), agreeing, mismatches, cause: None }
+}
+
+/// `engines` in groups whose answers agree, in order: each joins the first
+/// group whose first engine it agrees with. Agreement within a tolerance is
+/// not transitive, so an engine that agrees with the largest group's first
+/// engine is moved there: it is never called wrong by the group it matches.
+fn agreeing_groups(engines: &[usize], agree: impl Fn(usize, usize) -> bool) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for &i in engines {
+        match groups.iter_mut().find(|g| agree(g[0], i)) {
+            Some(group) => group.push(i),
+            None => groups.push(vec![i]),
+        }
+    }
+    let Some(largest) = groups.iter().map(Vec::len).max() else { return groups };
+    let first_largest = groups.iter().position(|g| g.len() == largest).unwrap_or(0);
+    let head = groups[first_largest][0];
+    let mut movers = Vec::new();
+    for (g, group) in groups.iter_mut().enumerate() {
+        if g == first_largest {
+            continue;
+        }
+        group.retain(|&i| {
+            let moves = agree(head, i);
+            if moves {
+                movers.push(i);
+            }
+            !moves
+        });
+    }
+    groups[first_largest].extend(movers);
+    groups.retain(|g| !g.is_empty());
+    groups
 }
 
 /// Compares `other` against `reference` (the names label the output).
@@ -169,6 +212,50 @@ mod tests {
 
     fn rows(items: &[(&str, i64)]) -> Vec<Row> {
         items.iter().map(|(k, n)| vec![Cell::Text(k.to_string()), Cell::Int(*n)]).collect()
+    }
+
+    /// Verifies one answer per engine (None: the engine failed).
+    fn verify_answers(answers: &[(&str, Option<Vec<Row>>)]) -> (Verification, Vec<Option<bool>>) {
+        let spec = QuerySpec { title: "t".into(), compare: Compare::Ordered };
+        let mut results: Vec<EngineResult> = answers
+            .iter()
+            .map(|(e, rows)| match rows {
+                Some(_) => EngineResult::empty(&(*e).into()),
+                None => EngineResult::failed(&(*e).into(), "gone".into()),
+            })
+            .collect();
+        let rows: Vec<Option<Vec<Row>>> = answers.iter().map(|(_, r)| r.clone()).collect();
+        let verification = verify(&spec, &mut results, &rows);
+        (verification, results.iter().map(|r| r.verified).collect())
+    }
+
+    #[test]
+    fn the_engine_that_differs_from_the_rest_is_the_one_marked() {
+        let (good, bad) = (rows(&[("x", 2)]), rows(&[("x", 3)]));
+        let (v, marks) = verify_answers(&[("pg", Some(good.clone())), ("mongo", Some(bad.clone())), ("polars", Some(good.clone()))]);
+        assert_eq!(v.status, VerificationStatus::Mismatch);
+        assert_eq!(marks, [Some(true), Some(false), Some(true)], "the first engine is not blamed for mongo's answer");
+        assert_eq!(v.mismatches.iter().map(|m| m.engine.name()).collect::<Vec<_>>(), ["mongo"]);
+        assert_eq!(v.agreeing.iter().map(|e| e.name()).collect::<Vec<_>>(), ["pg", "polars"]);
+        // The first engine is the odd one out: the majority is the reference.
+        let (v, marks) = verify_answers(&[("pg", Some(bad.clone())), ("mongo", Some(good.clone())), ("polars", Some(good.clone()))]);
+        assert_eq!(marks, [Some(false), Some(true), Some(true)]);
+        assert_eq!(v.reference.as_ref().map(|e| e.name()), Some("mongo"));
+        assert_eq!(v.mismatches.iter().map(|m| m.engine.name()).collect::<Vec<_>>(), ["pg"]);
+    }
+
+    #[test]
+    fn without_a_majority_every_engine_is_marked() {
+        let (a, b) = (rows(&[("x", 2)]), rows(&[("x", 3)]));
+        let (v, marks) = verify_answers(&[("pg", Some(a.clone())), ("mongo", Some(b.clone()))]);
+        assert_eq!(marks, [Some(false), Some(false)], "two answers that differ: either may be wrong");
+        assert!(v.agreeing.is_empty());
+        assert_eq!(v.mismatches.iter().map(|m| m.engine.name()).collect::<Vec<_>>(), ["mongo"]);
+        // All agree, one failed: the answers stand, the failure is marked.
+        let (v, marks) = verify_answers(&[("pg", Some(a.clone())), ("mongo", None), ("polars", Some(a.clone()))]);
+        assert_eq!((v.status, marks), (VerificationStatus::Error, vec![Some(true), Some(false), Some(true)]));
+        let (v, marks) = verify_answers(&[("pg", Some(a))]);
+        assert_eq!((v.status, marks), (VerificationStatus::NotCompared, vec![None]));
     }
 
     #[test]

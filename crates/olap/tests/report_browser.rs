@@ -104,7 +104,7 @@ fn the_page_loads_in_chromium_and_its_charts_are_drawn() {
     // (b) Six charts in the DOM, each with bars: postgres, the first engine,
     // has a bar in every chart of this record.
     let svgs: Vec<&str> = dom.split("<svg").skip(1).collect();
-    assert_eq!(svgs.len(), 6, "four queries, load, storage");
+    assert_eq!(svgs.len(), 7, "the overview, four queries, load, storage");
     for (i, svg) in svgs.iter().enumerate() {
         let bars = svg.matches("<rect").count();
         assert!(bars >= 3, "chart {i}: {bars} rects");

@@ -23,11 +23,11 @@ const MONGO: &str = "#FF7F0E";
 const NORMALIZED: &str = "#2CA02C";
 
 #[test]
-fn a_chart_per_query_then_load_and_storage_drawn_the_same_every_time() {
+fn the_overview_then_a_chart_per_query_then_load_and_storage_drawn_the_same_every_time() {
     let record = sample::record();
     let drawn = charts(&record).unwrap();
     let names: Vec<&str> = drawn.iter().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["A-corrected", "B-corrected", "C-corrected", "D-corrected", "load", "storage"]);
+    assert_eq!(names, ["overview", "A-corrected", "B-corrected", "C-corrected", "D-corrected", "load", "storage"]);
     for c in &drawn {
         assert!(c.svg.starts_with("<svg") && c.svg.trim_end().ends_with("</svg>"), "{}", c.name);
         // Self-contained: the SVG namespace is the only address in it.
@@ -79,7 +79,10 @@ fn markdown_links_the_charts_only_when_asked() {
     assert!(md.contains("![Query B (corrected): results differ ✗](olap-x-charts/B-corrected.svg)"));
     let plain = markdown(&record);
     assert!(!plain.contains("## Charts") && !plain.contains(".svg"));
-    assert_eq!(md.replace(&md[md.find("## Charts").unwrap()..md.find("## Beside").unwrap()], ""), plain);
+    let overview = "![Every query, every engine: seconds (log scale)](olap-x-charts/overview.svg)\n\n";
+    assert!(md.find(overview) < md.find("## Results"), "the overview opens the report, beside the summary");
+    let without_charts = md.replace(&md[md.find("## Charts").unwrap()..md.find("## Beside").unwrap()], "").replace(overview, "");
+    assert_eq!(without_charts, plain);
 }
 
 #[test]
@@ -89,11 +92,15 @@ fn the_page_holds_results_marks_caveats_environment_and_the_paper() {
     record.queries[3].engines[2].error = Some("<script>alert(1)</script>".into());
     let page = html(&record).unwrap();
     assert!(page.contains("<title>ghbench OLAP results, 2026-11-22T12:00:00Z</title>"));
-    assert_eq!(page.matches("<svg").count(), 6, "four queries, load, storage");
+    assert_eq!(page.matches("<svg").count(), 7, "the overview, four queries, load, storage");
     assert!(page.contains("&lt;script&gt;") && !page.contains("<script>"));
     // In full, its apostrophe escaped as minijinja escapes it.
     assert!(page.contains(&sample::CAVEAT.replace('\'', "&#x27;")), "the caveat");
-    assert!(page.contains("MISMATCH B corrected: normalized disagrees with postgres"));
+    assert!(page.contains("MISMATCH B corrected: normalized disagrees with the rest (postgres, mongo)"));
+    // The answer first: the summary (mongo 31× postgres's time over all queries) and the overview, then the detail.
+    let (summary, results) = (page.find("<h2>Summary</h2>").unwrap(), page.find("id=\"results\"").unwrap());
+    assert!(summary < page.find("id=\"overview\"").unwrap() && page.find("id=\"overview\"").unwrap() < results);
+    assert!(page[summary..results].contains("31.0×") && page[summary..results].contains("1.60× (3 of 4)"), "{}", &page[summary..results]);
     for needle in ["✓", "✗", "SecantusDB 0.7.0b3", "shared_buffers", "Test CPU", "021f662", "11003", "5295", "8624", "paper PostgreSQL 11.1 s"] {
         assert!(page.contains(needle), "{needle}");
     }
@@ -130,4 +137,21 @@ fn a_bench_size_says_whether_its_engines_agree_and_one_engine_alone_is_no_failur
     let mut alone = with_status(agreeing, VerificationStatus::NotCompared);
     alone.context.engines.truncate(1);
     assert_eq!(size(alone).verdict(), ("one engine: nothing to compare", true));
+}
+
+#[test]
+fn the_overview_shows_every_query_and_engine_on_one_log_axis() {
+    let drawn = charts(&sample::record()).unwrap();
+    let overview = &chart(&drawn, "overview").svg;
+    // Four bars each, and one swatch in the legend; normalized failed D: a gap, marked.
+    assert_eq!(bar_heights(overview, POSTGRES).len(), 5, "{overview:.300}");
+    assert_eq!(bar_heights(overview, MONGO).len(), 5);
+    assert_eq!(bar_heights(overview, NORMALIZED).len(), 4);
+    assert!(overview.contains("×"), "the gap is marked");
+    for label in ["A corrected", "D corrected", "postgres", "mongo", "normalized"] {
+        assert!(overview.contains(label), "{label}");
+    }
+    // mongo is 31x postgres: on the log axis its bar is a few times as tall, not 31.
+    let (pg, mongo) = (bar_heights(overview, POSTGRES)[0], bar_heights(overview, MONGO)[0]);
+    assert!(mongo / pg > 1.2 && mongo / pg < 8.0, "log axis: {pg} vs {mongo}");
 }

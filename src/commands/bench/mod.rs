@@ -319,14 +319,11 @@ fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<Exit
     print_servers(&run.context);
     println!("first runs: {}", run.context.cold.label);
     for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {
-        println!(
-            "growth {} {} {}: {} s per million events, log-log slope {:.2}",
-            g.query,
-            g.variant,
-            g.engine,
-            seconds(g.seconds_per_million_events.unwrap_or(0.0)),
-            g.exponent.unwrap_or(f64::NAN)
-        );
+        let fit = match (g.not_meaningful(), g.seconds_per_million_events, g.exponent) {
+            (None, Some(rate), Some(exponent)) => format!("{} s per million events, log-log slope {exponent:.2}", seconds(rate)),
+            (why, _, _) => format!("no growth fitted ({})", why.unwrap_or_else(|| "no slope".into())),
+        };
+        println!("growth {} {} {}: {fit}", g.query, g.variant, g.engine);
     }
     let problems: Vec<String> =
         record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours))).collect();

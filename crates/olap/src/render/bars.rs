@@ -30,7 +30,7 @@ pub(super) fn svg_text<E: std::fmt::Display>(size: (u32, u32), draw: impl FnOnce
 /// Medians further apart than this factor go on a log axis: on a linear one
 /// the fast engines' bars would be invisible.
 const LOG_ABOVE: f64 = 30.0;
-const FONT: &str = "sans-serif";
+pub(super) const FONT: &str = "sans-serif";
 /// Half a bar's width, in slots (one slot per engine).
 const HALF_BAR: f64 = 0.32;
 const HALF_CAP: f64 = 0.1;
@@ -206,7 +206,7 @@ impl Bars {
 
 /// The x axis: one slot per bar, centred on 0, 1, …, with a tick (the bar's
 /// label) at each centre and nowhere else.
-struct Slots(usize);
+pub(super) struct Slots(pub usize);
 
 impl Ranged for Slots {
     type FormatOption = DefaultFormatting;
@@ -226,10 +226,10 @@ impl Ranged for Slots {
     }
 }
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+pub(super) type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
 /// An axis tick: four significant digits, without a float's noise (0.30000000000000004).
-fn tick(v: f64) -> String {
+pub(super) fn tick(v: f64) -> String {
     format!("{v:.3e}").parse::<f64>().map_or_else(|_| v.to_string(), |r| r.to_string())
 }
 

@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use super::charts::{charts, file_stem, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
-use super::{align_numbers, mark, new_table, result_for, seconds, Style};
+use super::summary::summary_table;
+use super::{align_numbers, mark, new_table, result_for, seconds, terminal_width, verification_summary, ResultsView, Style, TERMINAL_WIDTH};
 use crate::bench::{BenchRecord, SizeRecord};
 use crate::record::RunRecord;
 
@@ -20,20 +21,41 @@ use crate::record::RunRecord;
 pub struct TextTable {
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
+    /// Lines under the table, for what would widen a cell (`postgres: the
+    /// load time includes 2 retries`).
+    pub notes: Vec<String>,
+    /// How many leading columns hold names (left-aligned, never wrapped).
+    #[serde(skip)]
+    text_columns: usize,
 }
 
 impl TextTable {
-    fn new(header: &[&str]) -> TextTable {
-        TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
+    pub(crate) fn new(header: &[&str]) -> TextTable {
+        TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new(), notes: Vec::new(), text_columns: 1 }
+    }
+
+    /// The same table whose first `n` columns hold names.
+    pub(crate) fn with_text_columns(self, n: usize) -> TextTable {
+        TextTable { text_columns: n, ..self }
     }
 
     pub fn render(&self, style: Style) -> String {
+        self.render_within(style, TERMINAL_WIDTH)
+    }
+
+    /// In a terminal, wrapped to `width` columns (see [`terminal_width`]).
+    pub fn render_within(&self, style: Style, width: u16) -> String {
         let mut table = new_table(style, self.header.clone());
         for row in &self.rows {
             table.add_row(row.clone());
         }
-        align_numbers(&mut table, 1);
-        table.to_string()
+        align_numbers(&mut table, self.text_columns);
+        super::fit(&mut table, style, width, self.text_columns);
+        let mut text = table.to_string();
+        for note in &self.notes {
+            let _ = write!(text, "{}{note}", if let Style::Markdown = style { "\n\n" } else { "\n" });
+        }
+        text
     }
 }
 
@@ -53,9 +75,10 @@ pub fn data_line(record: &BenchRecord) -> String {
     format!("{what} from {}; sizes: {}", d.first_hour, sizes.join(", "))
 }
 
-/// One row per engine: its load, its index builds, its size on disk.
+/// One row per engine: its load, its index builds, its size on disk; what
+/// qualifies a number (retries, a time from the ledger) in a note under it.
 pub fn load_table(size: &SizeRecord) -> TextTable {
-    let mut table = TextTable::new(&["engine", "hours loaded", "hours reused", "load s", "events/s", "upkeep s", "indexes s", "table MiB on disk", "indexes MiB"]);
+    let mut table = TextTable::new(&["engine", "hours", "load s", "events/s", "upkeep s", "indexes s", "table MiB", "indexes MiB"]);
     for load in &size.loads {
         let engine = size.run.context.engines.iter().find(|e| e.engine == load.engine);
         let storage = engine.and_then(|e| e.storage.as_ref());
@@ -73,16 +96,25 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         // hour's own time: more than the wall time when hours load side by side,
         // less for a single hour (no connecting, no VACUUM), so never mixed with it.
         let data = engine.and_then(|e| e.data.as_ref()).filter(|_| load.seconds.is_none());
-        let load_seconds = match (load.seconds, data) {
-            (Some(s), _) => Some(with_notes(seconds(s), super::retries_note(load.retries))),
-            (None, Some(d)) => d.load_seconds.map(|s| with_notes(seconds(s), ["ledger, hours summed".to_string()].into_iter().chain(super::retries_note(d.load_retries)))),
-            (None, None) => None,
+        let (load_seconds, retries) = match (load.seconds, data) {
+            (Some(s), _) => (Some(seconds(s)), load.retries),
+            (None, Some(d)) => {
+                table.notes.push(format!("{}: every hour reused; load s and events/s are from its ingest ledger, hours summed", load.engine));
+                (d.load_seconds.map(seconds), d.load_retries)
+            }
+            (None, None) => (None, 0),
         };
-        let rate = load.events_per_second.map(|r| format!("{r:.0}")).or_else(|| data?.events_per_second().map(|r| format!("{r:.0} (ledger)")));
+        if let Some(note) = super::retries_note(retries) {
+            table.notes.push(format!("{}: the load time {note}", load.engine));
+        }
+        let rate = load.events_per_second.or_else(|| data?.events_per_second()).map(|r| format!("{r:.0}"));
+        let hours = match load.hours_reused {
+            0 => load.hours_loaded.to_string(),
+            reused => format!("{} + {reused} reused", load.hours_loaded),
+        };
         table.rows.push(vec![
             load.engine.to_string(),
-            load.hours_loaded.to_string(),
-            load.hours_reused.to_string(),
+            hours,
             opt(load_seconds),
             opt(rate),
             opt(load.upkeep_seconds.map(seconds)),
@@ -95,39 +127,31 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
     table
 }
 
-/// `text` and the notes after it, if any: `4.1 (includes 2 retries)`.
-fn with_notes(text: String, notes: impl IntoIterator<Item = String>) -> String {
-    let notes: Vec<String> = notes.into_iter().collect();
-    match notes.is_empty() {
-        true => text,
-        false => format!("{text} ({})", notes.join("; ")),
-    }
-}
-
 /// One size for the terminal, as `ghbench bench` shows it and `ghbench
 /// report` again: its data and table, the loads, the damaged input, the queries.
 pub fn size_text(size: &SizeRecord) -> String {
-    let mut text = format!("{} h, {} events in '{}':\n{}\n", size.hours, size.events().unwrap_or(0), size.table, load_table(size).render(Style::Terminal));
+    let width = terminal_width(size.run.context.engines.len());
+    let loads = load_table(size).render_within(Style::Terminal, width);
+    let mut text = format!("{} h, {} events in '{}':\n{loads}\n", size.hours, size.events().unwrap_or(0), size.table);
     for line in size.damage_lines() {
         let _ = writeln!(text, "damaged input: {line}");
     }
-    text += &query_table(size).render(Style::Terminal);
+    text += &query_table(size).render_within(Style::Terminal, width);
     if let Some(setups) = setups_table(&size.run) {
-        let _ = write!(text, "\nEach setup against the one it changes:\n{}", setups.render(Style::Terminal));
+        let _ = write!(text, "\nEach setup against the one it changes:\n{}", setups.render_within(Style::Terminal, width));
     }
     text
 }
 
 /// One row per query, variant and engine: the cold run beside the hot ones.
 pub fn query_table(size: &SizeRecord) -> TextTable {
-    let mut table = TextTable::new(&["query", "variant", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
+    let mut table = TextTable::new(&["query", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
     for q in &size.run.queries {
         for r in &q.engines {
             let stats = r.stats;
             let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
             table.rows.push(vec![
-                q.query.clone(),
-                q.variant.clone(),
+                super::query_label(q),
                 r.engine.to_string(),
                 cell(r.cold_run.map(|c| c.seconds)),
                 cell(stats.map(|s| s.min)),
@@ -137,7 +161,7 @@ pub fn query_table(size: &SizeRecord) -> TextTable {
             ]);
         }
     }
-    table
+    table.with_text_columns(2)
 }
 
 /// Each setup against the one it changes (`postgres-tuned` against
@@ -157,7 +181,7 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
         return None;
     }
     let cold = run.context.cold.requested;
-    let mut header = vec!["query", "variant", "setup", "of", "hot median s", "its hot median s", "faster by ×"];
+    let mut header = vec!["query", "setup", "of", "hot median s", "its hot median s", "faster by ×"];
     if cold {
         header.extend(["cold s", "its cold s", "cold faster by ×"]);
     }
@@ -171,7 +195,7 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
         for (paper, tuned) in &pairs {
             let (Some(p), Some(t)) = (result_for(q, &paper.engine), result_for(q, &tuned.engine)) else { continue };
             let (p_hot, t_hot) = (p.stats.map(|s| s.median), t.stats.map(|s| s.median));
-            let mut row = vec![q.query.clone(), q.variant.clone(), tuned.engine.to_string(), paper.engine.to_string(), cell(t_hot), cell(p_hot), times(p_hot, t_hot)];
+            let mut row = vec![super::query_label(q), tuned.engine.to_string(), paper.engine.to_string(), cell(t_hot), cell(p_hot), times(p_hot, t_hot)];
             if cold {
                 let (p_cold, t_cold) = (p.cold_run.map(|c| c.seconds), t.cold_run.map(|c| c.seconds));
                 row.extend([cell(t_cold), cell(p_cold), times(p_cold, t_cold)]);
@@ -179,14 +203,16 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
             table.rows.push(row);
         }
     }
-    Some(table)
+    Some(table.with_text_columns(3))
 }
 
 /// One row per query, variant and engine: how its hot median grows.
 pub fn growth_table(record: &BenchRecord) -> TextTable {
-    let mut table = TextTable::new(&["query", "variant", "engine", "sizes", "s per million events", "log–log slope"]);
+    let mut table = TextTable::new(&["query", "variant", "engine", "sizes", "s per million events", "log–log slope", "not a result because"]);
     for g in &record.growth {
-        let fit = |v: Option<f64>, digits: usize| v.map_or_else(|| "–".into(), |v| format!("{v:.digits$}"));
+        // A fit that means nothing is not shown as a number.
+        let why = g.not_meaningful();
+        let fit = |v: Option<f64>, digits: usize| v.filter(|_| why.is_none()).map_or_else(|| "–".into(), |v| format!("{v:.digits$}"));
         table.rows.push(vec![
             g.query.clone(),
             g.variant.clone(),
@@ -194,9 +220,10 @@ pub fn growth_table(record: &BenchRecord) -> TextTable {
             g.points.len().to_string(),
             fit(g.seconds_per_million_events, 4),
             fit(g.exponent, 2),
+            why.clone().unwrap_or_default(),
         ]);
     }
-    table
+    table.with_text_columns(3)
 }
 
 /// A bench's charts, drawn once for every view that shows them.
@@ -296,6 +323,10 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
     let Some(run) = largest(record) else { return md };
     let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
     let _ = writeln!(md, "Data: {}.\n\nFirst runs: {}.\n", data_line(record), run.context.cold.label);
+    // The answer first: the largest size's summary (its full report follows the sizes).
+    let (events, summary) = (run.context.engines.first().and_then(|e| e.data.as_ref()).map_or(0, |d| d.events), summary_table(&ResultsView::of(run)));
+    let _ = writeln!(md, "## Summary at the largest size ({events} events)\n\n{}\n", summary.render(Style::Markdown));
+    let _ = writeln!(md, "**Verification:** {}\n", verification_summary(run));
     for size in &record.sizes {
         let (verdict, _) = size.verdict();
         let _ = writeln!(md, "## {}, {} events (table `{}`): {verdict}\n", crate::ledger::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);

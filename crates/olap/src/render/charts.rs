@@ -34,10 +34,15 @@ pub struct ChartError {
     pub reason: String,
 }
 
-/// Every chart of a run: the queries in run order, then load, then storage.
+/// The name of the chart of every query and engine, drawn first.
+pub const OVERVIEW: &str = "overview";
+
+/// Every chart of a run: the overview, the queries in run order, then load,
+/// then storage.
 pub fn charts(record: &RunRecord) -> Result<Vec<Chart>, ChartError> {
     let view = ResultsView::of(record);
-    let mut drawn = Vec::new();
+    let overview = super::overview::overview_svg(&view).map_err(|reason| ChartError { name: OVERVIEW.into(), reason })?;
+    let mut drawn = vec![Chart { name: OVERVIEW.into(), title: "Every query, every engine: seconds (log scale)".into(), svg: overview }];
     for q in &record.queries {
         drawn.push(draw(file_stem(&format!("{}-{}", q.query, q.variant)), query_bars(&view, q))?);
     }

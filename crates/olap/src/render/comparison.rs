@@ -103,7 +103,8 @@ fn answers_differ(qa: Option<&QueryRecord>, ea: Option<&EngineResult>, qb: Optio
     for (run, q, e) in [("old", qa, ea), ("new", qb, eb)] {
         let (Some(q), Some(e)) = (q, e) else { continue };
         let disagreed = q.verification.status == VerificationStatus::Mismatch
-            && (q.verification.mismatches.iter().any(|m| m.engine == e.engine) || q.verification.reference.as_ref() == Some(&e.engine));
+            && (q.verification.mismatches.iter().any(|m| m.engine == e.engine)
+                || (q.verification.agreeing.is_empty() && q.verification.reference.as_ref() == Some(&e.engine)));
         if disagreed {
             let reasons: Vec<&str> = q.verification.mismatches.iter().map(|m| m.reason.as_str()).collect();
             why.push(format!("the engines disagreed in the {run} run ({})", reasons.join("; ")));

@@ -15,6 +15,7 @@ use super::{
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
 use super::bench::{self, largest, BenchCharts, TextTable};
+use super::summary::summary_table;
 use crate::bench::BenchRecord;
 use crate::record::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
 
@@ -130,6 +131,10 @@ struct Page<'a> {
     /// Lines that say the engines hold different data (headline first).
     data_warning: Vec<String>,
     caveats: Vec<(String, &'a str)>,
+    /// Per engine: its time against the baseline's, answers, load, size.
+    summary_table: TextTable,
+    /// Every query and engine in one chart, as inline SVG.
+    overview: Value,
     /// The run's verification in a sentence, and whether it is good news.
     summary: &'static str,
     all_agree: bool,
@@ -200,7 +205,9 @@ impl<'a> Page<'a> {
         let c = &record.context;
         let view = ResultsView::of(record);
         let mut drawn = charts.iter().map(|chart| Value::from_safe_string(chart.svg.clone()));
-        // The charts come in the record's query order, then load and storage.
+        // The charts come as `charts::charts` draws them: the overview, the
+        // record's queries in order, then load and storage.
+        let overview = drawn.next().unwrap_or_default();
         let queries = record.queries.iter().map(|q| query_view(&view, q, drawn.next().unwrap_or_default())).collect();
         let problems = problems(record);
         Page {
@@ -213,6 +220,8 @@ impl<'a> Page<'a> {
             cache_actions: &c.cold.actions,
             data_warning: data_warning(c),
             caveats: caveats(c).into_iter().map(|(e, text)| (e.to_string(), text)).collect(),
+            summary_table: summary_table(&view),
+            overview,
             summary: verification_summary(record),
             all_agree: problems.is_empty(),
             problems,

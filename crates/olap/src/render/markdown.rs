@@ -8,6 +8,9 @@ use super::{
     align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, reconnect_notes, results_table, seconds,
     server_label, setup_lines, storage_line, verification_summary, version_line, Chart, Style,
 };
+use super::charts::OVERVIEW;
+use super::summary::summary_table;
+use super::ResultsView;
 use crate::record::RunRecord;
 
 /// The whole report as Markdown: results, the paper beside them, environment, plans.
@@ -33,11 +36,37 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
         }
         md.push('\n');
     }
+    // The answer first: the summary, the overview chart, the verdict, the caveats.
+    let (overview, detail) = match charts {
+        Some((charts, dir)) => match charts.split_first() {
+            Some((first, rest)) if first.name == OVERVIEW => (Some((first, dir)), Some((rest, dir))),
+            _ => (None, Some((charts, dir))),
+        },
+        None => (None, None),
+    };
+    let view = ResultsView::of(record);
+    let _ = writeln!(md, "## Summary\n\n{}\n", summary_table(&view).render(Style::Markdown));
+    if let Some((chart, dir)) = overview {
+        md.push_str(&chart_links(std::slice::from_ref(chart), dir));
+    }
+    let problems = problems(record);
+    if problems.is_empty() {
+        let _ = writeln!(md, "**Verification:** {}\n", verification_summary(record));
+    } else {
+        let _ = writeln!(md, "**Verification: {}**\n\n```text\n{}\n```\n", verification_summary(record), problems.join("\n"));
+    }
+    let reconnects = reconnect_notes(record);
+    if !reconnects.is_empty() {
+        let _ = writeln!(md, "Connections lost and replaced during the runs:\n\n```text\n{}\n```\n", reconnects.join("\n"));
+    }
     let _ = writeln!(
         md,
         "Table `{}`; median of {} timed run(s) per engine and query, each from sending the query to receiving \
-         its last row; {}.\n",
-        c.table, c.repeat, c.cold.label
+         its last row; {}. Machine: {}.\n",
+        c.table,
+        c.repeat,
+        c.cold.label,
+        machine_line(&c.machine)
     );
     for engine in &c.engines {
         let _ = writeln!(md, "- **{}**: {}; {}", engine.engine, server_label(engine), data_line(engine));
@@ -47,17 +76,7 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
         let _ = writeln!(md, "> **Caveat** (`{engine}`): {caveat}.\n");
     }
     let _ = writeln!(md, "## Results\n\n{}\n", results_table(record, Style::Markdown));
-    let problems = problems(record);
-    if problems.is_empty() {
-        let _ = writeln!(md, "{}\n", verification_summary(record));
-    } else {
-        let _ = writeln!(md, "**{}**\n\n```text\n{}\n```\n", verification_summary(record), problems.join("\n"));
-    }
-    let reconnects = reconnect_notes(record);
-    if !reconnects.is_empty() {
-        let _ = writeln!(md, "Connections lost and replaced during the runs:\n\n```text\n{}\n```\n", reconnects.join("\n"));
-    }
-    if let Some((charts, dir)) = charts {
+    if let Some((charts, dir)) = detail {
         md.push_str(&charts_section(charts, dir));
     }
     md.push_str(&paper_section(record));

@@ -11,12 +11,16 @@ pub mod charts;
 pub mod comparison;
 pub mod html;
 mod lines;
+mod overview;
 pub mod markdown;
 mod paper;
+pub mod summary;
 pub mod terminal;
 
 use comfy_table::presets::{ASCII_MARKDOWN, UTF8_FULL_CONDENSED};
-use comfy_table::{CellAlignment, Table};
+use std::fmt::Write as _;
+
+use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use ghbench_core::Engine;
 
 use crate::record::{faster_by, Context, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
@@ -117,38 +121,118 @@ impl<'a> ResultsView<'a> {
         format!("{} faster than {other} by (S-F)/S", self.baseline.map(Engine::name).unwrap_or(""))
     }
 
-    /// Engine × query: median seconds, rows, verified, and the baseline's speedup.
+    /// Query × engine: each engine's median and its verification mark in
+    /// one cell, and the row count the agreeing engines returned; narrow
+    /// enough for a terminal (see [`TERMINAL_WIDTH`]).
     pub fn table(&self, style: Style) -> String {
-        let mut header = vec!["query".to_string(), "variant".to_string()];
-        for engine in &self.engines {
-            header.extend([format!("{engine} median s"), format!("{engine} rows"), format!("{engine} ok")]);
-        }
-        let others = self.others();
-        header.extend(others.iter().map(|o| self.faster_by_header(o)));
+        let mut header = vec!["query".to_string(), "rows".to_string()];
+        header.extend(self.engines.iter().map(|e| engine_header(e, style)));
         let mut table = new_table(style, header);
         for query in &self.record.queries {
-            let mut row = vec![query.query.clone(), query.variant.clone()];
-            for engine in &self.engines {
-                match result_for(query, engine) {
-                    Some(r) => row.extend([
-                        r.stats.map(|s| seconds(s.median)).unwrap_or_else(|| "–".into()),
-                        r.rows.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
-                        mark(r).to_string(),
-                    ]),
-                    None => row.extend(["".to_string(), "".to_string(), "".to_string()]),
-                }
-            }
-            row.extend(others.iter().map(|o| self.faster_by(query, o)));
+            let mut row = vec![query_label(query), agreed_rows(query)];
+            row.extend(self.engines.iter().map(|e| timing_cell(result_for(query, e))));
             table.add_row(row);
         }
-        align_numbers(&mut table, 2);
+        align_numbers(&mut table, 1);
+        fit(&mut table, style, terminal_width(self.engines.len()), 1);
         table.to_string()
+    }
+
+    /// Each other engine's median as a multiple of the baseline's, per query,
+    /// and their geometric mean (None with fewer than two engines).
+    pub fn ratio_table(&self, style: Style) -> Option<String> {
+        let baseline = self.baseline?;
+        let others = self.others();
+        let mut header = vec![format!("time ÷ {baseline}'s")];
+        header.extend(others.iter().map(|e| engine_header(e, style)));
+        let mut table = new_table(style, header);
+        for query in &self.record.queries {
+            let mut row = vec![query_label(query)];
+            row.extend(others.iter().map(|o| summary::ratio(query, baseline, o).map_or_else(|| "–".to_string(), summary::times)));
+            table.add_row(row);
+        }
+        let summaries = summary::EngineSummary::all(self);
+        let mut geomean = vec!["geometric mean".to_string()];
+        geomean.extend(others.iter().map(|o| summaries.iter().find(|s| s.engine == *o).map_or_else(|| "–".to_string(), |s| s.ratio_cell())));
+        table.add_row(geomean);
+        align_numbers(&mut table, 1);
+        fit(&mut table, style, terminal_width(self.engines.len()), 1);
+        Some(table.to_string())
     }
 }
 
-/// Engine × query: median seconds, rows, verified, and the baseline's speedup.
+/// The widest a terminal table is laid out: six engines' cells fit in it;
+/// wider content is wrapped, never cut.
+pub const TERMINAL_WIDTH: u16 = 100;
+
+/// Two engines fit an 80-column terminal, up to six a 100-column one.
+pub fn terminal_width(engines: usize) -> u16 {
+    if engines <= 2 {
+        80
+    } else {
+        TERMINAL_WIDTH
+    }
+}
+
+/// A terminal table wraps its cells to `width` columns, but never its first
+/// `text_columns` (names: `postgres-tuned` split over two lines reads as two
+/// engines). A Markdown table is never wrapped: a line break ends its row.
+pub(crate) fn fit(table: &mut Table, style: Style, width: u16, text_columns: usize) {
+    if let Style::Terminal = style {
+        table.set_content_arrangement(ContentArrangement::Dynamic).set_width(width);
+        for column in table.column_iter_mut().take(text_columns) {
+            column.set_constraint(ColumnConstraint::ContentWidth);
+        }
+    }
+}
+
+/// An engine's name as a column header: in a terminal broken after its
+/// first hyphen (`postgres-` over `tuned`), so six engines fit side by side.
+fn engine_header(engine: &Engine, style: Style) -> String {
+    match style {
+        Style::Terminal => engine.name().replacen('-', "-\n", 1),
+        Style::Markdown => engine.name().to_string(),
+    }
+}
+
+/// `A corrected`.
+pub(crate) fn query_label(query: &QueryRecord) -> String {
+    format!("{} {}", query.query, query.variant)
+}
+
+/// The rows the agreeing engines returned; `differ` when no majority agrees.
+fn agreed_rows(query: &QueryRecord) -> String {
+    let v = &query.verification;
+    if v.status == VerificationStatus::Mismatch && v.agreeing.is_empty() {
+        return "differ".into();
+    }
+    let rows = v.reference.as_ref().and_then(|r| result_for(query, r)?.rows);
+    rows.map_or_else(|| "–".into(), |n| n.to_string())
+}
+
+/// One engine's median and mark: `0.0123 ✓`; `failed`; empty when not run.
+/// A lone engine has nothing to be checked against, so no mark.
+fn timing_cell(result: Option<&EngineResult>) -> String {
+    let Some(r) = result else { return String::new() };
+    if r.error.is_some() {
+        return "failed".into();
+    }
+    let median = r.stats.map_or_else(|| "–".to_string(), |s| seconds(s.median));
+    match r.verified {
+        Some(_) => format!("{median} {}", mark(r)),
+        None => median,
+    }
+}
+
+/// The results table, then (with two engines or more) each engine's time
+/// against the baseline's, captioned.
 pub fn results_table(record: &RunRecord, style: Style) -> String {
-    ResultsView::of(record).table(style)
+    let view = ResultsView::of(record);
+    let mut out = view.table(style);
+    if let Some(ratios) = view.ratio_table(style) {
+        let _ = write!(out, "\n\n{}\n\n{ratios}", summary::ratio_caption(&view));
+    }
+    out
 }
 
 /// Loud lines for every mismatch and failure (empty when all verified).
@@ -159,10 +243,16 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
 /// Loud lines for one query's mismatches and failures.
 pub fn query_problems(q: &QueryRecord) -> Vec<String> {
     let mut lines = Vec::new();
-    for m in &q.verification.mismatches {
-        let reference = q.verification.reference.as_ref().map_or("?", Engine::name);
-        lines.push(format!("MISMATCH {} {}: {} disagrees with {reference}: {}", q.query, q.variant, m.engine, m.reason));
-        lines.extend(q.verification.cause.iter().map(|cause| format!("    cause: {cause}")));
+    let v = &q.verification;
+    let reference = v.reference.as_ref().map_or("?", Engine::name);
+    for m in &v.mismatches {
+        // Which engine is the odd one out, when a majority says so; else both sides are in doubt.
+        let who = match v.agreeing.as_slice() {
+            [] => format!("{} and {reference} disagree (no majority of engines says which is right)", m.engine),
+            rest => format!("{} disagrees with the rest ({})", m.engine, rest.iter().map(Engine::name).collect::<Vec<_>>().join(", ")),
+        };
+        lines.push(format!("MISMATCH {} {}: {who}: {}", q.query, q.variant, m.reason));
+        lines.extend(v.cause.iter().map(|cause| format!("    cause: {cause}")));
         lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
     }
     for e in q.engines.iter().filter(|e| e.error.is_some()) {

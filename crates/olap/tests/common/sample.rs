@@ -81,8 +81,8 @@ fn result(q: usize, e: usize) -> EngineResult {
         iterations: seconds.iter().map(|s| Iteration { seconds: *s, rows: 10 }).collect(),
         stats: Stats::of(&seconds),
         rows: (!failed).then_some(10),
-        // On B normalized disagrees with its reference, postgres: neither is verified.
-        verified: Some(!matches!((q, e), (3, 2) | (1, 0) | (1, 2))),
+        // On B normalized disagrees with the rest (postgres and mongo agree).
+        verified: Some(!matches!((q, e), (3, 2) | (1, 2))),
         error: failed.then(|| "relation \"normalized.events_payload\" does not exist".to_string()),
         plan: None,
         index_used: None,
@@ -93,6 +93,7 @@ fn result(q: usize, e: usize) -> EngineResult {
 }
 
 fn query(q: usize) -> QueryRecord {
+    let agreeing = if q == 1 { vec!["postgres".into(), "mongo".into()] } else { vec![] };
     let (status, mismatches) = match q {
         1 => (
             VerificationStatus::Mismatch,
@@ -110,7 +111,7 @@ fn query(q: usize) -> QueryRecord {
         variant: "corrected".into(),
         title: format!("Query {} of the paper", QUERIES[q]),
         compare: Compare::Ordered,
-        verification: Verification { status, reference: Some("postgres".into()), mismatches, cause: None },
+        verification: Verification { status, reference: Some("postgres".into()), agreeing, mismatches, cause: None },
         engines: (0..ENGINES.len()).map(|e| result(q, e)).collect(),
     }
 }
