@@ -96,8 +96,8 @@ pub fn short_error(error: &mongodb::error::Error) -> String {
 }
 
 /// Said when a URI asks for `authMechanism=MONGODB-AWS` of a ghbench built without it.
-pub const AWS_NOT_BUILT: &str = "this ghbench was built without MONGODB-AWS authentication (`--no-default-features` leaves \
-     the AWS SDK out): build it with `cargo build --release --features aws-auth`";
+pub const AWS_NOT_BUILT: &str = "this ghbench was built without MONGODB-AWS authentication (the AWS SDK is left out by \
+     default, for a faster build): build it with `cargo build --release --features aws-auth`";
 
 /// A TLS failure the driver reports as rustls's words, said so a user can act on it.
 fn tls_words(error: &str) -> Option<String> {
