@@ -41,6 +41,10 @@ fn gen_refuses_bad_input_with_clear_errors() {
     fails_with(&[&hour[..], &["--out", out, "--events", "0"]].concat(), "--events must be at least 1");
     fails_with(&[&hour[..], &["--out", out, "--defects", "2"]].concat(), "--defects must be a probability");
     fails_with(&[&hour[..], &["--out", "/proc/ghbench-gen-test"]].concat(), "cannot write /proc/ghbench-gen-test");
+    // The cause is said once, not once by the message and again as its source.
+    let in_the_way = bad.to_str().unwrap();
+    fails_with(&[&hour[..], &["--out", in_the_way]].concat(), &format!("cannot write {in_the_way}: File exists (os error 17)\n"));
+    fails_with(&[&hour[..], &["--out", out, "--profile", in_the_way]].concat(), "is not a ghbench profile: key must be a string at line 1 column 3\n");
     fails_with(&["--out", out], "choose the hours");
 }
 

@@ -34,7 +34,7 @@ pub enum GenError {
     NoEvents,
     #[error("{name} must be a probability between 0 and 1, got {value}")]
     NotAProbability { name: &'static str, value: f64 },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write { path: PathBuf, source: std::io::Error },
 }
 

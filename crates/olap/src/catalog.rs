@@ -31,9 +31,9 @@ pub const TABLE_PLACEHOLDER: &str = "{table}";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Json { path: String, source: serde_json::Error },
     #[error("no query file for {dialect}/{variant}/{query} in the catalog")]
     MissingQuery { dialect: String, variant: String, query: String },
@@ -206,7 +206,7 @@ impl Catalog {
 /// The catalog compiled in, read once for the process: every engine's setup
 /// comes from it (the registry's, and each report's).
 pub fn compiled_in() -> Result<&'static Catalog, &'static str> {
-    static READ: LazyLock<Result<Catalog, String>> = LazyLock::new(|| Catalog::embedded().map_err(|e| e.to_string()));
+    static READ: LazyLock<Result<Catalog, String>> = LazyLock::new(|| Catalog::embedded().map_err(|e| format!("{:#}", anyhow::Error::from(e))));
     READ.as_ref().map_err(String::as_str)
 }
 
