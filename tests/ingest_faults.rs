@@ -155,6 +155,18 @@ async fn bad_arguments_are_refused_before_anything_is_loaded() {
     assert!(!out.status.success(), "{}", text(&out));
     assert_eq!(kept, 1, "the refused run dropped MongoDB's collection");
 
+    // A quarantine folder that cannot be one is said with its path before any
+    // hour is read, not as every hour failing at its first bad line.
+    let in_the_way = tempfile::tempdir().unwrap();
+    let quarantine = in_the_way.path().join("quarantine");
+    std::fs::write(&quarantine, "a file, not a folder").unwrap();
+    write_hour(in_the_way.path(), "2015-01-01-0.json.gz", &[b"not json".to_vec()]);
+    let hours = in_the_way.path().to_str().unwrap();
+    let out = ingest("t_quarantine", in_the_way.path(), &["--source", hours, "--from", "2015-01-01T00", "--dry-run"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains(&format!("--quarantine-dir {} is a file, not a folder; give a folder", quarantine.display())), "{said}");
+    assert!(!said.contains("loading "), "refused before loading: {said}");
+
     // A year of missing hours is summarised, not listed hour by hour.
     let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);
     let said = text(&out);

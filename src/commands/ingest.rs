@@ -124,6 +124,7 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     if let Some(path) = &args.report {
         check_writable(path)?;
     }
+    crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let options = IngestOptions {
         hours: range,
         source,

@@ -117,9 +117,7 @@ pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
 /// Makes the results folder before any work, so a run is never lost at its
 /// end to an `--output` that names a file or a place that cannot be written.
 pub fn ensure_output_dir(dir: &Path) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        anyhow::bail!("--output {} is a file; give a folder for the results (it is created when missing)", dir.display());
-    }
+    crate::options::check_folder("--output", dir, "for the results")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating the results folder {} (--output)", dir.display()))
 }
 

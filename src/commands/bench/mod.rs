@@ -167,6 +167,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
     let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
     ensure_output_dir(&args.output)?;
+    crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
     // Each table leaves room for the index names made from it; every name is
