@@ -102,13 +102,15 @@ async fn truncated_and_empty_files_load_what_they_hold() {
 }
 
 #[tokio::test]
-async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_engines() {
+async fn numbers_bson_cannot_hold_and_deep_documents_are_refused_alike_by_both_engines() {
     let Some(real) = real_hour() else { return };
     let mut hour: Vec<Vec<u8>> = real_lines(&real)[..50].to_vec();
     let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
     hour.extend([
         br#"{"id":"beyond_u64","n":18446744073709551617}"#.to_vec(),
         br#"{"id":"beyond_i64","n":10000000000000000000}"#.to_vec(),
+        br#"{"id":"two_to_the_63","n":9223372036854775808}"#.to_vec(),
+        br#"{"id":"beyond_f64","n":1e400}"#.to_vec(),
         br#"{"id":"fits","n":9223372036854775807,"m":-9223372036854775808}"#.to_vec(),
         deep.into_bytes(),
         br#"{"id":"literal","note":"keep \\u0000 as text"}"#.to_vec(),
@@ -122,7 +124,8 @@ async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_en
 
     let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"]);
     let totals = &report["totals"];
-    assert_eq!(totals["quarantined"]["integer_out_of_range"], 2, "{totals}");
+    assert_eq!(totals["quarantined"]["integer_out_of_range"], 3, "{totals}");
+    assert_eq!(totals["quarantined"]["number_out_of_range"], 1, "{totals}");
     assert_eq!(totals["quarantined"]["too_deep"], 1, "{totals}");
     assert_eq!(totals["sanitized"], 0, "an escaped backslash before u0000 removes nothing");
     assert_exact(&table, 52).await;
@@ -132,7 +135,12 @@ async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_en
     assert_eq!(pg_n, doc.get_i64("n").unwrap().to_string());
     assert_eq!(doc.get_i64("m").unwrap(), i64::MIN);
     let records = std::fs::read_to_string(work.path().join("quarantine").join(&table).join("2015-01-01-0.jsonl")).unwrap();
-    assert!(records.contains("18446744073709551617 is beyond 64 bits"), "{records}");
+    // Said as it is: 2^63 fits in 64 bits, only not in BSON's signed integers.
+    assert!(
+        records.contains("integer 9223372036854775808 is outside the signed 64-bit range of BSON's integers (-9223372036854775808 to 9223372036854775807)"),
+        "{records}"
+    );
+    assert!(records.contains("number 1e400 is beyond a double's range"), "{records}");
     drop_table(&table).await;
 }
 
