@@ -175,6 +175,18 @@ async fn bad_arguments_are_refused_before_anything_is_loaded() {
     assert!(!out.status.success() && said.contains(&format!("--quarantine-dir {} is a file, not a folder; give a folder", quarantine.display())), "{said}");
     assert!(!said.contains("loading "), "refused before loading: {said}");
 
+    // A name too long for the index names made from it is refused before
+    // loading, with the limit and the name that would pass it; a name too
+    // long in itself is said to be that, not to have the wrong characters.
+    let long = format!("t{}", "x".repeat(49));
+    let out = ingest(&long, work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains(&format!("'{long}_idx_issue_comments' would be 69 bytes, more than the 63")), "{said}");
+    assert!(said.contains("choose a --table of at most 44 characters") && !said.contains("loading "), "{said}");
+    let out = ingest(&"x".repeat(64), work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains("is 64 bytes, more than the 63") && !said.contains("lower-case"), "{said}");
+
     // A year of missing hours is summarised, not listed hour by hour.
     let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);
     let said = text(&out);

@@ -182,13 +182,19 @@ impl Catalog {
     /// must leave that much room below [`TableName::MAX_LEN`], or its indexes
     /// cannot be named.
     pub fn longest_derived_suffix(&self) -> usize {
-        let suffix = |tail: &str| tail.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        self.longest_derived_tail().len()
+    }
+
+    /// What that longest derived name adds to the table's (`_idx_issue_comments`),
+    /// for messages that name it.
+    pub fn longest_derived_tail(&self) -> &str {
+        let tail = |after: &str| after.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
         self.files
             .iter()
             .filter(|(path, _)| path.split('/').nth(1).is_some_and(|name| name.starts_with("indexes.")))
-            .flat_map(|(_, text)| text.split(TABLE_PLACEHOLDER).skip(1).map(suffix))
-            .max()
-            .unwrap_or(0)
+            .flat_map(|(_, text)| text.split(TABLE_PLACEHOLDER).skip(1).map(|after| &after[..tail(after)]))
+            .max_by_key(|t| t.len())
+            .unwrap_or("")
     }
 
     /// The paper's numbers, if the catalog has them.

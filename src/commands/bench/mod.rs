@@ -172,8 +172,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
     // Each table leaves room for the index names made from it; every name is
     // checked before any data is made.
-    let room = catalog.longest_derived_suffix();
-    let tables = sizes.iter().map(|&hours| data.table(&base, hours, room)).collect::<Result<Vec<_>>>()?;
+    let tables = sizes.iter().map(|&hours| data.table(&base, hours, &catalog)).collect::<Result<Vec<_>>>()?;
     data.make()?;
     let first_table = tables[0].clone();
     // --fresh never falls back: servers slow to answer must not turn a reload
