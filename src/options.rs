@@ -2,6 +2,7 @@
 //! engines' own options, added from the registry.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -248,4 +249,22 @@ pub fn at_least_one<T: std::str::FromStr + PartialOrd + From<u8>>(value: &str) -
         Ok(_) => Err("must be at least 1".into()),
         Err(_) => Err(format!("'{value}' is not a whole number")),
     }
+}
+
+/// Checks before any work that a folder option can be a folder: one naming a
+/// file, or a path through one, would otherwise fail only when first written
+/// (for --quarantine-dir, at the first bad line, hours in). `holds`: what the
+/// folder is for, e.g. `for the results`.
+pub fn check_folder(option: &str, dir: &Path, holds: &str) -> Result<()> {
+    let what_to_do = format!("give a folder {holds} (it is created when missing)");
+    // The nearest part of the path that exists must be a folder.
+    for part in dir.ancestors().filter(|p| !p.as_os_str().is_empty()) {
+        match std::fs::metadata(part) {
+            Ok(found) if found.is_dir() => return Ok(()),
+            Ok(_) if part == dir => bail!("{option} {} is a file, not a folder; {what_to_do}", dir.display()),
+            Ok(_) => bail!("{option} {} cannot be made: {} is a file, not a folder; {what_to_do}", dir.display(), part.display()),
+            Err(_) => continue,
+        }
+    }
+    Ok(())
 }

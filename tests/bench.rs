@@ -226,5 +226,8 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let cold = &record["sizes"][0]["run"]["context"]["cold"];
     assert_eq!(cold["true_cold"], false, "{cold}");
     assert_eq!(cold["true_cold_engines"], serde_json::json!(["polars"]), "{cold}");
-    assert!(cold["label"].as_str().unwrap().contains("not a true cold run"), "{cold}");
+    let label = cold["label"].as_str().unwrap();
+    assert!(label.contains("not a true cold run"), "{cold}");
+    // No server was restarted: the label must not say one was.
+    assert!(label.starts_with("true cold where polars started afresh (no server)") && !label.contains("restarted or"), "{label}");
 }

@@ -315,3 +315,20 @@ fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
     assert_eq!(record["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300, "every event, none quarantined");
     assert!(load(&record, "postgres")["damage"]["quarantined"].as_object().unwrap().is_empty(), "{}", load(&record, "postgres"));
 }
+
+#[test]
+fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("data");
+    let base = "t".repeat(40);
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["bench", "--gen", "1", "--events-per-hour", "100", "--table", &base, "--engines", "polars,postgres"])
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .unwrap();
+    let said = text(&out);
+    // The limit, and the name that would pass it.
+    assert!(!out.status.success() && said.contains("_idx_issue_comments' would be 76 bytes, more than the 63"), "{said}");
+    assert!(said.contains("choose a --table of at most 27 characters") && !data.exists(), "{said}");
+}

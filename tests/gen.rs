@@ -41,6 +41,10 @@ fn gen_refuses_bad_input_with_clear_errors() {
     fails_with(&[&hour[..], &["--out", out, "--events", "0"]].concat(), "--events must be at least 1");
     fails_with(&[&hour[..], &["--out", out, "--defects", "2"]].concat(), "--defects must be a probability");
     fails_with(&[&hour[..], &["--out", "/proc/ghbench-gen-test"]].concat(), "cannot write /proc/ghbench-gen-test");
+    // The cause is said once, not once by the message and again as its source.
+    let in_the_way = bad.to_str().unwrap();
+    fails_with(&[&hour[..], &["--out", in_the_way]].concat(), &format!("cannot write {in_the_way}: File exists (os error 17)\n"));
+    fails_with(&[&hour[..], &["--out", out, "--profile", in_the_way]].concat(), "is not a ghbench profile: key must be a string at line 1 column 3\n");
     fails_with(&["--out", out], "choose the hours");
 }
 
@@ -114,4 +118,36 @@ fn a_gen_that_fails_part_way_leaves_no_manifest_of_files_it_replaced() {
     fails_with(&[&hours[..], &["--seed", "2"]].concat(), "cannot write");
     assert_ne!(std::fs::read(dir.join(REAL_HOUR_FILE)).unwrap(), before, "the first hour was made again, from seed 2");
     assert!(!dir.join("gen-manifest.json").exists(), "no manifest says seed 1 made the first hour");
+}
+
+#[test]
+fn the_manifest_lists_every_hour_generated_into_its_folder() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    let out = dir.to_str().unwrap();
+    let files = |m: &Value| m["hours"].as_array().unwrap().iter().map(|h| h["file"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    let settings = ["--events", "50", "--seed", "1", "--out", out];
+    assert!(gen(&[&["--from", "2015-01-01T00", "--hours", "2"][..], &settings].concat()).status.success());
+    // A later hour with the same settings joins the earlier ones.
+    assert!(gen(&[&["--from", "2015-01-01T02"][..], &settings].concat()).status.success());
+    let all = manifest(&dir);
+    assert_eq!(files(&all), ["2015-01-01-0.json.gz", "2015-01-01-1.json.gz", "2015-01-01-2.json.gz"]);
+    assert_eq!(all["totals"]["hours"], 3);
+    for hour in all["hours"].as_array().unwrap() {
+        let written = std::fs::read(dir.join(hour["file"].as_str().unwrap())).unwrap();
+        assert_eq!(hour["digest"].as_str().unwrap(), ghbench_core::digest::of_bytes(&written), "{hour}");
+    }
+
+    // Other settings beside hours they would not replace: refused, nothing written.
+    let middle = dir.join("2015-01-01-1.json.gz");
+    let before = std::fs::read(&middle).unwrap();
+    fails_with(
+        &["--from", "2015-01-01T01", "--events", "50", "--seed", "2", "--out", out],
+        "lists hours this run would not make again (2015-01-01T00, 2015-01-01T02), made with other settings (seed 1,",
+    );
+    assert_eq!(std::fs::read(&middle).unwrap(), before);
+    assert_eq!(manifest(&dir), all);
+    // Making every listed hour again replaces them all.
+    assert!(gen(&["--from", "2015-01-01T00", "--hours", "3", "--events", "50", "--seed", "2", "--out", out]).status.success());
+    assert_eq!((files(&manifest(&dir)), manifest(&dir)["seed"].as_u64()), (files(&all), Some(2)));
 }

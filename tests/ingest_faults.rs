@@ -102,13 +102,15 @@ async fn truncated_and_empty_files_load_what_they_hold() {
 }
 
 #[tokio::test]
-async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_engines() {
+async fn numbers_bson_cannot_hold_and_deep_documents_are_refused_alike_by_both_engines() {
     let Some(real) = real_hour() else { return };
     let mut hour: Vec<Vec<u8>> = real_lines(&real)[..50].to_vec();
     let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
     hour.extend([
         br#"{"id":"beyond_u64","n":18446744073709551617}"#.to_vec(),
         br#"{"id":"beyond_i64","n":10000000000000000000}"#.to_vec(),
+        br#"{"id":"two_to_the_63","n":9223372036854775808}"#.to_vec(),
+        br#"{"id":"beyond_f64","n":1e400}"#.to_vec(),
         br#"{"id":"fits","n":9223372036854775807,"m":-9223372036854775808}"#.to_vec(),
         deep.into_bytes(),
         br#"{"id":"literal","note":"keep \\u0000 as text"}"#.to_vec(),
@@ -122,7 +124,8 @@ async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_en
 
     let report = ingest_report(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"]);
     let totals = &report["totals"];
-    assert_eq!(totals["quarantined"]["integer_out_of_range"], 2, "{totals}");
+    assert_eq!(totals["quarantined"]["integer_out_of_range"], 3, "{totals}");
+    assert_eq!(totals["quarantined"]["number_out_of_range"], 1, "{totals}");
     assert_eq!(totals["quarantined"]["too_deep"], 1, "{totals}");
     assert_eq!(totals["sanitized"], 0, "an escaped backslash before u0000 removes nothing");
     assert_exact(&table, 52).await;
@@ -132,7 +135,12 @@ async fn integers_beyond_64_bits_and_deep_documents_are_refused_alike_by_both_en
     assert_eq!(pg_n, doc.get_i64("n").unwrap().to_string());
     assert_eq!(doc.get_i64("m").unwrap(), i64::MIN);
     let records = std::fs::read_to_string(work.path().join("quarantine").join(&table).join("2015-01-01-0.jsonl")).unwrap();
-    assert!(records.contains("18446744073709551617 is beyond 64 bits"), "{records}");
+    // Said as it is: 2^63 fits in 64 bits, only not in BSON's signed integers.
+    assert!(
+        records.contains("integer 9223372036854775808 is outside the signed 64-bit range of BSON's integers (-9223372036854775808 to 9223372036854775807)"),
+        "{records}"
+    );
+    assert!(records.contains("number 1e400 is beyond a double's range"), "{records}");
     drop_table(&table).await;
 }
 
@@ -154,6 +162,30 @@ async fn bad_arguments_are_refused_before_anything_is_loaded() {
     user.drop().await.unwrap();
     assert!(!out.status.success(), "{}", text(&out));
     assert_eq!(kept, 1, "the refused run dropped MongoDB's collection");
+
+    // A quarantine folder that cannot be one is said with its path before any
+    // hour is read, not as every hour failing at its first bad line.
+    let in_the_way = tempfile::tempdir().unwrap();
+    let quarantine = in_the_way.path().join("quarantine");
+    std::fs::write(&quarantine, "a file, not a folder").unwrap();
+    write_hour(in_the_way.path(), "2015-01-01-0.json.gz", &[b"not json".to_vec()]);
+    let hours = in_the_way.path().to_str().unwrap();
+    let out = ingest("t_quarantine", in_the_way.path(), &["--source", hours, "--from", "2015-01-01T00", "--dry-run"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains(&format!("--quarantine-dir {} is a file, not a folder; give a folder", quarantine.display())), "{said}");
+    assert!(!said.contains("loading "), "refused before loading: {said}");
+
+    // A name too long for the index names made from it is refused before
+    // loading, with the limit and the name that would pass it; a name too
+    // long in itself is said to be that, not to have the wrong characters.
+    let long = format!("t{}", "x".repeat(49));
+    let out = ingest(&long, work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains(&format!("'{long}_idx_issue_comments' would be 69 bytes, more than the 63")), "{said}");
+    assert!(said.contains("choose a --table of at most 44 characters") && !said.contains("loading "), "{said}");
+    let out = ingest(&"x".repeat(64), work.path(), &["--engines", "postgres", "--source", empty, "--from", "2015-01-01T00"]);
+    let said = text(&out);
+    assert!(!out.status.success() && said.contains("is 64 bytes, more than the 63") && !said.contains("lower-case"), "{said}");
 
     // A year of missing hours is summarised, not listed hour by hour.
     let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);

@@ -73,6 +73,9 @@ async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
     assert_eq!((failed["status"].as_str(), failed["attempts"].as_u64()), (Some("failed"), Some(2)));
     assert!(failed["error"].as_str().unwrap().contains("damaged download"), "{failed}");
     assert!(text(&out).contains("--accept-damaged"), "the message says what to do");
+    let said = text(&out);
+    let line = said.lines().find(|l| l.starts_with("FAILED 2015-01-01T01")).expect("the failed hour is said");
+    assert_eq!((line.matches("rerun").count(), line.matches("attempt").count()), (1, 1), "each said once: {line}");
     assert_eq!(server.hits("2015-01-01-1.json.gz"), 2);
     // Nothing of the damaged hour is recorded: the engines agree on hour 00 alone.
     assert_exact(&table, LINES as u64).await;

@@ -79,6 +79,13 @@ fn ingest_index_query_report_in_one_go() {
         assert_eq!(indexes.len(), 5, "{engine}");
         assert!(indexes.iter().all(|i| i["created"] == true && i["seconds"].as_f64().is_some()), "{engine}");
     }
+    // report shows results, and says what an index record is rather than
+    // blaming another ghbench for writing it.
+    let index_file = written(&out, "index", "json");
+    let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&index_file).output().unwrap();
+    let said = String::from_utf8_lossy(&shown.stderr);
+    assert!(!shown.status.success() && said.contains("is a `ghbench index` record (ghbench-olap-index/"), "{said}");
+    assert!(said.contains("report shows query and bench results") && !said.contains("the ghbench that wrote it"), "{said}");
     // Again: a no-op that says so.
     let again = ghbench(&fixture, &["index", "--output", tmp.path().join("again").to_str().unwrap()]);
     assert!(again.status.success());

@@ -22,8 +22,10 @@ Examples:
 The same seed, hour, profile and --events give byte-identical files on any machine
 and thread count. DIR/gen-manifest.json records the seed, the profile, and per hour
 the events, the file's size and BLAKE3 digest, and the defects injected, with the
-counts a correct loader reports. It lists the hours of the last run into DIR only;
-it is removed while hours are written, so a run that fails leaves none.")]
+counts a correct loader reports. It lists every hour generated into DIR: a run adds
+its hours to those made there with the same settings, and refuses a DIR holding
+hours made otherwise that it would not make again. While hours are written it lists
+only those kept, so a run that fails leaves no entry for a file it replaced.")]
 pub struct GenArgs {
     #[command(flatten)]
     pub hours: HourArgs,
@@ -93,7 +95,7 @@ pub fn run(args: GenArgs) -> Result<ExitCode> {
     bar.set_style(ProgressStyle::with_template("gen [{bar:30}] {pos}/{len} hours  {elapsed_precise} (eta {eta})").expect("template"));
     let manifest = ghbench_gen::run(&gen, &options, &|_| bar.inc(1))?;
     bar.finish_and_clear();
-    print_summary(&manifest, &options.out, started.elapsed().as_secs_f64());
+    print_summary(&manifest, &options.out, range.len(), started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -121,16 +123,21 @@ fn run_calibrate(files: &[PathBuf], profile_out: Option<&Path>) -> Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-fn print_summary(m: &Manifest, out: &Path, seconds: f64) {
+/// What this run made, then what the folder's manifest lists: `made` hours,
+/// and any an earlier run made there with the same settings.
+fn print_summary(m: &Manifest, out: &Path, made: usize, seconds: f64) {
     let t = &m.totals;
+    let size = format!("{:.1} MB gzip", t.bytes as f64 / 1e6);
+    let whole = match t.hours > made {
+        true => format!("; with {} kept from earlier runs with the same settings, the folder holds {} hours, {size}", t.hours - made, t.hours),
+        false => format!(": {size}"),
+    };
     println!(
-        "generated {} hours x {} events (seed {}, profile {}) into {} in {seconds:.1} s: {:.1} MB gzip",
-        t.hours,
+        "generated {made} hours x {} events (seed {}, profile {}) into {} in {seconds:.1} s{whole}",
         m.events_per_hour,
         m.seed,
         m.profile,
         out.display(),
-        t.bytes as f64 / 1e6
     );
     if m.defects.rate > 0.0 || m.defects.truncate_prob > 0.0 {
         println!(

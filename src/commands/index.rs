@@ -12,7 +12,7 @@ use ghbench_olap::render::print_servers;
 use ghbench_olap::runner::create_indexes;
 use indicatif::ProgressBar;
 
-use super::olap::{context, ensure_output_dir, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{check_index_room, context, ensure_output_dir, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
 #[derive(Args, Debug)]
@@ -36,6 +36,7 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     let catalog = args.catalog.load()?;
     ensure_output_dir(&args.output)?;
     let table = args.conn.table_or(DEFAULT_YEAR);
+    check_index_room(&table, &catalog)?;
     let backends = connect_backends(&registry.select_reachable(&args.conn, &table).await?, &table).await?;
     let mut engines = Vec::new();
     let mut ok = true;

@@ -116,6 +116,11 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         bail!("--concurrency must be at least 1");
     }
     let table = args.conn.table_or(range.first.date().year());
+    // A table its indexes cannot be named after is refused before it is loaded.
+    if registry.select(&args.conn)?.iter().any(|s| s.plugin.spec().capabilities.indexes) {
+        let catalog = ghbench_olap::catalog::compiled_in().map_err(anyhow::Error::msg)?;
+        super::olap::check_index_room(&table, catalog)?;
+    }
     // --drop never falls back: servers slow to answer must not turn a reload
     // of the databases into dropping the embedded engine's table.
     let selected = if args.dry_run || args.drop { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &table).await? };
@@ -124,6 +129,7 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     if let Some(path) = &args.report {
         check_writable(path)?;
     }
+    crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let options = IngestOptions {
         hours: range,
         source,

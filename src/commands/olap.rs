@@ -32,6 +32,22 @@ impl CatalogOptions {
     }
 }
 
+/// Index names are made from the table's (`{table}_idx_issue_comments`): a
+/// table that leaves them no room is refused before anything is loaded or
+/// built, naming the longest, not when its first index is made after the load.
+pub fn check_index_room(table: &TableName, catalog: &Catalog) -> Result<()> {
+    let derived = format!("{table}{}", catalog.longest_derived_tail());
+    if derived.len() > TableName::MAX_LEN {
+        anyhow::bail!(
+            "--table {table} is too long for the index names made from it: '{derived}' would be {} bytes, more than the {} PostgreSQL keeps of a name; choose a --table of at most {} characters",
+            derived.len(),
+            TableName::MAX_LEN,
+            TableName::MAX_LEN - (derived.len() - table.as_str().len())
+        );
+    }
+    Ok(())
+}
+
 /// Describes every engine (server, data per the ledger, sizes).
 pub async fn describe_engines(backends: &[Box<dyn Backend>]) -> Vec<DescribedEngine> {
     let mut engines = Vec::new();
@@ -117,9 +133,7 @@ pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
 /// Makes the results folder before any work, so a run is never lost at its
 /// end to an `--output` that names a file or a place that cannot be written.
 pub fn ensure_output_dir(dir: &Path) -> Result<()> {
-    if dir.exists() && !dir.is_dir() {
-        anyhow::bail!("--output {} is a file; give a folder for the results (it is created when missing)", dir.display());
-    }
+    crate::options::check_folder("--output", dir, "for the results")?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating the results folder {} (--output)", dir.display()))
 }
 

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
-use ghbench_olap::record::RunRecord;
+use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::bench::{bench_markdown, largest, size_text, BenchCharts};
 use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
@@ -134,6 +134,15 @@ impl Saved {
 fn load(path: &Path) -> Result<Saved> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let schema = serde_json::from_str::<serde_json::Value>(&text).ok().and_then(|v| v.get("schema")?.as_str().map(str::to_string));
+    // An index record is this ghbench's own, of any version: not one of
+    // another ghbench, as an unknown schema is said to be.
+    let kind = |schema: &str| schema.split_once('/').map(|(kind, _)| kind.to_string());
+    if let Some(schema) = schema.as_deref().filter(|s| kind(s) == kind(INDEX_SCHEMA)) {
+        bail!(
+            "{} is a `ghbench index` record ({schema}): report shows query and bench results (results/olap-*.json, results/bench-*.json), not index builds; this file's build times are in its JSON (engines[].indexes[].seconds), and each query or bench result lists the index sizes it ran with",
+            path.display()
+        );
+    }
     if schema.as_deref() == Some(BENCH_SCHEMA) {
         let bench = serde_json::from_str(&text).with_context(|| format!("{}: not a readable bench record", path.display()))?;
         return Ok(Saved::Bench(bench));

@@ -80,6 +80,13 @@ impl serde::Serialize for Hour {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Hour {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Hour, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// An inclusive range of hours.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HourRange {

@@ -17,7 +17,7 @@ use crate::skew::{fit_exponent, fit_zipf, Skew};
 pub enum CalibrateError {
     #[error("no files to calibrate on")]
     NoFiles,
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Read { path: PathBuf, source: std::io::Error },
     #[error("no usable GH Archive events in {0} (every line lacked type, actor.login, repo.name or a payload object)")]
     NoEvents(String),

@@ -9,10 +9,10 @@ use flate2::read::MultiGzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use rand::Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How many faults to inject.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct DefectOptions {
     /// Chance that a line is damaged (corrupt JSON, a `\u0000` escape, or invalid UTF-8, equally likely).
     pub rate: f64,
@@ -21,7 +21,7 @@ pub struct DefectOptions {
 }
 
 /// What was put into one hour.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Injected {
     /// Lines cut in the middle: not JSON any more.
     pub corrupt_lines: u64,
@@ -34,7 +34,7 @@ pub struct Injected {
 }
 
 /// What a correct loader reports for the hour's file, in `ghbench ingest`'s terms.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Expected {
     /// Lines read, quarantined ones included.
     pub lines: u64,

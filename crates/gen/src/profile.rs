@@ -105,9 +105,9 @@ pub struct TypeProfile {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
-    #[error("cannot read profile {path}: {source}")]
+    #[error("cannot read profile {path}")]
     Read { path: String, source: std::io::Error },
-    #[error("profile {path} is not a ghbench profile: {source}")]
+    #[error("profile {path} is not a ghbench profile")]
     Parse { path: String, source: serde_json::Error },
     #[error("profile {path} has format {found}, this ghbench reads format {FORMAT}: calibrate it again")]
     Format { path: String, found: u32 },

@@ -1,13 +1,13 @@
 //! Writing a range of generated hours to a folder, in parallel, and the manifest
 //! that records what each file holds so tests can check a loader exactly.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ghbench_core::{Hour, HourRange};
-use serde::Serialize;
+use ghbench_core::{summarise_hours, Hour, HourRange};
+use serde::{Deserialize, Serialize};
 
 use crate::defects::{damage, DamagedHour, DefectOptions, Expected, Injected};
 use crate::event::Generator;
@@ -34,12 +34,19 @@ pub enum GenError {
     NoEvents,
     #[error("{name} must be a probability between 0 and 1, got {value}")]
     NotAProbability { name: &'static str, value: f64 },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot read {path}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error(
+        "{path} lists hours this run would not make again ({hours}), made with other settings ({theirs}; this run: {ours}): \
+         one manifest cannot describe both; generate into another folder, or with their settings, or remove those hours' files and the manifest first"
+    )]
+    OtherSettings { path: PathBuf, hours: String, theirs: String, ours: String },
 }
 
 /// One hour's file.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HourManifest {
     pub hour: Hour,
     pub file: String,
@@ -54,7 +61,7 @@ pub struct HourManifest {
     pub expected: Expected,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub hours: usize,
     pub generated: u64,
@@ -67,7 +74,9 @@ pub struct Totals {
     pub expected: Expected,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Every generated hour in its folder: those of this run and those an
+/// earlier run made there with the same settings.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub generator: String,
     pub seed: u64,
@@ -101,13 +110,20 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
     }
     let out = &options.out;
     std::fs::create_dir_all(out).map_err(|source| GenError::Write { path: out.clone(), source })?;
-    // An earlier run's manifest would describe files this run replaces: it
-    // goes first, so a run that fails part way leaves no manifest that lies.
-    let path = out.join(MANIFEST);
-    match std::fs::remove_file(&path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(GenError::Write { path, source: e }),
-        _ => {}
-    }
+    let settings = Manifest {
+        generator: concat!("ghbench-gen ", env!("CARGO_PKG_VERSION")).into(),
+        seed: gen.seed(),
+        profile: options.profile_name.clone(),
+        profile_source: gen.profile().source.clone(),
+        events_per_hour: events,
+        defects: options.defects,
+        totals: Totals::default(),
+        hours: Vec::new(),
+    };
+    let kept = kept_hours(out, &settings, &options.range)?;
+    // While this run's hours are written the manifest lists the kept ones
+    // alone: a run that fails part way leaves no entry for a file it replaced.
+    write_manifest(out, &settings, kept.clone())?;
     let hours: Vec<Hour> = options.range.iter().collect();
     let results: Mutex<Vec<Option<HourManifest>>> = Mutex::new(vec![None; hours.len()]);
     let first_error: Mutex<Option<GenError>> = Mutex::new(None);
@@ -135,19 +151,72 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
     if let Some(e) = first_error.into_inner().expect("no panics while locked") {
         return Err(e);
     }
-    let hours: Vec<HourManifest> = results.into_inner().expect("no panics while locked").into_iter().flatten().collect();
-    let manifest = Manifest {
-        generator: concat!("ghbench-gen ", env!("CARGO_PKG_VERSION")).into(),
-        seed: gen.seed(),
-        profile: options.profile_name.clone(),
-        profile_source: gen.profile().source.clone(),
-        events_per_hour: events,
-        defects: options.defects,
-        totals: totals(&hours),
-        hours,
+    let mut hours = kept;
+    hours.extend(results.into_inner().expect("no panics while locked").into_iter().flatten());
+    hours.sort_by_key(|h| h.hour);
+    write_manifest(out, &settings, hours)
+}
+
+/// The hours an earlier run made in `out` that this run keeps: those its
+/// manifest lists outside `range` whose file is still there. An error when
+/// they were made with other settings than `this`: one manifest cannot
+/// describe both (the hours this run makes again are replaced whatever made them).
+fn kept_hours(out: &Path, this: &Manifest, range: &HourRange) -> Result<Vec<HourManifest>, GenError> {
+    let path = out.join(MANIFEST);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(GenError::Read { path, source }),
     };
+    // Read loosely first: a manifest of an older ghbench still names its files.
+    let listed: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let remade: HashSet<String> = range.iter().map(|h| h.file_name()).collect();
+    let outside: HashSet<&str> = listed["hours"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|h| h["file"].as_str())
+        .filter(|file| !remade.contains(*file) && out.join(file).is_file())
+        .collect();
+    if outside.is_empty() {
+        return Ok(Vec::new());
+    }
+    match serde_json::from_str::<Manifest>(&text) {
+        Ok(earlier) if same_settings(&earlier, this) => Ok(earlier.hours.into_iter().filter(|h| outside.contains(h.file.as_str())).collect()),
+        earlier => Err(GenError::OtherSettings {
+            hours: summarise_hours(outside.iter().filter_map(|f| f.strip_suffix(".json.gz")?.parse().ok()), 10),
+            theirs: earlier.map_or_else(|e| format!("unknown: not a manifest this ghbench reads ({e})"), |m| settings_of(&m)),
+            ours: settings_of(this),
+            path,
+        }),
+    }
+}
+
+/// Whether two runs make the same file of the same hour.
+fn same_settings(a: &Manifest, b: &Manifest) -> bool {
+    (&a.generator, a.seed, &a.profile, &a.profile_source, a.events_per_hour, a.defects)
+        == (&b.generator, b.seed, &b.profile, &b.profile_source, b.events_per_hour, b.defects)
+}
+
+fn settings_of(m: &Manifest) -> String {
+    format!(
+        "seed {}, {} events per hour, defects {} (truncate {}), profile {}, {}",
+        m.seed, m.events_per_hour, m.defects.rate, m.defects.truncate_prob, m.profile, m.generator
+    )
+}
+
+/// Writes the manifest of `hours` made with `settings`, whole or not at all
+/// (written aside, then renamed into place); none when there are no hours.
+fn write_manifest(out: &Path, settings: &Manifest, hours: Vec<HourManifest>) -> Result<Manifest, GenError> {
+    let path = out.join(MANIFEST);
+    let manifest = Manifest { totals: totals(&hours), hours, ..settings.clone() };
+    if manifest.hours.is_empty() {
+        return match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(GenError::Write { path, source: e }),
+            _ => Ok(manifest),
+        };
+    }
     let json = serde_json::to_string_pretty(&manifest).expect("manifests serialise");
-    // Whole or not at all: written aside, then renamed into place.
     let partial = out.join(format!("{MANIFEST}.partial"));
     std::fs::write(&partial, json).map_err(|source| GenError::Write { path: partial.clone(), source })?;
     std::fs::rename(&partial, &path).map_err(|source| GenError::Write { path, source })?;

@@ -51,8 +51,11 @@ pub enum Defect {
     TooLarge,
     TooDeep,
     /// An integer outside the signed 64-bit range: PostgreSQL's `numeric` keeps
-    /// it exactly, MongoDB can store it only as a rounded double.
+    /// it exactly, MongoDB can store it only as a double, not as that integer.
     IntegerOutOfRange,
+    /// A number beyond a double's range (`1e400`): PostgreSQL's `numeric`
+    /// keeps it, MongoDB cannot store it at all.
+    NumberOutOfRange,
     /// The last, incomplete line of a truncated or corrupt gzip stream.
     TruncatedLine,
     /// An object with more keys than an engine can store (the normalized
@@ -63,7 +66,7 @@ pub enum Defect {
 }
 
 impl Defect {
-    pub const ALL: [Defect; 11] = [
+    pub const ALL: [Defect; 12] = [
         Defect::InvalidUtf8,
         Defect::InvalidJson,
         Defect::NotAnObject,
@@ -72,6 +75,7 @@ impl Defect {
         Defect::TooLarge,
         Defect::TooDeep,
         Defect::IntegerOutOfRange,
+        Defect::NumberOutOfRange,
         Defect::TruncatedLine,
         Defect::TooManyKeys,
         Defect::DuplicateKey,
@@ -87,6 +91,7 @@ impl Defect {
             Defect::TooLarge => "too_large",
             Defect::TooDeep => "too_deep",
             Defect::IntegerOutOfRange => "integer_out_of_range",
+            Defect::NumberOutOfRange => "number_out_of_range",
             Defect::TruncatedLine => "truncated_line",
             Defect::TooManyKeys => "too_many_keys",
             Defect::DuplicateKey => "duplicate_key",
@@ -183,6 +188,8 @@ impl Policy {
             return Err(match e.classify() {
                 serde_json::error::Category::Data if e.to_string().starts_with(DUPLICATE) => Rejected::new(Defect::DuplicateKey, e.to_string()),
                 serde_json::error::Category::Data => Rejected::new(Defect::TooManyKeys, e.to_string()),
+                // Valid JSON all the same, only no double holds it.
+                _ if e.to_string().starts_with(NUMBER_OUT_OF_RANGE) => out_of_range(number_ending_at(text, e.column())),
                 _ => Rejected::new(Defect::InvalidJson, e.to_string()),
             });
         }
@@ -195,6 +202,41 @@ impl Policy {
 
 /// How a duplicate key's error begins (told apart from the key limit's).
 const DUPLICATE: &str = "duplicate key";
+/// How serde_json's error for a number beyond a double's range begins.
+const NUMBER_OUT_OF_RANGE: &str = "number out of range";
+
+/// A number literal BSON cannot hold, said once for the policy and for every
+/// encoder that finds one: an integer outside the signed 64-bit range (which
+/// MongoDB could store only as a double), or a number beyond a double's range
+/// (`1e400`, which it cannot store at all). PostgreSQL's numeric keeps both.
+pub fn out_of_range(literal: &str) -> Rejected {
+    let shown = match literal.len() > 40 {
+        true => format!("{}… ({} characters)", &literal[..40], literal.len()),
+        false => literal.to_string(),
+    };
+    match literal.bytes().all(|b| b == b'-' || b.is_ascii_digit()) {
+        true => Rejected::new(
+            Defect::IntegerOutOfRange,
+            format!(
+                "integer {shown} is outside the signed 64-bit range of BSON's integers ({} to {}): MongoDB could store it only as a double, not as the integer PostgreSQL's numeric keeps",
+                i64::MIN,
+                i64::MAX
+            ),
+        ),
+        false => Rejected::new(
+            Defect::NumberOutOfRange,
+            format!("number {shown} is beyond a double's range (±1.8e308), BSON's widest numbers: MongoDB cannot store it, PostgreSQL's numeric would"),
+        ),
+    }
+}
+
+/// The number literal whose last character is at 1-based `column` of `text`
+/// (where serde_json reports an error in it).
+fn number_ending_at(text: &str, column: usize) -> &str {
+    let end = column.min(text.len());
+    let start = text[..end].rfind(|c: char| !matches!(c, '0'..='9' | '.' | 'e' | 'E' | '+' | '-')).map_or(0, |i| i + 1);
+    &text[start..end]
+}
 
 /// Reads JSON keeping only each object's keys (borrowed from the text where
 /// they have no escape), and refuses an object with a key twice, or with more
@@ -388,6 +430,17 @@ mod tests {
         assert_eq!(defect(b"17"), Defect::NotAnObject);
         let big = format!(r#"{{"s":"{}"}}"#, "x".repeat(16 << 20));
         assert_eq!(defect(big.as_bytes()), Defect::TooLarge);
+    }
+
+    #[test]
+    fn numbers_no_double_holds_are_out_of_range_not_invalid() {
+        let refused = |raw: &str| clean_line(1, raw.as_bytes()).unwrap_err();
+        let beyond = refused(r#"{"id":"a","n":[1,-1.5e400],"m":2}"#);
+        assert_eq!((beyond.defect, beyond.detail.split(" is ").next()), (Defect::NumberOutOfRange, Some("number -1.5e400")));
+        let digits = "9".repeat(400);
+        let integer = refused(&format!(r#"{{"n":{digits}}}"#));
+        assert_eq!(integer.defect, Defect::IntegerOutOfRange, "an integer, however long, is one: {}", integer.detail);
+        assert!(integer.detail.starts_with("integer 9999999999999999999999999999999999999999… (400 characters) is outside the signed 64-bit range"), "{}", integer.detail);
     }
 
     #[test]

@@ -12,6 +12,12 @@ use ghbench_core::{Hour, TableName};
 
 use crate::clean::Defect;
 
+/// An io error that names the quarantine file: the user must know which
+/// folder to mend.
+fn naming(path: &Path, e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 pub struct Quarantine {
     hour: Hour,
     path: PathBuf,
@@ -23,7 +29,7 @@ impl Quarantine {
     pub fn for_hour(dir: &Path, table: &TableName, hour: Hour) -> io::Result<Quarantine> {
         let path = dir.join(table.as_str()).join(format!("{}.jsonl", hour.stem()));
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(naming(&path, e)),
             _ => {}
         }
         Ok(Quarantine { hour, path, file: None })
@@ -31,8 +37,8 @@ impl Quarantine {
 
     pub fn record(&mut self, line: u64, defect: Defect, detail: &str, raw: &[u8]) -> io::Result<()> {
         if self.file.is_none() {
-            std::fs::create_dir_all(self.path.parent().expect("quarantine path has a parent"))?;
-            self.file = Some(BufWriter::new(File::create(&self.path)?));
+            let opened = std::fs::create_dir_all(self.path.parent().expect("quarantine path has a parent")).and_then(|()| File::create(&self.path));
+            self.file = Some(BufWriter::new(opened.map_err(|e| naming(&self.path, e))?));
         }
         let mut record = serde_json::json!({
             "hour": self.hour,
@@ -60,5 +66,20 @@ impl Quarantine {
             }
             None => Ok(None),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quarantine_file_that_cannot_be_written_is_named() {
+        let work = tempfile::tempdir().unwrap();
+        let in_the_way = work.path().join("q");
+        std::fs::write(&in_the_way, "a file").unwrap();
+        let hour: Hour = "2015-01-01T00".parse().unwrap();
+        let e = Quarantine::for_hour(&in_the_way, &TableName::for_year(2015), hour).err().expect("a file is in the way");
+        assert!(e.to_string().starts_with(&format!("{}/github2015/2015-01-01-0.jsonl: ", in_the_way.display())), "{e}");
     }
 }

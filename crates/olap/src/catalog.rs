@@ -31,9 +31,9 @@ pub const TABLE_PLACEHOLDER: &str = "{table}";
 
 #[derive(Debug, thiserror::Error)]
 pub enum CatalogError {
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Io { path: String, source: std::io::Error },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Json { path: String, source: serde_json::Error },
     #[error("no query file for {dialect}/{variant}/{query} in the catalog")]
     MissingQuery { dialect: String, variant: String, query: String },
@@ -182,13 +182,19 @@ impl Catalog {
     /// must leave that much room below [`TableName::MAX_LEN`], or its indexes
     /// cannot be named.
     pub fn longest_derived_suffix(&self) -> usize {
-        let suffix = |tail: &str| tail.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        self.longest_derived_tail().len()
+    }
+
+    /// What that longest derived name adds to the table's (`_idx_issue_comments`),
+    /// for messages that name it.
+    pub fn longest_derived_tail(&self) -> &str {
+        let tail = |after: &str| after.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
         self.files
             .iter()
             .filter(|(path, _)| path.split('/').nth(1).is_some_and(|name| name.starts_with("indexes.")))
-            .flat_map(|(_, text)| text.split(TABLE_PLACEHOLDER).skip(1).map(suffix))
-            .max()
-            .unwrap_or(0)
+            .flat_map(|(_, text)| text.split(TABLE_PLACEHOLDER).skip(1).map(|after| &after[..tail(after)]))
+            .max_by_key(|t| t.len())
+            .unwrap_or("")
     }
 
     /// The paper's numbers, if the catalog has them.
@@ -206,7 +212,7 @@ impl Catalog {
 /// The catalog compiled in, read once for the process: every engine's setup
 /// comes from it (the registry's, and each report's).
 pub fn compiled_in() -> Result<&'static Catalog, &'static str> {
-    static READ: LazyLock<Result<Catalog, String>> = LazyLock::new(|| Catalog::embedded().map_err(|e| e.to_string()));
+    static READ: LazyLock<Result<Catalog, String>> = LazyLock::new(|| Catalog::embedded().map_err(|e| format!("{:#}", anyhow::Error::from(e))));
     READ.as_ref().map_err(String::as_str)
 }
 

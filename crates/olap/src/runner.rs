@@ -167,6 +167,9 @@ pub struct ColdStep {
     /// The server was restarted (an embedded engine started afresh) and the
     /// OS page cache dropped: nothing the query reads is cached anywhere.
     pub true_cold: bool,
+    /// Made cold by starting afresh, having no server: the label must not
+    /// say a server was restarted.
+    pub started_afresh: bool,
     /// The engine's server runs elsewhere (`engine at host`): this machine's
     /// page cache is not its.
     pub elsewhere: Option<String>,
@@ -192,7 +195,7 @@ impl Cooler for ClearCaches {
             None => vec![dropped.action],
         };
         actions.extend(backend.clear_caches().await);
-        ColdStep { actions, true_cold: false, elsewhere }
+        ColdStep { actions, true_cold: false, started_afresh: false, elsewhere }
     }
 }
 
@@ -210,6 +213,7 @@ pub async fn run_queries(
     let mut records = Vec::new();
     // An engine is truly cold only if every one of its cold runs was.
     let mut true_cold = vec![options.cold; backends.len()];
+    let mut started_afresh = vec![false; backends.len()];
     // An engine whose connection was lost for good: why, said once in full.
     let mut gone: Vec<Option<String>> = vec![None; backends.len()];
     for (variant, query, spec) in selected {
@@ -226,6 +230,7 @@ pub async fn run_queries(
                 progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query, how: cooler.how(index) });
                 let step = cooler.make_cold(index, backend).await;
                 true_cold[index] &= step.true_cold;
+                started_afresh[index] |= step.started_afresh;
                 if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
                     cold.elsewhere.push(server);
                 }
@@ -251,21 +256,20 @@ pub async fn run_queries(
     }
     cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
     cold.true_cold = options.cold && true_cold.iter().all(|t| *t);
-    cold.label = cold_label(&cold);
+    let afresh: Vec<Engine> = backends.iter().zip(&started_afresh).filter(|(_, a)| **a).map(|(b, _)| b.engine().clone()).collect();
+    cold.label = cold_label(&cold, &afresh);
     Ok((records, cold))
 }
 
 /// The cache state of the first runs, said honestly: only a restarted server
-/// (or an embedded engine started afresh) with the page cache dropped is a
-/// true cold run.
-pub fn cold_label(cold: &ColdRecord) -> String {
+/// (or an embedded engine started afresh: those in `afresh`) with the page
+/// cache dropped is a true cold run.
+pub fn cold_label(cold: &ColdRecord, afresh: &[Engine]) -> String {
     if !cold.requested {
         return "hot: no cache dropped; every run after the first finds data cached".into();
     }
     if cold.true_cold {
-        return "true cold first runs: before each query's first run its server was restarted (an embedded engine \
-                started afresh) and the OS page cache dropped"
-            .into();
+        return format!("true cold first runs: before each query's first run {} and the OS page cache dropped", made_cold(cold, afresh));
     }
     let dropped = cold.actions.iter().any(|a| a.starts_with("OS page cache dropped"));
     let mut os = match (dropped, cold.elsewhere.is_empty()) {
@@ -278,12 +282,25 @@ pub fn cold_label(cold: &ColdRecord) -> String {
     }
     let partly = match cold.true_cold_engines.is_empty() {
         true => String::new(),
-        false => format!(
-            "true cold on {} (restarted or started afresh, page cache dropped); on the others ",
-            cold.true_cold_engines.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ")
-        ),
+        false => format!("true cold where {} and the page cache dropped; on the others ", made_cold(cold, afresh)),
     };
     format!("{partly}{os}, server not restarted (server caches stay warm): not a true cold run")
+}
+
+/// How the truly cold engines were made cold, each as it was: e.g. `the
+/// servers of postgres, mongo restarted, polars started afresh (no server)`.
+fn made_cold(cold: &ColdRecord, afresh: &[Engine]) -> String {
+    let (fresh, restarted): (Vec<&Engine>, Vec<&Engine>) = cold.true_cold_engines.iter().partition(|e| afresh.contains(e));
+    let list = |engines: &[&Engine]| engines.iter().map(|e| e.to_string()).collect::<Vec<_>>().join(", ");
+    let mut how = Vec::new();
+    if !restarted.is_empty() {
+        let servers = if restarted.len() == 1 { "server" } else { "servers" };
+        how.push(format!("the {servers} of {} restarted", list(&restarted)));
+    }
+    if !fresh.is_empty() {
+        how.push(format!("{} started afresh (no server)", list(&fresh)));
+    }
+    how.join(", ")
 }
 
 /// Replaces a backend whose connection was lost with a new one, retrying
@@ -418,11 +435,28 @@ mod tests {
             actions: vec!["OS page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)".into()],
             ..ColdRecord::default()
         };
-        let label = cold_label(&here);
+        let label = cold_label(&here, &[]);
         assert!(label.starts_with("page cache dropped, server not restarted"), "{label}");
         let away = ColdRecord { elsewhere: vec!["mongo at cluster0.example.net".into()], ..here.clone() };
-        let label = cold_label(&away);
+        let label = cold_label(&away, &[]);
         assert!(label.contains("this machine's page cache dropped but NOT on the other machines the servers of mongo at cluster0.example.net run on"), "{label}");
         assert!(label.ends_with("not a true cold run"), "{label}");
+    }
+
+    #[test]
+    fn a_cold_label_says_a_server_restarted_only_where_one_was() {
+        let (postgres, polars) = (Engine::named("postgres"), Engine::named("polars"));
+        let all = ColdRecord { requested: true, true_cold: true, true_cold_engines: vec![polars.clone()], ..ColdRecord::default() };
+        let label = cold_label(&all, std::slice::from_ref(&polars));
+        assert_eq!(label, "true cold first runs: before each query's first run polars started afresh (no server) and the OS page cache dropped");
+        let both = ColdRecord { true_cold_engines: vec![postgres, polars.clone()], ..all.clone() };
+        let label = cold_label(&both, std::slice::from_ref(&polars));
+        assert!(label.contains("the server of postgres restarted, polars started afresh (no server)"), "{label}");
+        let servers = ColdRecord { true_cold_engines: vec![Engine::named("postgres"), Engine::named("mongo")], ..all.clone() };
+        assert!(cold_label(&servers, &[]).contains("the servers of postgres, mongo restarted and the OS page cache dropped"));
+        let partly = ColdRecord { true_cold: false, ..all };
+        let label = cold_label(&partly, &[polars]);
+        assert!(label.starts_with("true cold where polars started afresh (no server) and the page cache dropped; on the others"), "{label}");
+        assert!(!label.contains("restarted or"), "{label}");
     }
 }

@@ -221,7 +221,7 @@ impl Cooler for BenchCooler {
             }
         };
         // A restarted server is one `just setup` started: on this machine.
-        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed, elsewhere: None }
+        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed, started_afresh: server.is_none(), elsewhere: None }
     }
 }
 

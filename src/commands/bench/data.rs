@@ -9,6 +9,7 @@ use ghbench_core::{Hour, HourRange, TableName};
 use ghbench_gen::{DefectOptions, Generator, Profile, RunOptions, MANIFEST};
 use ghbench_ingest::{digest, Source};
 use ghbench_olap::bench::DataSource;
+use ghbench_olap::Catalog;
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Generated hours are clean: the bench measures queries, not the cleaning
@@ -132,7 +133,8 @@ impl Data {
     /// The name leaves `room` bytes for the names derived from it (indexes:
     /// `Catalog::longest_derived_suffix`); where the data's tag does not fit,
     /// a digest of the data's identity stands for it (`bench_6h_d1a2b3c4d5e6f`).
-    pub fn table(&self, base: &TableName, hours: u32, room: usize) -> Result<TableName> {
+    pub fn table(&self, base: &TableName, hours: u32, catalog: &Catalog) -> Result<TableName> {
+        let room = catalog.longest_derived_suffix();
         let limit = TableName::MAX_LEN.saturating_sub(room);
         let mut name = format!("{base}_{hours}h{}", self.table_tag);
         if name.len() > limit {
@@ -141,7 +143,9 @@ impl Data {
         }
         if name.len() > limit {
             anyhow::bail!(
-                "the table '{name}' leaves no room for its index names ({room} bytes past the table's own, within {}); the bench names each table after --table, the size and the data: choose a --table of at most {} characters",
+                "the table '{name}' leaves no room for the index names made from it: '{name}{}' would be {} bytes, more than the {} PostgreSQL keeps of a name; the bench names each table after --table, the size and the data: choose a --table of at most {} characters",
+                catalog.longest_derived_tail(),
+                name.len() + room,
                 TableName::MAX_LEN,
                 (base.as_str().len() + limit).saturating_sub(name.len())
             );

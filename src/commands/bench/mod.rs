@@ -167,12 +167,12 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
     let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
     ensure_output_dir(&args.output)?;
+    crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
     // Each table leaves room for the index names made from it; every name is
     // checked before any data is made.
-    let room = catalog.longest_derived_suffix();
-    let tables = sizes.iter().map(|&hours| data.table(&base, hours, room)).collect::<Result<Vec<_>>>()?;
+    let tables = sizes.iter().map(|&hours| data.table(&base, hours, &catalog)).collect::<Result<Vec<_>>>()?;
     data.make()?;
     let first_table = tables[0].clone();
     // --fresh never falls back: servers slow to answer must not turn a reload

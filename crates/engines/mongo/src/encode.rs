@@ -5,13 +5,14 @@
 //! hours, and every engine keeps every line.
 //!
 //! BSON's limits are this engine's to check, and it checks them here: 16 MiB,
-//! 100 levels of nesting, signed 64-bit integers, and `_id` being ghbench's.
+//! 100 levels of nesting, signed 64-bit integers, numbers a double holds, and
+//! `_id` being ghbench's.
 //! The encoder runs on every line of every run (see `ghbench_ingest::clean`),
 //! so a line BSON cannot hold is quarantined for every engine alike.
 
 use std::sync::Arc;
 
-use ghbench_ingest::clean::{CleanDoc, Defect, Rejected};
+use ghbench_ingest::clean::{out_of_range, CleanDoc, Defect, Rejected};
 use ghbench_ingest::sink::{Encoded, Encoder};
 use mongodb::bson::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 use serde::ser::Error as _;
@@ -83,17 +84,13 @@ fn classify_refusal(text: &str, error: String) -> Rejected {
         // serde_json stops at 128 levels with a parse error; it is a depth problem.
         return Rejected::new(Defect::TooDeep, format!("nested {} levels, deeper than {MAX_NESTING}", shape.max_depth));
     }
-    match shape.integer_out_of_range {
-        // e.g. 10000000000000000000: a u64 that BSON's signed integers cannot hold
-        // (the cleaning policy let only valid JSON objects through).
-        Some(integer) => out_of_range(&integer),
+    // The cleaning policy let only valid JSON objects through: a number is what failed.
+    // e.g. 10000000000000000000, a u64 that BSON's signed integers cannot
+    // hold; 1e400, which serde_json refuses as no double holds it.
+    match shape.integer_out_of_range.or(shape.number_out_of_range) {
+        Some(literal) => out_of_range(&literal),
         None => Rejected::new(Defect::InvalidJson, error),
     }
-}
-
-fn out_of_range(integer: &str) -> Rejected {
-    let shown = if integer.len() > 40 { format!("{}… ({} digits)", &integer[..40], integer.len()) } else { integer.to_string() };
-    Rejected::new(Defect::IntegerOutOfRange, format!("integer {shown} is beyond 64 bits: BSON could only store it rounded"))
 }
 
 /// What a lexical pass over JSON text finds outside its strings.
@@ -102,6 +99,8 @@ struct JsonShape {
     max_depth: usize,
     /// The first integer literal outside the signed 64-bit range.
     integer_out_of_range: Option<String>,
+    /// The first number literal with a fraction or exponent beyond a double's range.
+    number_out_of_range: Option<String>,
 }
 
 /// Nesting depth and integer literals of (possibly invalid) JSON text, without
@@ -129,10 +128,18 @@ fn scan_json(text: &str) -> JsonShape {
                 while i < bytes.len() && bytes[i].is_ascii_digit() {
                     i += 1;
                 }
-                let is_float = matches!(bytes.get(i), Some(b'.' | b'e' | b'E'));
+                let integer_end = i;
+                // A fraction or an exponent makes it a float: read them too.
+                while i < bytes.len() && matches!(bytes[i], b'.' | b'e' | b'E' | b'+' | b'-' | b'0'..=b'9') {
+                    i += 1;
+                }
                 let literal = &text[start..i];
-                if !is_float && shape.integer_out_of_range.is_none() && literal.parse::<i64>().is_err() && literal != "-" {
-                    shape.integer_out_of_range = Some(literal.to_string());
+                if i == integer_end {
+                    if shape.integer_out_of_range.is_none() && literal.parse::<i64>().is_err() && literal != "-" {
+                        shape.integer_out_of_range = Some(literal.to_string());
+                    }
+                } else if shape.number_out_of_range.is_none() && literal.parse::<f64>().is_ok_and(f64::is_infinite) {
+                    shape.number_out_of_range = Some(literal.to_string());
                 }
                 continue;
             }
@@ -226,8 +233,12 @@ mod tests {
             assert_eq!(defect(&format!(r#"{{"n":{big}}}"#)), Err(Defect::IntegerOutOfRange), "{big}");
             assert_eq!(defect(&format!(r#"{{"a":[1,{{"n":{big}}}]}}"#)), Err(Defect::IntegerOutOfRange), "{big} nested");
         }
+        // Beyond a double, either way.
+        for huge in ["1e400", "-1e400", "1.5E+309", "2.0e308"] {
+            assert_eq!(defect(&format!(r#"{{"a":[1,{{"n":{huge}}}]}}"#)), Err(Defect::NumberOutOfRange), "{huge}");
+        }
         // The ends of the range, huge floats and digits inside strings are fine.
-        for ok in ["9223372036854775807", "-9223372036854775808", "1e300", "18446744073709551617.0", r#""18446744073709551617""#] {
+        for ok in ["9223372036854775807", "-9223372036854775808", "1e300", "1.7e308", "18446744073709551617.0", r#""18446744073709551617""#, r#""1e400""#] {
             assert_eq!(defect(&format!(r#"{{"n":{ok}}}"#)), Ok(()), "{ok}");
         }
         // Many tiny values: a little JSON, more BSON (each element carries a type and an index key).
@@ -238,7 +249,9 @@ mod tests {
     #[test]
     fn scanning_skips_strings_and_escapes() {
         let shape = scan_json(r#"{"s":"[[[\"99999999999999999999","a":[[1]]}"#);
-        assert_eq!(shape, JsonShape { max_depth: 3, integer_out_of_range: None });
+        assert_eq!(shape, JsonShape { max_depth: 3, integer_out_of_range: None, number_out_of_range: None });
         assert_eq!(scan_json("[-12345678901234567890]").integer_out_of_range.as_deref(), Some("-12345678901234567890"));
+        let shape = scan_json("[1.5e400,-9223372036854775809,2e5]");
+        assert_eq!((shape.integer_out_of_range.as_deref(), shape.number_out_of_range.as_deref()), (Some("-9223372036854775809"), Some("1.5e400")));
     }
 }
