@@ -33,8 +33,9 @@ fn draw<DB: DrawingBackend>(view: &ResultsView, root: &DrawingArea<DB, plotters:
     let all = values.iter().flatten().flatten().copied();
     let (lo, hi) = all.fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     // Whole decades, the lowest strictly below the fastest bar (so it has a
-    // height); one decade when nothing answered.
-    let (bottom, top) = if lo.is_finite() { (10f64.powf(lo.log10().ceil() - 1.0), 10f64.powf(hi.log10().floor() + 1.0)) } else { (0.1, 1.0) };
+    // height), and a whole empty decade above the tallest for the legend;
+    // one decade when nothing answered.
+    let (bottom, top) = if lo.is_finite() { (10f64.powf(lo.log10().ceil() - 1.0), 10f64.powf(hi.log10().floor() + 2.0)) } else { (0.1, 1.0) };
     let labels: Vec<String> = view.record.queries.iter().map(query_label).collect();
     let slots = labels.len().max(1);
     let mut chart = ChartBuilder::on(&area)
