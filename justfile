@@ -12,9 +12,8 @@ setup:
 down:
     bash scripts/down.sh
 
-# Build the ghbench binary (release), installing mold first when missing (faster links).
+# Build the ghbench binary (release).
 build:
-    bash scripts/build-tools.sh
     cargo build --release
 
 # Check the servers answer and show what they are.
@@ -30,7 +29,6 @@ demo: setup build
 
 # The test suite, against the real servers `just setup` starts.
 test: setup
-    bash scripts/build-tools.sh
     source .ghbench/env && cargo test --workspace --all-targets
 
 # Side-by-side ingest speed: ghbench vs psql \copy, vs pymongo, vs zcat; peak memory.
