@@ -7,7 +7,7 @@
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-use super::bars::{svg_text, PALETTE};
+use super::bars::{draw_legend, svg_text, PALETTE};
 
 const SIZE: (u32, u32) = (720, 440);
 const FONT: &str = "sans-serif";
@@ -65,13 +65,7 @@ impl Lines {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
             chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 13))
-            .draw()?;
+        draw_legend(&mut chart)?;
         Ok(())
     }
 }

@@ -85,6 +85,12 @@ pub(crate) fn median(query: &QueryRecord, engine: &Engine) -> Option<f64> {
     result_for(query, engine)?.stats.map(|s| s.median)
 }
 
+/// The median of an engine that answered (no error) in a time above zero:
+/// what a ratio or a bar on a log axis can be made of.
+pub(crate) fn answered_median(query: &QueryRecord, engine: &Engine) -> Option<f64> {
+    result_for(query, engine).filter(|r| r.error.is_none())?.stats.map(|s| s.median).filter(|m| *m > 0.0)
+}
+
 /// What every view shows of a run: the engines in order, the baseline of the
 /// "faster by" columns, and per query each engine's cell.
 pub struct ResultsView<'a> {

@@ -6,8 +6,8 @@
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::bars::{svg_text, tick, DrawResult, Slots, FONT, PALETTE};
-use super::{median, query_label, result_for, ResultsView};
+use super::bars::{draw_legend, svg_text, tick, DrawResult, Slots, FONT, PALETTE};
+use super::{answered_median, query_label, ResultsView};
 
 const SIZE: (u32, u32) = (900, 460);
 /// The share of a query's slot its bars take together.
@@ -21,8 +21,7 @@ pub(crate) fn overview_svg(view: &ResultsView) -> Result<String, String> {
 /// The bars' values: per query, per engine of the run, its median when it
 /// answered (a failed engine has no bar, and a gap says so).
 fn medians(view: &ResultsView) -> Vec<Vec<Option<f64>>> {
-    let answered = |q, e| result_for(q, e).filter(|r| r.error.is_none()).and(median(q, e)).filter(|m| *m > 0.0);
-    view.record.queries.iter().map(|q| view.engines.iter().map(|e| answered(q, e)).collect()).collect()
+    view.record.queries.iter().map(|q| view.engines.iter().map(|e| answered_median(q, e)).collect()).collect()
 }
 
 fn draw<DB: DrawingBackend>(view: &ResultsView, root: &DrawingArea<DB, plotters::coord::Shift>) -> DrawResult<DB> {
@@ -66,12 +65,6 @@ fn draw<DB: DrawingBackend>(view: &ResultsView, root: &DrawingArea<DB, plotters:
         let gaps = values.iter().enumerate().filter(|(_, row)| row[e].is_none()).map(|(q, _)| q);
         chart.draw_series(gaps.map(|q| EmptyElement::at((left(q) + width / 2.0, bottom)) + Text::new("×", (0, -2), gap.clone())))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font((FONT, 13))
-        .draw()?;
+    draw_legend(&mut chart)?;
     Ok(())
 }

@@ -9,13 +9,12 @@ use ghbench_core::Engine;
 
 use super::bench::TextTable;
 use super::charts::MIB;
-use super::{retries_note, result_for, seconds, ResultsView};
+use super::{answered_median, result_for, retries_note, seconds, ResultsView};
 use crate::record::{EngineRecord, QueryRecord};
 
 /// `other`'s median ÷ `baseline`'s on one query, when both answered.
 pub fn ratio(query: &QueryRecord, baseline: &Engine, other: &Engine) -> Option<f64> {
-    let answered = |e: &Engine| result_for(query, e).filter(|r| r.error.is_none())?.stats.map(|s| s.median).filter(|m| *m > 0.0);
-    Some(answered(other)? / answered(baseline)?)
+    Some(answered_median(query, other)? / answered_median(query, baseline)?)
 }
 
 /// A ratio to three significant digits: `0.0312×`, `2.31×`, `28.4×`, `312×`.
