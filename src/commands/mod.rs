@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod concurrency;
 pub mod doctor;
 pub mod download;
 pub mod gen;

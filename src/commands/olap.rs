@@ -9,7 +9,8 @@ use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
-use ghbench_olap::runner::{check_data, describe_engine, run_queries, Cooler, DescribedEngine, Progress, QueryOptions};
+use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
+use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -74,7 +75,16 @@ pub async fn measure(
     baseline: Option<Engine>,
     progress: &dyn Progress,
     cooler: &dyn Cooler,
+    concurrency: Option<ConcurrencyOptions>,
 ) -> Result<(RunRecord, Vec<String>)> {
+    // The mix is checked before anything is timed: a typo must not cost a run.
+    let concurrency = match concurrency {
+        Some(asked) => {
+            let run: Vec<(String, String)> = select(catalog, options)?.into_iter().map(|(variant, query, _)| (variant, query)).collect();
+            Some(ConcurrencyOptions { mix: resolve_mix(&asked.mix, &run)?, ..asked })
+        }
+        None => None,
+    };
     let described = describe_engines(backends).await;
     let data_consistency = check_data(&described);
     let engines = described.into_iter().map(|e| e.record).collect();
@@ -94,10 +104,14 @@ pub async fn measure(
     for line in &warning {
         eprintln!("{line}");
     }
-    let (mut queries, cold) = run_queries(backends, catalog, options, progress, cooler).await?;
+    let (mut queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     explain_mismatches(&mut queries, &data_consistency);
     context.cold = cold;
-    Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper() }, warning))
+    let concurrency = match concurrency {
+        Some(load) => Some(run_concurrency(backends, catalog, &queries, &answers, &load, progress).await),
+        None => None,
+    };
+    Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency }, warning))
 }
 
 /// Everything but the queries' results: who, what, where, when.

@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
+use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
 use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::concurrency::ConcurrencyArgs;
 use super::olap::{ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
@@ -33,6 +35,9 @@ pub struct QueryArgs {
 
     #[command(flatten)]
     pub catalog: CatalogOptions,
+
+    #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
 
     /// Queries to run, e.g. `A C`.
     #[arg(value_name = "QUERY", required_unless_present = "all", conflicts_with = "all")]
@@ -92,7 +97,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     };
     let mut backends = connect_backends(&selected, &table).await?;
     let progress = QueryProgress::new();
-    let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &ClearCaches).await;
+    let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &ClearCaches, args.concurrency.options()).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;
 
@@ -102,6 +107,9 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let charts_dir = write_markdown_with_charts(&record, &md_path)?;
 
     println!("{}", results_table(&record, Style::Terminal));
+    if let Some(text) = concurrency_text(&record, Style::Terminal) {
+        println!("\n{text}");
+    }
     // Again beside the numbers it invalidates.
     for line in &warning {
         eprintln!("{line}");
@@ -167,6 +175,9 @@ impl Progress for QueryProgress {
             RunEvent::Ran { engine, seconds: s } => {
                 self.bar.inc(1);
                 self.bar.set_message(format!("{engine}: {} s", seconds(s)));
+            }
+            RunEvent::Loading { engine, clients, seconds } => {
+                self.say(&format!("{engine}: {clients} client(s) at once for {seconds:.0} s (concurrency phase, warm-up included)"), true)
             }
         }
     }

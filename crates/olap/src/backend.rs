@@ -4,6 +4,7 @@
 //! own folder of query files under `queries/`.
 
 use std::any::Any;
+use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
@@ -101,6 +102,22 @@ pub trait Backend: Send + Sync {
     /// once it was lost (see [`Backend::lost_connection`]).
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
         Err(anyhow::anyhow!("{} cannot reconnect", self.engine()))
+    }
+
+    /// Another client of the same engine, table and setup for the concurrency
+    /// phase: a connection of its own, so N clients are N sessions on the
+    /// server. An engine without a server gives a handle of its own whose
+    /// queries run as tasks in ghbench's process.
+    async fn open_client(&self) -> BackendResult<Box<dyn Backend>> {
+        self.reconnect().await
+    }
+
+    /// The server's settings that bound how many clients it serves at once
+    /// and how much each gets (e.g. PostgreSQL's `max_connections` and
+    /// parallel workers), as it says them: for the concurrency phase's record.
+    /// A setting it would not say is recorded with why.
+    async fn concurrency_limits(&self) -> BTreeMap<String, String> {
+        BTreeMap::new()
     }
 
     /// Ends the connection before ghbench exits: a client with background

@@ -13,6 +13,7 @@
 pub mod backend;
 pub mod bench;
 pub mod catalog;
+pub mod concurrency;
 pub mod consistency;
 pub mod environment;
 pub mod ledger;

@@ -8,6 +8,7 @@ use ghbench_core::{Capabilities, Engine, ServerInfo, Setup};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Compare, PaperResults};
+use crate::concurrency::ConcurrencyRecord;
 use crate::rows::Row;
 
 /// Bumped whenever a field changes meaning or goes away (adding fields does not).
@@ -79,6 +80,9 @@ pub struct RunRecord {
     pub queries: Vec<QueryRecord>,
     /// The paper's published numbers, shown beside ours for context.
     pub published: Option<PaperResults>,
+    /// The concurrency phase (`--clients`), when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<ConcurrencyRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -10,6 +10,7 @@ use ghbench_core::{Engine, Place};
 
 use crate::backend::{Backend, OnIndexBuilt};
 use crate::catalog::{Catalog, QuerySpec};
+use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
 use crate::ledger::Ledger;
@@ -38,6 +39,9 @@ pub enum RunEvent<'a> {
     Cooling { engine: &'a Engine, variant: &'a str, query: &'a str, how: &'static str },
     Running { engine: &'a Engine, variant: &'a str, query: &'a str, label: &'a str },
     Ran { engine: &'a Engine, seconds: f64 },
+    /// The concurrency phase: `clients` clients on the engine for `seconds`
+    /// (warm-up and duration).
+    Loading { engine: &'a Engine, clients: usize, seconds: f64 },
 }
 
 pub trait Progress: Send + Sync {
@@ -206,6 +210,20 @@ pub async fn run_queries(
     progress: &dyn Progress,
     cooler: &dyn Cooler,
 ) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord)> {
+    let (records, cold, _) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
+    Ok((records, cold))
+}
+
+/// As [`run_queries`], also giving every engine's rows of every query (the
+/// concurrency phase checks its answers against them).
+pub async fn run_queries_keeping_answers(
+    backends: &mut [Box<dyn Backend>],
+    catalog: &Catalog,
+    options: &QueryOptions,
+    progress: &dyn Progress,
+    cooler: &dyn Cooler,
+) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord, Answers)> {
+    let mut answers = Answers::default();
     let selected = select(catalog, options)?;
     let per_query = options.repeat as u64 + u64::from(options.cold);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
@@ -252,13 +270,14 @@ pub async fn run_queries(
             rows.push(result_rows);
         }
         let verification = verify(spec, &mut results, &rows);
+        answers.rows.push(rows);
         records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
     }
     cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
     cold.true_cold = options.cold && true_cold.iter().all(|t| *t);
     let afresh: Vec<Engine> = backends.iter().zip(&started_afresh).filter(|(_, a)| **a).map(|(b, _)| b.engine().clone()).collect();
     cold.label = cold_label(&cold, &afresh);
-    Ok((records, cold))
+    Ok((records, cold, answers))
 }
 
 /// The cache state of the first runs, said honestly: only a restarted server

@@ -19,11 +19,13 @@ use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
-use ghbench_olap::render::{bench_html, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
+use ghbench_olap::render::concurrency::concurrency_text;
+use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
 use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
+use super::concurrency::ConcurrencyArgs;
 use super::olap::{ensure_output_dir, measure, output_path, write, write_charts, CatalogOptions};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
@@ -68,6 +70,9 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub catalog: CatalogOptions,
+
+    #[command(flatten)]
+    pub concurrency: ConcurrencyArgs,
 
     /// Generated data (`ghbench gen`'s realistic events): this many hours.
     #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = crate::options::at_least_one::<u32>)]
@@ -209,7 +214,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &cooler).await;
+        let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &cooler, args.concurrency.options()).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;
@@ -217,6 +222,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let (run, _) = measured?;
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
         println!("{}", size_text(&size));
+        if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
+            println!("{text}");
+        }
         record.sizes.push(size);
     }
     record.growth = growth(&record.sizes);

@@ -327,6 +327,17 @@ impl Backend for MongoBackend {
         vec![format!("MongoDB-wire server: {done}; its data cache stays warm: server not restarted")]
     }
 
+    /// `serverStatus` of the node the queries read, and how ghbench's clients
+    /// reach it.
+    async fn concurrency_limits(&self) -> std::collections::BTreeMap<String, String> {
+        let mut limits = match self.db.client().database("admin").run_command(doc! {"serverStatus": 1}).selection_criteria(crate::connect::queries_node(&self.db)).await {
+            Ok(reply) => crate::stats::concurrency_limits(&reply),
+            Err(e) => [("serverStatus".to_string(), format!("not answered: {}", refusal("serverStatus", &e)))].into(),
+        };
+        limits.insert("driver".into(), "a client (its own connection pool) per ghbench client, one query at a time on each".into());
+        limits
+    }
+
     async fn after_query(&self) -> BackendResult<()> {
         self.parameters.restore(&self.db).await.map_err(|e| with_advice("setParameter", e).context("restoring the server parameters this setup set"))
     }

@@ -10,6 +10,41 @@ use mongodb::bson::{Bson, Document};
 
 use crate::ledger::number;
 
+/// What `serverStatus` says bounds concurrent clients: the connections the
+/// server has and may still take, and its read and write tickets (how many
+/// operations run in the storage engine at once; under `queues.execution`
+/// from MongoDB 7.0, `wiredTiger.concurrentTransactions` before). A section
+/// the reply lacks is said to be missing, not guessed.
+pub fn concurrency_limits(reply: &Document) -> BTreeMap<String, String> {
+    let mut limits = BTreeMap::new();
+    let said = match reply.get_document("connections") {
+        Ok(c) => match (number(c, "current"), number(c, "available")) {
+            (Some(current), Some(available)) => format!("{current} open, {available} more available"),
+            _ => "in the reply without current and available".into(),
+        },
+        Err(_) => "not in serverStatus".into(),
+    };
+    limits.insert("connections".into(), said);
+    let tickets = reply
+        .get_document("queues")
+        .and_then(|q| q.get_document("execution"))
+        .map(|t| (t, "queues.execution"))
+        .or_else(|_| reply.get_document("wiredTiger").and_then(|w| w.get_document("concurrentTransactions")).map(|t| (t, "wiredTiger.concurrentTransactions")));
+    match tickets {
+        Ok((tickets, from)) => {
+            for kind in ["read", "write"] {
+                if let Some(total) = tickets.get_document(kind).ok().and_then(|t| number(t, "totalTickets")) {
+                    limits.insert(format!("{kind} tickets"), format!("{total} ({from}.{kind}.totalTickets)"));
+                }
+            }
+        }
+        Err(_) => {
+            limits.insert("tickets".into(), "not in serverStatus (neither queues.execution nor wiredTiger.concurrentTransactions)".into());
+        }
+    }
+    limits
+}
+
 /// A collection's sizes, summed over its shards.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CollectionSizes {
@@ -107,6 +142,22 @@ impl IndexReply {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn server_status(name: &str) -> Document {
+        reply(&format!("server_status/{name}")).as_document().cloned().unwrap()
+    }
+
+    #[test]
+    fn server_status_says_connections_and_tickets_in_either_place() {
+        let v8 = concurrency_limits(&server_status("mongodb_8"));
+        assert_eq!(v8["connections"], "12 open, 838848 more available");
+        assert_eq!(v8["read tickets"], "128 (queues.execution.read.totalTickets)");
+        let v6 = concurrency_limits(&server_status("mongodb_6"));
+        assert_eq!(v6["write tickets"], "128 (wiredTiger.concurrentTransactions.write.totalTickets)");
+        let bare = concurrency_limits(&mongodb::bson::doc! {"ok": 1});
+        assert_eq!(bare["connections"], "not in serverStatus");
+        assert!(bare["tickets"].starts_with("not in serverStatus"));
+    }
 
     /// A reply shaped as MongoDB's documentation shows it (see tests/replies/README.md).
     fn reply(path: &str) -> Bson {

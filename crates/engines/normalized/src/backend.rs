@@ -153,4 +153,8 @@ impl Backend for NormalizedBackend {
         }
         done
     }
+
+    async fn concurrency_limits(&self) -> std::collections::BTreeMap<String, String> {
+        pg::concurrency_limits(&self.client).await
+    }
 }

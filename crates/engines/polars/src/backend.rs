@@ -173,6 +173,24 @@ impl Backend for PolarsBackend {
         plan
     }
 
+    /// A handle of its own on the same files: its queries run as blocking
+    /// tasks in ghbench's process, sharing polars' one thread pool.
+    async fn open_client(&self) -> BackendResult<Box<dyn Backend>> {
+        Ok(Box::new(PolarsBackend { table: self.table.clone() }))
+    }
+
+    async fn concurrency_limits(&self) -> BTreeMap<String, String> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = match std::env::var("POLARS_MAX_THREADS") {
+            Ok(set) => format!("POLARS_MAX_THREADS={set}"),
+            Err(_) => format!("{cores} threads, one per logical core (POLARS_MAX_THREADS unset)"),
+        };
+        BTreeMap::from([
+            ("polars thread pool".to_string(), format!("{threads}, shared by every client's queries")),
+            ("query engine".to_string(), format!("{ENGINE:?}, each query collected on a blocking task of ghbench's runtime")),
+        ])
+    }
+
     async fn clear_caches(&self) -> Vec<String> {
         vec!["polars: nothing to clear: each query reads the Parquet files anew; the OS page cache stays warm".into()]
     }

@@ -2,6 +2,7 @@
 //! as psql sends them: every value arrives as text, which keeps `numeric`
 //! averages exact until they are normalised.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use anyhow::Context as _;
@@ -103,6 +104,38 @@ pub async fn explain(client: &Client, sql: &str) -> Plan {
     plan
 }
 
+/// The settings that bound how many sessions the server takes and how much
+/// of the machine each query may use, and how many client sessions it has.
+pub const CONCURRENCY_SETTINGS: [&str; 7] = [
+    "max_connections",
+    "superuser_reserved_connections",
+    "max_worker_processes",
+    "max_parallel_workers",
+    "max_parallel_workers_per_gather",
+    "shared_buffers",
+    "work_mem",
+];
+
+/// [`CONCURRENCY_SETTINGS`] as the server says them (with units), and its
+/// client sessions at this moment; what it would not say, said so.
+pub async fn concurrency_limits(client: &Client) -> BTreeMap<String, String> {
+    let mut limits = BTreeMap::new();
+    let names: Vec<String> = CONCURRENCY_SETTINGS.iter().map(|s| s.to_string()).collect();
+    match client.query("SELECT name, current_setting(name) FROM pg_settings WHERE name = ANY($1)", &[&names]).await {
+        Ok(rows) => limits.extend(rows.iter().map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))),
+        Err(e) => {
+            limits.insert("settings".into(), format!("not read: {e}"));
+        }
+    }
+    let sessions = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'";
+    let said = match client.query_one(sessions, &[]).await {
+        Ok(row) => format!("{} (before the clients connect)", row.get::<_, i64>(0)),
+        Err(e) => format!("not read: {e}"),
+    };
+    limits.insert("client sessions open".into(), said);
+    limits
+}
+
 /// What can be cleared between runs without restarting the server.
 pub async fn clear_caches(client: &Client) -> Vec<String> {
     let done = match client.batch_execute("DISCARD ALL").await {
@@ -197,6 +230,10 @@ impl Backend for PostgresBackend {
 
     async fn clear_caches(&self) -> Vec<String> {
         clear_caches(&self.client).await
+    }
+
+    async fn concurrency_limits(&self) -> BTreeMap<String, String> {
+        concurrency_limits(&self.client).await
     }
 }
 

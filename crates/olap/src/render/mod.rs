@@ -9,6 +9,7 @@ mod bars;
 pub mod bench;
 pub mod charts;
 pub mod comparison;
+pub mod concurrency;
 pub mod html;
 mod lines;
 mod overview;
@@ -241,9 +242,10 @@ pub fn results_table(record: &RunRecord, style: Style) -> String {
     out
 }
 
-/// Loud lines for every mismatch and failure (empty when all verified).
+/// Loud lines for every mismatch and failure, the concurrency phase's
+/// included (empty when all verified).
 pub fn problems(record: &RunRecord) -> Vec<String> {
-    record.queries.iter().flat_map(query_problems).collect()
+    record.queries.iter().flat_map(query_problems).chain(concurrency::concurrency_problems(record)).collect()
 }
 
 /// Loud lines for one query's mismatches and failures.

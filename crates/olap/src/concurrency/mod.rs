@@ -1,0 +1,244 @@
+//! The concurrency phase (`--clients 1,4,16 --duration 60`): after the
+//! single-client timings, for each engine and client count, that many
+//! clients (each its own connection; for an engine without a server, tasks
+//! in ghbench's process) loop over a mix of queries for a warm-up and then
+//! the duration. Every answer is checked against the verified answer of the
+//! single-client phase; ghbench's own CPU is measured beside the rates.
+//!
+//! - [`record`]: what it records; [`mix`]: which queries and what each is
+//!   checked against; [`client`]: one client's loop; [`tally`]: the samples
+//!   summed into a phase; [`cpu`]: ghbench's and the machine's CPU.
+
+mod client;
+pub mod cpu;
+pub mod mix;
+pub mod record;
+mod tally;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ghbench_core::Engine;
+
+use crate::backend::{Backend, Prepared};
+use crate::catalog::Catalog;
+use crate::record::QueryRecord;
+use crate::runner::{Progress, RunEvent};
+
+pub use self::mix::{resolve_mix, Answers};
+pub use self::record::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
+use self::client::{Ended, Sample, Shared};
+use self::mix::Expected;
+
+/// Most clients one phase may open: each is a connection (PostgreSQL's
+/// default `max_connections` is 100), and more than this on one machine
+/// measures the machine's scheduler, not the engine.
+pub const MAX_CLIENTS: usize = 256;
+
+/// How long the queries still running when the window ends may take to
+/// finish, beyond the duration, before they are abandoned: the phase always
+/// ends by itself.
+pub const GRACE: Duration = Duration::from_secs(60);
+
+/// How long opening one client may take.
+pub const CONNECT_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone)]
+pub struct ConcurrencyOptions {
+    /// Client counts, smallest first, each at least one.
+    pub clients: Vec<usize>,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub max_queries: u64,
+    /// The queries every client loops over (see [`resolve_mix`]).
+    pub mix: Vec<MixQuery>,
+    pub grace: Duration,
+    pub connect_limit: Duration,
+}
+
+/// Every engine under every client count, one after another (the engines
+/// never share the machine with each other's load). An engine that could not
+/// be reached or lost its clients for good is not loaded again: its later
+/// phases say so.
+pub async fn run_concurrency(
+    backends: &[Box<dyn Backend>],
+    catalog: &Catalog,
+    records: &[QueryRecord],
+    answers: &Answers,
+    options: &ConcurrencyOptions,
+    progress: &dyn Progress,
+) -> ConcurrencyRecord {
+    let mut phases = Vec::new();
+    for (index, backend) in backends.iter().enumerate() {
+        let expected = mix::expected(&options.mix, records, answers, index);
+        let mut gone: Option<String> = None;
+        for &clients in &options.clients {
+            let phase = match &gone {
+                Some(why) => failed_phase(backend.as_ref(), clients, &options.mix, &expected, format!("not run: {why}")),
+                None => {
+                    progress.event(RunEvent::Loading {
+                        engine: backend.engine(),
+                        clients,
+                        seconds: (options.warmup + options.duration).as_secs_f64(),
+                    });
+                    let (phase, lost) = run_phase(backend.as_ref(), catalog, clients, &expected, options).await;
+                    gone = lost;
+                    phase
+                }
+            };
+            phases.push(phase);
+        }
+    }
+    ConcurrencyRecord {
+        clients: options.clients.clone(),
+        duration_seconds: options.duration.as_secs_f64(),
+        warmup_seconds: options.warmup.as_secs_f64(),
+        max_queries: options.max_queries,
+        mix: options.mix.clone(),
+        phases,
+    }
+}
+
+/// One engine under `clients` clients; the second value says why its later
+/// phases cannot run (its server went away), if so.
+async fn run_phase(
+    backend: &dyn Backend,
+    catalog: &Catalog,
+    clients: usize,
+    expected: &[Result<Expected, String>],
+    options: &ConcurrencyOptions,
+) -> (LoadPhase, Option<String>) {
+    let engine = backend.engine().clone();
+    let fail = |why: String| failed_phase(backend, clients, &options.mix, expected, why);
+    if expected.iter().all(Result::is_err) {
+        return (fail("no query of the mix has a single-client answer to check against (see each query's reason)".into()), None);
+    }
+    let mut limits = backend.concurrency_limits().await;
+    limits.insert("ghbench clients".into(), connections(backend, clients));
+    limits.insert("ghbench runtime threads".into(), tokio::runtime::Handle::current().metrics().num_workers().to_string());
+    let mut opened = Vec::with_capacity(clients);
+    for i in 0..clients {
+        match open_client(backend, catalog, &options.mix, expected, options.connect_limit).await {
+            Ok(client) => opened.push(client),
+            Err(e) => {
+                let why = format!("client {} of {clients} could not be opened: {e:#}", i + 1);
+                close_all(opened.into_iter().map(|(c, _)| c)).await;
+                // Larger counts would only wait for the same refusal.
+                let gone = format!("{engine}'s clients could not be opened in the phase with {clients} clients");
+                let mut phase = fail(why);
+                phase.limits = limits;
+                return (phase, Some(gone));
+            }
+        }
+    }
+    let started = Instant::now();
+    let shared = Arc::new(Shared::new(started, options, expected, engine.clone()));
+    let cpu_before = cpu::Reading::now();
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Sample>();
+    let mut tasks = Vec::with_capacity(clients);
+    for (i, (client, prepared)) in opened.into_iter().enumerate() {
+        tasks.push(tokio::spawn(client::run(i, client, prepared, shared.clone(), sender.clone())));
+    }
+    drop(sender);
+    let deadline = tokio::time::Instant::from_std(shared.window_end) + options.grace;
+    let mut ended = Vec::new();
+    let mut returned = Vec::new();
+    let mut abandoned_clients = 0;
+    for mut task in tasks {
+        match tokio::time::timeout_at(deadline, &mut task).await {
+            Ok(Ok((client, end))) => {
+                returned.push(client);
+                ended.push(end);
+            }
+            Ok(Err(join)) => ended.push(Ended::Failed(format!("a client task ended abnormally: {join}"))),
+            Err(_) => {
+                task.abort();
+                abandoned_clients += 1;
+            }
+        }
+    }
+    let cpu = cpu_before.since(backend.spec().capabilities.server);
+    let mut samples = Vec::new();
+    while let Ok(sample) = receiver.try_recv() {
+        samples.push(sample);
+    }
+    // The setup's server parameters (set by each client's prepare) put back.
+    let mut restore_error = None;
+    if let Some(first) = returned.first() {
+        if let Err(e) = first.after_query().await {
+            restore_error = Some(format!("the server was left changed after the phase: {e:#}"));
+        }
+    }
+    close_all(returned).await;
+    let mut phase = tally::phase(&shared, &options.mix, expected, clients, &samples, &ended, abandoned_clients);
+    phase.connections = connections(backend, clients);
+    phase.client_cpu = cpu;
+    phase.limits = limits;
+    if let Some(e) = restore_error {
+        phase.error = Some(phase.error.take().map_or(e.clone(), |first| format!("{first}; {e}")));
+    }
+    let gone = ended.iter().any(|e| matches!(e, Ended::Lost(_))).then(|| format!("{engine} lost its connections in the phase with {clients} clients"));
+    (phase, gone)
+}
+
+/// A client of its own for the phase with the mix prepared (not timed);
+/// None for a query left out of this engine's mix.
+async fn open_client(
+    backend: &dyn Backend,
+    catalog: &Catalog,
+    mix: &[MixQuery],
+    expected: &[Result<Expected, String>],
+    limit: Duration,
+) -> anyhow::Result<(Box<dyn Backend>, Vec<Option<Prepared>>)> {
+    let client = match tokio::time::timeout(limit, backend.open_client()).await {
+        Ok(opened) => opened?,
+        Err(_) => anyhow::bail!("no connection within {} s", limit.as_secs()),
+    };
+    let mut prepared = Vec::with_capacity(mix.len());
+    for (m, wanted) in mix.iter().zip(expected) {
+        if wanted.is_err() {
+            prepared.push(None);
+            continue;
+        }
+        let file = catalog.query(client.dialect(), &m.variant, &m.query)?;
+        match client.prepare(&file).await {
+            Ok(ready) => prepared.push(Some(ready)),
+            Err(e) => {
+                client.close().await;
+                return Err(e.context(format!("preparing {m}")));
+            }
+        }
+    }
+    Ok((client, prepared))
+}
+
+async fn close_all(clients: impl IntoIterator<Item = Box<dyn Backend>>) {
+    for client in clients {
+        client.close().await;
+    }
+}
+
+/// How the clients reach the engine.
+fn connections(backend: &dyn Backend, clients: usize) -> String {
+    let plural = if clients == 1 { "" } else { "s" };
+    match backend.spec().capabilities.server {
+        true => format!("{clients} connection{plural} of their own"),
+        false => format!("{clients} task{plural} in ghbench's process (no server)"),
+    }
+}
+
+/// A phase that measured nothing, and why.
+fn failed_phase(backend: &dyn Backend, clients: usize, mix: &[MixQuery], expected: &[Result<Expected, String>], why: String) -> LoadPhase {
+    let mut phase = tally::empty(backend.engine(), clients, mix, expected);
+    phase.connections = connections(backend, clients);
+    phase.stopped_by = "not run".into();
+    phase.error = Some(why);
+    phase
+}
+
+/// The engines whose phases failed or answered wrongly, for the exit status.
+pub fn failing_engines(record: &ConcurrencyRecord) -> Vec<&Engine> {
+    let mut engines: Vec<&Engine> = record.phases.iter().filter(|p| !p.stands()).map(|p| &p.engine).collect();
+    engines.dedup();
+    engines
+}
