@@ -43,17 +43,6 @@ fn expected_counts(real: &Path, hours: u64) -> BTreeMap<String, u64> {
     counts
 }
 
-/// Removes the collection's derived tables, its jsonb table and every ledger entry.
-async fn drop_all(table: &str) {
-    let pg = pg().await;
-    let exists: bool = pg.query_one("SELECT to_regclass('normalized.ghbench_tables') IS NOT NULL", &[]).await.unwrap().get(0);
-    if exists {
-        ghbench_normalized::meta::drop_collection(&pg, table).await.unwrap();
-    }
-    let _ = pg.execute("DELETE FROM ghbench_upkeep WHERE tbl = $1", &[&table]).await;
-    drop_table(table).await;
-}
-
 #[tokio::test]
 async fn the_real_hour_gives_the_same_answers_and_comes_back_document_by_document() {
     let Some(real) = real_hour() else { return };

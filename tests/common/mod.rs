@@ -146,6 +146,18 @@ pub async fn drop_table(table: &str) {
     db.collection::<mongodb::bson::Document>("ghbench_ledger").delete_many(doc! {"table": table}).await.unwrap();
 }
 
+/// Removes the collection's derived tables (the normalized engine's), its
+/// jsonb table, its MongoDB collection and every ledger entry.
+pub async fn drop_all(table: &str) {
+    let pg = pg().await;
+    let exists: bool = pg.query_one("SELECT to_regclass('normalized.ghbench_tables') IS NOT NULL", &[]).await.unwrap().get(0);
+    if exists {
+        ghbench_normalized::meta::drop_collection(&pg, table).await.unwrap();
+    }
+    let _ = pg.execute("DELETE FROM ghbench_upkeep WHERE tbl = $1", &[&table]).await;
+    drop_table(table).await;
+}
+
 /// Both engines hold exactly `expected` documents: none lost, none loaded twice.
 pub async fn assert_exact(table: &str, expected: u64) {
     assert_eq!(counts(table).await, (expected, expected), "row counts (postgres, mongo) of {table}");

@@ -112,7 +112,7 @@ pub async fn run(
         let seconds = sent.elapsed().as_secs_f64();
         let (outcome, lost) = match executed {
             Ok(rows) => {
-                let checked = compare(expected.compare, ("expected", &expected.rows), (&label, &rows));
+                let checked = compare(expected.compare, ("single-client", &expected.rows), (&label, &rows));
                 (checked.map_or_else(Outcome::Wrong, |()| Outcome::Right), None)
             }
             Err(e) => {

@@ -218,7 +218,7 @@ mod tests {
     fn a_wrong_answer_or_a_lost_client_makes_the_phase_a_failure() {
         let (mix, expected) = mix();
         let shared = shared(&expected);
-        let wrong = Outcome::Wrong(Difference { reason: "expected returned 3 rows, postgres client 1 4".into(), first_differences: vec!["row 4".into()] });
+        let wrong = Outcome::Wrong(Difference { reason: "single-client returned 3 rows, postgres client 1 4".into(), first_differences: vec!["row 4".into()] });
         let samples = vec![sample(0, 2.5, 0.1, Outcome::Right), sample(0, 3.0, 0.1, wrong), sample(0, 4.0, 0.1, Outcome::Failed("connection closed".into()))];
         let ended = [Ended::Duration, Ended::Lost("client 2 lost its connection 4.1 s into the phase: connection closed".into())];
         let phase = phase(&shared, &mix, &expected, 2, &samples, &ended, 0);
