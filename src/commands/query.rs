@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
 use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -24,11 +23,13 @@ Examples:
   ghbench query --all                       # A-D, both variants, 3 runs each
   ghbench query A C --variant corrected --repeat 5
   ghbench query --all --cold                # drop the OS page cache before each query
+  ghbench query --all --clients 1,4,16 --duration 60
+                                            # then 1, 4 and 16 clients at once per engine
 
 Before timing, compares what the engines hold (their ingest ledgers, hour by hour,
 and each table's row count) and says first when they differ.
-Exits non-zero when the engines' results disagree or they hold different data
-(after writing the files).")]
+Exits non-zero when the engines' results disagree or they hold different data, or
+an answer under load is wrong or a phase of clients fails (after writing the files).")]
 pub struct QueryArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -107,9 +108,6 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let charts_dir = write_markdown_with_charts(&record, &md_path)?;
 
     println!("{}", results_table(&record, Style::Terminal));
-    if let Some(text) = concurrency_text(&record, Style::Terminal) {
-        println!("\n{text}");
-    }
     // Again beside the numbers it invalidates.
     for line in &warning {
         eprintln!("{line}");

@@ -9,6 +9,7 @@ use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::bench::{bench_markdown, largest, size_text, BenchCharts};
+use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
@@ -163,6 +164,9 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
     } else {
         for size in &bench.sizes {
             println!("{}", size_text(size));
+            if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
+                println!("{text}");
+            }
         }
         print_servers(&run.context);
         println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);

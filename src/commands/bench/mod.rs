@@ -41,6 +41,8 @@ Examples:
                                                    # (--engines' default here: all of them)
   ghbench bench --scale 1,6,24,96 --events-per-hour 25000
   ghbench bench --source ./mirror --from 2015-01-01T00 --hours 24 --engines postgres,polars
+  ghbench bench --gen 6 --clients 1,2,4,8 --duration 60
+                                                   # then 1, 2, 4 and 8 clients at once per engine
 
 Each size loads into tables of its own (named after --table, the size and the data:
 generated hours by events per hour, seed and first hour; a --source by its first
@@ -63,7 +65,8 @@ Writes results/bench-<time>.json (everything), .md, -charts/ and .html.
 
 Exit status: as `ghbench ingest`, 0 with damaged input (shown, its readable lines
 loaded); 1 when an hour is missing at the source or failed to load (nothing is
-measured then), an engine's indexes or a query failed, or the answers disagree.")]
+measured then), an engine's indexes or a query failed, the answers disagree, or an
+answer under load (--clients) is wrong or a phase of clients failed.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,

@@ -26,7 +26,7 @@ pub fn caption(record: &ConcurrencyRecord) -> String {
 /// A row per engine and client count: queries per second and latency
 /// percentiles over the mix; answers (✓, wrong ✗, failed); ghbench's CPU.
 pub fn load_table(record: &ConcurrencyRecord) -> TextTable {
-    let mut table = TextTable::new(&["engine", "clients", "q/s", "p50 s", "p95 s", "p99 s", "max s", "queries", "answers", "ghbench CPU"]);
+    let mut table = TextTable::new(&["engine", "clients", "q/s", "p50 s", "p95 s", "p99 s", "max s", "queries", "answers", "CPU ghbench / all"]);
     for p in &record.phases {
         let latency = |pick: fn(&crate::concurrency::Latency) -> f64| p.latency.as_ref().map_or_else(|| "–".into(), |l| seconds(pick(l)));
         table.rows.push(vec![
@@ -45,9 +45,11 @@ pub fn load_table(record: &ConcurrencyRecord) -> TextTable {
     for p in record.phases.iter().filter(|p| p.error.is_some()) {
         table.notes.push(format!("{}, {} clients: {}", p.engine, p.clients, p.error.as_deref().unwrap_or("")));
     }
-    if record.phases.iter().any(|p| p.client_cpu.is_some_and(|c| c.engine_in_process)) {
-        table.notes.push("ghbench CPU: its process's share of the machine over the phase (the whole machine's in brackets); for an engine without a server it includes the engine's own work".into());
-    }
+    let in_process = record.phases.iter().any(|p| p.client_cpu.is_some_and(|c| c.engine_in_process));
+    table.notes.push(format!(
+        "CPU: ghbench's own process, then the whole machine, as shares of all its cores over the phase{}",
+        if in_process { "; for an engine without a server ghbench's share includes the engine's own work" } else { "" }
+    ));
     table.with_text_columns(1)
 }
 
@@ -78,13 +80,13 @@ fn answers(p: &LoadPhase) -> String {
     }
 }
 
-/// `3% (machine 96%)`.
+/// `3% / 96%`: ghbench's process, then the whole machine.
 fn cpu(p: &LoadPhase) -> String {
     match &p.client_cpu {
         None => "–".into(),
         Some(c) => {
-            let machine = c.machine_busy.map(|m| format!(" (machine {:.0}%)", m * 100.0)).unwrap_or_default();
-            format!("{:.0}%{machine}", c.share_of_machine * 100.0)
+            let machine = c.machine_busy.map_or_else(|| "–".into(), |m| format!("{:.0}%", m * 100.0));
+            format!("{:.0}% / {machine}", c.share_of_machine * 100.0)
         }
     }
 }

@@ -232,12 +232,15 @@ fn timing_cell(result: Option<&EngineResult>) -> String {
 }
 
 /// The results table, then (with two engines or more) each engine's time
-/// against the baseline's, captioned.
+/// against the baseline's, captioned; then the concurrency phase's table.
 pub fn results_table(record: &RunRecord, style: Style) -> String {
     let view = ResultsView::of(record);
     let mut out = view.table(style);
     if let Some(ratios) = view.ratio_table(style) {
         let _ = write!(out, "\n\n{}\n\n{ratios}", summary::ratio_caption(&view));
+    }
+    if let Some(load) = concurrency::concurrency_text(record, style) {
+        let _ = write!(out, "\n\n{load}");
     }
     out
 }
