@@ -63,6 +63,14 @@ pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Vec<EngineRecord> 
     describe_engines(backends).await.into_iter().map(|e| e.record).collect()
 }
 
+/// What one run measures: the timed queries, the engine the others are
+/// compared with, and the concurrency phase after them (if asked for).
+pub struct RunPlan {
+    pub queries: QueryOptions,
+    pub baseline: Option<Engine>,
+    pub concurrency: Option<ConcurrencyOptions>,
+}
+
 /// The queries on every engine, timed and verified, as a run record; first
 /// the engines are described and their data compared, and a run is refused
 /// when an engine holds nothing. Also returns the data warning (said on
@@ -70,13 +78,13 @@ pub async fn engine_records(backends: &[Box<dyn Backend>]) -> Vec<EngineRecord> 
 pub async fn measure(
     backends: &mut [Box<dyn Backend>],
     catalog: &Catalog,
-    options: &QueryOptions,
+    plan: RunPlan,
     table: &TableName,
-    baseline: Option<Engine>,
     progress: &dyn Progress,
     cooler: &dyn Cooler,
-    concurrency: Option<ConcurrencyOptions>,
 ) -> Result<(RunRecord, Vec<String>)> {
+    let RunPlan { queries: options, baseline, concurrency } = plan;
+    let options = &options;
     // The mix is checked before anything is timed: a typo must not cost a run.
     let concurrency = match concurrency {
         Some(asked) => {

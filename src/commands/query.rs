@@ -11,7 +11,7 @@ use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent, RECONN
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 
 /// `--variant` value meaning every variant of the catalog.
@@ -98,7 +98,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     };
     let mut backends = connect_backends(&selected, &table).await?;
     let progress = QueryProgress::new();
-    let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &ClearCaches, args.concurrency.options()).await;
+    let measured = measure(&mut backends, &catalog, RunPlan { queries: options, baseline, concurrency: args.concurrency.options() }, &table, &progress, &ClearCaches).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;
 

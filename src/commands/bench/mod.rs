@@ -26,7 +26,7 @@ use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{ensure_output_dir, measure, output_path, write, write_charts, CatalogOptions};
+use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_charts, CatalogOptions};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
@@ -217,7 +217,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, &options, &table, baseline, &progress, &cooler, args.concurrency.options()).await;
+        let measured = measure(&mut backends, &catalog, RunPlan { queries: options, baseline, concurrency: args.concurrency.options() }, &table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;
