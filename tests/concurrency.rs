@@ -143,22 +143,6 @@ async fn two_clients_on_every_engine_record_counts_percentiles_and_what_each_ans
     drop_all(&table).await;
 }
 
-/// The test's table loaded with the real hour into PostgreSQL (at `pg_url`) and polars.
-fn load_postgres_and_polars(table: &str, pg_url: &str, polars: &Path, work: &Path) {
-    let real = real_hour().expect("checked by the caller");
-    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["ingest", "--engines", "postgres,polars", "--table", table, "--pg-url", pg_url, "--from", "2015-01-01T00"])
-        .arg("--source")
-        .arg(real.parent().unwrap())
-        .arg("--polars-dir")
-        .arg(polars)
-        .arg("--quarantine-dir")
-        .arg(work.join("q"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_answer_under_load_is_caught_and_said_like_a_mismatch() {
     if real_hour().is_none() {

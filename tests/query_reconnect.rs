@@ -15,22 +15,6 @@ use common::*;
 use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
 
-/// The real hour loaded into the test's PostgreSQL and into polars in `polars_dir`.
-fn load(pg: &ThrowawayPg, polars_dir: &std::path::Path, work: &std::path::Path) {
-    let real = real_hour().expect("checked by the caller");
-    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["ingest", "--engines", "postgres,polars", "--table", "lost", "--pg-url", &pg.url(), "--from", "2015-01-01T00"])
-        .arg("--source")
-        .arg(real.parent().unwrap())
-        .arg("--polars-dir")
-        .arg(polars_dir)
-        .arg("--quarantine-dir")
-        .arg(work.join("q"))
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out));
-}
-
 async fn backends(pg: &ThrowawayPg, polars_dir: &std::path::Path) -> Vec<Box<dyn Backend>> {
     let table = "lost".parse().unwrap();
     vec![
@@ -51,7 +35,7 @@ async fn a_restarted_server_is_reconnected_and_the_lost_run_made_again() {
     let Some(pg) = ThrowawayPg::start("reconnect") else { return };
     let work = tempfile::tempdir().unwrap();
     let polars = work.path().join("polars");
-    load(&pg, &polars, work.path());
+    load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
     let mut backends = backends(&pg, &polars).await;
     // Every session of the backend's is ended by the restart.
     pg.restart();
@@ -79,7 +63,7 @@ async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
     let Some(pg) = ThrowawayPg::start("gone") else { return };
     let work = tempfile::tempdir().unwrap();
     let polars = work.path().join("polars");
-    load(&pg, &polars, work.path());
+    load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
     let mut backends = backends(&pg, &polars).await;
     pg.stop();
     let started = std::time::Instant::now();

@@ -146,6 +146,22 @@ pub async fn drop_table(table: &str) {
     db.collection::<mongodb::bson::Document>("ghbench_ledger").delete_many(doc! {"table": table}).await.unwrap();
 }
 
+/// The test's table loaded with the real hour into PostgreSQL (at `pg_url`) and polars.
+pub fn load_postgres_and_polars(table: &str, pg_url: &str, polars: &Path, work: &Path) {
+    let real = real_hour().expect("checked by the caller");
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--engines", "postgres,polars", "--table", table, "--pg-url", pg_url, "--from", "2015-01-01T00"])
+        .arg("--source")
+        .arg(real.parent().unwrap())
+        .arg("--polars-dir")
+        .arg(polars)
+        .arg("--quarantine-dir")
+        .arg(work.join("q"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
 /// Removes the collection's derived tables (the normalized engine's), its
 /// jsonb table, its MongoDB collection and every ledger entry.
 pub async fn drop_all(table: &str) {
