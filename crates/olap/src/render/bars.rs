@@ -120,13 +120,7 @@ impl Bars {
     fn draw_all<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> DrawResult<DB> {
         root.fill(&WHITE)?;
         let area = root.titled(&self.title, (FONT, 20))?.titled(&self.subtitle, (FONT, 14))?;
-        let (_, height) = area.dim_in_pixel();
-        let (plot, foot) = area.split_vertically(height.saturating_sub(if self.note.is_some() { 24 } else { 0 }));
-        if let Some(note) = &self.note {
-            let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
-            let (w, h) = foot.dim_in_pixel();
-            foot.draw_text(note, &style, (w as i32 / 2, h as i32 / 2))?;
-        }
+        let plot = with_note(area, self.note.as_deref())?;
         let tops = self.bars.iter().filter_map(Bar::top);
         match self.scale() {
             Scale::Linear => {
@@ -224,6 +218,18 @@ impl Ranged for Slots {
     fn range(&self) -> Range<f64> {
         -0.5..self.0 as f64 - 0.5
     }
+}
+
+/// `area` less a line at its foot holding `note` (all of it without one):
+/// what a chart leaves out is said under it, in every chart the same way.
+pub(super) fn with_note<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, note: Option<&str>) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
+    let Some(note) = note else { return Ok(area) };
+    let (_, height) = area.dim_in_pixel();
+    let (plot, foot) = area.split_vertically(height.saturating_sub(24));
+    let style = TextStyle::from((FONT, 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center));
+    let (w, h) = foot.dim_in_pixel();
+    foot.draw_text(note, &style, (w as i32 / 2, h as i32 / 2))?;
+    Ok(plot)
 }
 
 /// The legend of every chart here: top left, on a nearly opaque white box.

@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::charts::{charts, file_stem, Chart, ChartError, MIB};
+use super::charts::{charts, draw_lines, engine_place, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
 use super::summary::summary_table;
 use super::{align_numbers, mark, new_table, result_for, seconds, terminal_width, verification_summary, ResultsView, Style, TERMINAL_WIDTH};
@@ -253,7 +253,7 @@ impl BenchCharts {
 /// single size.
 fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
     let Some(run) = largest(record).filter(|_| record.sizes.len() > 1) else { return Ok(Vec::new()) };
-    let place = |engine: &ghbench_core::Engine| run.context.engines.iter().position(|e| e.engine == *engine).unwrap_or(0);
+    let place = |engine: &ghbench_core::Engine| engine_place(run, engine);
     let mut drawn = Vec::new();
     for q in &run.queries {
         let lines = record
@@ -267,9 +267,11 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
             subtitle: format!("{}; hot median per size, log–log", q.title),
             x_label: "events loaded".into(),
             y_label: "seconds".into(),
+            x_ticks: Vec::new(),
             lines,
+            note: None,
         };
-        drawn.push(draw(&format!("growth-{}-{}", q.query, q.variant), chart)?);
+        drawn.push(draw_lines(&format!("growth-{}-{}", q.query, q.variant), chart)?);
     }
     let loads = run
         .context
@@ -304,16 +306,12 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
         subtitle,
         x_label: "events loaded".into(),
         y_label: "events/s".into(),
+        x_ticks: Vec::new(),
         lines: loads,
+        note: None,
     };
-    drawn.push(draw("growth-load", chart)?);
+    drawn.push(draw_lines("growth-load", chart)?);
     Ok(drawn)
-}
-
-fn draw(name: &str, lines: Lines) -> Result<Chart, ChartError> {
-    let name = file_stem(name);
-    let svg = lines.svg().map_err(|reason| ChartError { name: name.clone(), reason })?;
-    Ok(Chart { name, title: lines.title, svg })
 }
 
 /// The bench's own part of the Markdown report: the data, per size the loads

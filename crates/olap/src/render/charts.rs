@@ -7,6 +7,7 @@ use ghbench_core::Engine;
 use plotters::style::RGBColor;
 
 use super::bars::{Bar, Bars, PALETTE};
+use super::lines::Lines;
 use super::{mark, result_for, seconds, verdict, ResultsView};
 use crate::record::{EngineRecord, QueryRecord, RunRecord};
 
@@ -49,6 +50,20 @@ pub fn charts(record: &RunRecord) -> Result<Vec<Chart>, ChartError> {
     drawn.push(draw("load".into(), load_bars(&view))?);
     drawn.push(draw("storage".into(), storage_bars(&view))?);
     Ok(drawn)
+}
+
+/// A line chart named `name` (made a file stem).
+pub(crate) fn draw_lines(name: &str, lines: Lines) -> Result<Chart, ChartError> {
+    let name = file_stem(name);
+    let svg = lines.svg().map_err(|reason| ChartError { name: name.clone(), reason })?;
+    Ok(Chart { name, title: lines.title, svg })
+}
+
+/// An engine's place in the run, which gives its colour in every chart; one
+/// the run does not list gets a colour none of its engines has.
+pub(crate) fn engine_place(record: &RunRecord, engine: &Engine) -> usize {
+    let engines = &record.context.engines;
+    engines.iter().position(|e| e.engine == *engine).unwrap_or(engines.len())
 }
 
 fn draw(name: String, bars: Bars) -> Result<Chart, ChartError> {

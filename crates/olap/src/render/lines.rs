@@ -1,13 +1,14 @@
 //! One line chart on log–log axes, drawn by plotters into SVG text: a line
 //! with marked points per engine, and a legend. `ghbench bench --scale` draws
-//! with it how each engine's query time (and load rate) grows with the data.
+//! with it how each engine's query time (and load rate) grows with the data,
+//! and [`super::charts`] the concurrency phase's rate and latency against clients.
 //! Like [`super::bars`], only the SVG backend and its naive text layout are
 //! used, so the same lines give the same bytes on every machine.
 
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-use super::bars::{draw_legend, svg_text, PALETTE};
+use super::bars::{draw_legend, svg_text, with_note, PALETTE};
 
 const SIZE: (u32, u32) = (720, 440);
 const FONT: &str = "sans-serif";
@@ -18,15 +19,21 @@ pub(crate) struct Lines {
     pub subtitle: String,
     pub x_label: String,
     pub y_label: String,
+    /// Where the x axis is numbered (those within its range), e.g. the client
+    /// counts asked for; empty: at 1, 2 and 5 of each decade.
+    pub x_ticks: Vec<f64>,
     /// One per engine, in the run's order (which gives its colour).
     pub lines: Vec<Line>,
+    /// A line under the chart, e.g. which points are left out and why.
+    pub note: Option<String>,
 }
 
 pub(crate) struct Line {
     pub label: String,
     /// The engine's place in the run, for its colour.
     pub place: usize,
-    /// (x, y), both above zero to be drawn on log axes.
+    /// (x, y); one not above zero has no place on a log axis and is not
+    /// drawn (the chart's note should say so).
     pub points: Vec<(f64, f64)>,
 }
 
@@ -38,9 +45,16 @@ impl Lines {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, plotters::coord::Shift>) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
         root.fill(&WHITE)?;
         let area = root.titled(&self.title, (FONT, 20))?.titled(&self.subtitle, (FONT, 14))?;
-        let drawn: Vec<&Line> = self.lines.iter().filter(|l| !l.points.is_empty()).collect();
-        let points = || drawn.iter().flat_map(|l| l.points.iter().copied());
+        let area = with_note(area, self.note.as_deref())?;
+        let drawable = |&(x, y): &(f64, f64)| x > 0.0 && y > 0.0 && x.is_finite() && y.is_finite();
+        let drawn: Vec<(&Line, Vec<(f64, f64)>)> =
+            self.lines.iter().map(|l| (l, l.points.iter().copied().filter(drawable).collect::<Vec<_>>())).filter(|(_, p)| !p.is_empty()).collect();
+        let points = || drawn.iter().flat_map(|(_, p)| p.iter().copied());
         let (x, y) = (span(points().map(|p| p.0)), span(points().map(|p| p.1)));
+        let x_ticks = match self.x_ticks.iter().copied().filter(|t| x.contains(t)).collect::<Vec<f64>>() {
+            given if given.is_empty() => ticks_in(&x),
+            given => given,
+        };
         let mut chart = ChartBuilder::on(&area)
             .margin(14)
             .x_label_area_size(40)
@@ -48,7 +62,7 @@ impl Lines {
             // Ticks at 1, 2 and 5 of each power of ten: plotters' own log ticks
             // are powers of ten only (one tick on a narrow axis) with a dense
             // minor grid; these read better and need no minor grid.
-            .build_cartesian_2d(x.clone().log_scale().with_key_points(ticks_in(&x)), y.clone().log_scale().with_key_points(ticks_in(&y)))?;
+            .build_cartesian_2d(x.clone().log_scale().with_key_points(x_ticks), y.clone().log_scale().with_key_points(ticks_in(&y)))?;
         chart
             .configure_mesh()
             .x_desc(&self.x_label)
@@ -57,13 +71,13 @@ impl Lines {
             .y_label_formatter(&|v| tick(*v))
             .label_style((FONT, 12))
             .draw()?;
-        for line in drawn {
+        for (line, points) in drawn {
             let color = PALETTE[line.place % PALETTE.len()];
             chart
-                .draw_series(LineSeries::new(line.points.iter().copied(), color.stroke_width(2)))?
+                .draw_series(LineSeries::new(points.iter().copied(), color.stroke_width(2)))?
                 .label(&line.label)
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            chart.draw_series(line.points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+            chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
         }
         draw_legend(&mut chart)?;
         Ok(())
@@ -115,7 +129,9 @@ mod tests {
             subtitle: String::new(),
             x_label: "events".into(),
             y_label: "seconds".into(),
+            x_ticks: Vec::new(),
             lines: points.into_iter().enumerate().map(|(place, points)| Line { label: format!("e{place}"), place, points }).collect(),
+            note: None,
         }
     }
 
@@ -134,6 +150,26 @@ mod tests {
     fn one_point_or_none_still_draws() {
         assert!(lines(vec![vec![(1e6, 0.2)]]).svg().unwrap().contains("</svg>"));
         assert!(lines(vec![vec![]]).svg().unwrap().contains("</svg>"));
+    }
+
+    #[test]
+    fn a_point_at_zero_is_left_out_not_drawn_off_the_axis() {
+        let svg = lines(vec![vec![(1.0, 0.0), (4.0, 20.0), (16.0, 30.0)], vec![(1.0, 0.0)]]).svg().unwrap();
+        assert_eq!(svg.matches("<circle").count(), 2, "the two points above zero: {svg:.400}");
+        assert!(!svg.contains("e1"), "a line with no point left has no legend entry");
+    }
+
+    #[test]
+    fn given_x_ticks_number_the_axis_and_a_note_goes_under_it() {
+        let mut chart = lines(vec![vec![(1.0, 5.0), (4.0, 9.0), (16.0, 12.0)]]);
+        chart.x_ticks = vec![1.0, 4.0, 16.0];
+        chart.note = Some("no point for e1".into());
+        let svg = chart.svg().unwrap();
+        let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+        for label in ["1", "4", "16", "no point for e1"] {
+            assert!(texts.contains(&label), "{label} in {texts:?}");
+        }
+        assert!(!texts.contains(&"2"), "no 1-2-5 ticks on x when given: {texts:?}");
     }
 
     #[test]
