@@ -25,18 +25,25 @@ pub struct TextTable {
     /// load time includes 2 retries`).
     pub notes: Vec<String>,
     /// How many leading columns hold names (left-aligned, never wrapped).
-    #[serde(skip)]
     text_columns: usize,
+    /// How many trailing columns hold words, e.g. a reason (left-aligned,
+    /// wrapped like the numbers).
+    text_last: usize,
 }
 
 impl TextTable {
     pub(crate) fn new(header: &[&str]) -> TextTable {
-        TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new(), notes: Vec::new(), text_columns: 1 }
+        TextTable { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new(), notes: Vec::new(), text_columns: 1, text_last: 0 }
     }
 
     /// The same table whose first `n` columns hold names.
     pub(crate) fn with_text_columns(self, n: usize) -> TextTable {
         TextTable { text_columns: n, ..self }
+    }
+
+    /// The same table whose last `n` columns hold words.
+    pub(crate) fn with_text_last(self, n: usize) -> TextTable {
+        TextTable { text_last: n, ..self }
     }
 
     pub fn render(&self, style: Style) -> String {
@@ -50,6 +57,9 @@ impl TextTable {
             table.add_row(row.clone());
         }
         align_numbers(&mut table, self.text_columns);
+        for column in table.column_iter_mut().rev().take(self.text_last) {
+            column.set_cell_alignment(comfy_table::CellAlignment::Left);
+        }
         super::fit(&mut table, style, width, self.text_columns);
         let mut text = table.to_string();
         for note in &self.notes {
