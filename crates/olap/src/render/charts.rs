@@ -1,5 +1,6 @@
 //! The run as SVG charts: per query and variant a bar per engine (median
-//! seconds, min–max whisker), then load throughput and storage per engine.
+//! seconds, min–max whisker), then load throughput and storage per engine,
+//! then (with a concurrency phase) rate and latency against clients.
 //! An engine without a number gets a labelled gap, not a bar, so a failed
 //! engine is seen as failed rather than as fast.
 
@@ -39,7 +40,8 @@ pub struct ChartError {
 pub const OVERVIEW: &str = "overview";
 
 /// Every chart of a run: the overview, the queries in run order, then load,
-/// then storage.
+/// then storage, then the concurrency phase's (see
+/// [`super::concurrency::CHARTS`]) when it ran.
 pub fn charts(record: &RunRecord) -> Result<Vec<Chart>, ChartError> {
     let view = ResultsView::of(record);
     let overview = super::overview::overview_svg(&view).map_err(|reason| ChartError { name: OVERVIEW.into(), reason })?;
@@ -49,6 +51,7 @@ pub fn charts(record: &RunRecord) -> Result<Vec<Chart>, ChartError> {
     }
     drawn.push(draw("load".into(), load_bars(&view))?);
     drawn.push(draw("storage".into(), storage_bars(&view))?);
+    drawn.extend(super::concurrency::charts(record)?);
     Ok(drawn)
 }
 

@@ -1,14 +1,16 @@
 //! The HTML report: one self-contained page (charts inline as `<svg>`, styles
 //! in the page, nothing fetched) with the results and their verification,
-//! each engine's caveat, the environment, the data each engine held and the
-//! paper's numbers. The page's markup lives in `templates/report.html.j2`;
-//! this file only gathers what it shows into a view the template reads.
+//! many clients at once (with a concurrency phase), each engine's caveat, the
+//! environment, the data each engine held and the paper's numbers. The page's
+//! markup lives in `templates/report.html.j2`; this file only gathers what it
+//! shows into a view the template reads.
 
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
 use super::charts::{charts, engine_color, Chart, ChartError};
+use super::concurrency::{LoadSection, CHARTS as LOAD_CHARTS};
 use super::paper::PaperTable;
 use super::{
     caveats, data_warning, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label, setup_lines,
@@ -24,6 +26,9 @@ const TEMPLATE: &str = include_str!("../../templates/report.html.j2");
 /// Extends the run's page with the bench's sections.
 const BENCH_TEMPLATE_NAME: &str = "bench.html";
 const BENCH_TEMPLATE: &str = include_str!("../../templates/bench.html.j2");
+/// Macros both pages import (a table of text cells).
+const TABLES_TEMPLATE_NAME: &str = "tables.html";
+const TABLES_TEMPLATE: &str = include_str!("../../templates/tables.html.j2");
 
 /// Why the page could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +92,7 @@ fn render(name: &str, page: &impl Serialize) -> Result<String, HtmlError> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_template(TEMPLATE_NAME, TEMPLATE)?;
     env.add_template(BENCH_TEMPLATE_NAME, BENCH_TEMPLATE)?;
+    env.add_template(TABLES_TEMPLATE_NAME, TABLES_TEMPLATE)?;
     Ok(env.get_template(name)?.render(Value::from(Serde(page)))?)
 }
 
@@ -144,11 +150,22 @@ struct Page<'a> {
     queries: Vec<QueryView<'a>>,
     /// Load throughput and storage, as inline SVG.
     engine_charts: Vec<Value>,
+    /// The concurrency phase, when it ran.
+    load: Option<LoadView>,
     engines: Vec<EngineView<'a>>,
     version: String,
     machine: String,
     command: String,
     paper: Option<PaperTable>,
+}
+
+/// The concurrency phase's section and its charts (rate and p95 latency
+/// against clients), as inline SVG.
+#[derive(Serialize)]
+struct LoadView {
+    #[serde(flatten)]
+    section: LoadSection,
+    charts: Vec<Value>,
 }
 
 #[derive(Serialize)]
@@ -204,8 +221,12 @@ impl<'a> Page<'a> {
     fn with_charts(record: &'a RunRecord, charts: &[Chart]) -> Page<'a> {
         let c = &record.context;
         let view = ResultsView::of(record);
-        let mut drawn = charts.iter().map(|chart| Value::from_safe_string(chart.svg.clone()));
-        // The charts come as `charts::charts` draws them: the overview, the
+        let inline = |chart: &Chart| Value::from_safe_string(chart.svg.clone());
+        // The concurrency phase's charts go in its own section.
+        let (load_charts, run_charts): (Vec<&Chart>, Vec<&Chart>) = charts.iter().partition(|c| LOAD_CHARTS.contains(&c.name.as_str()));
+        let load = LoadSection::of(record).map(|section| LoadView { section, charts: load_charts.into_iter().map(inline).collect() });
+        let mut drawn = run_charts.into_iter().map(inline);
+        // The rest come as `charts::charts` draws them: the overview, the
         // record's queries in order, then load and storage.
         let overview = drawn.next().unwrap_or_default();
         let queries = record.queries.iter().map(|q| query_view(&view, q, drawn.next().unwrap_or_default())).collect();
@@ -228,6 +249,7 @@ impl<'a> Page<'a> {
             reconnects: reconnect_notes(record),
             queries,
             engine_charts: drawn.collect(),
+            load,
             engines: c.engines.iter().map(|e| engine_view(&view, e)).collect(),
             version: version_line(c),
             machine: machine_line(&c.machine),

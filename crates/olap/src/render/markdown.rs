@@ -1,14 +1,16 @@
-//! The Markdown report: results, the charts, the paper beside them, every
-//! run, the environment, the plans.
+//! The Markdown report: results, the charts, many clients at once (with a
+//! concurrency phase), the paper beside them, every run, the environment,
+//! the plans.
 
 use std::fmt::Write as _;
 
 use super::paper::PaperTable;
 use super::{
-    align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, reconnect_notes, results_table, seconds,
-    server_label, setup_lines, storage_line, verification_summary, version_line, Chart, Style,
+    align_numbers, caveats, data_line, data_warning, machine_line, new_table, problems, reconnect_notes, seconds,
+    server_label, setup_lines, single_client_tables, storage_line, verification_summary, version_line, Chart, Style,
 };
 use super::charts::OVERVIEW;
+use super::concurrency::{LoadSection, CHARTS as LOAD_CHARTS};
 use super::summary::summary_table;
 use super::ResultsView;
 use crate::record::RunRecord;
@@ -36,18 +38,19 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
         }
         md.push('\n');
     }
-    // The answer first: the summary, the overview chart, the verdict, the caveats.
-    let (overview, detail) = match charts {
-        Some((charts, dir)) => match charts.split_first() {
-            Some((first, rest)) if first.name == OVERVIEW => (Some((first, dir)), Some((rest, dir))),
-            _ => (None, Some((charts, dir))),
-        },
-        None => (None, None),
+    // The answer first: the summary, the overview chart, the verdict, the
+    // caveats. The concurrency phase's charts go in its own section.
+    let dir = charts.map_or("", |(_, dir)| dir);
+    let (load_charts, run_charts): (Vec<&Chart>, Vec<&Chart>) = charts.into_iter().flat_map(|(c, _)| c).partition(|c| LOAD_CHARTS.contains(&c.name.as_str()));
+    let (overview, detail) = match (charts, run_charts.split_first()) {
+        (None, _) => (None, None),
+        (Some(_), Some((first, rest))) if first.name == OVERVIEW => (Some(*first), Some(rest)),
+        (Some(_), _) => (None, Some(run_charts.as_slice())),
     };
     let view = ResultsView::of(record);
     let _ = writeln!(md, "## Summary\n\n{}\n", summary_table(&view).render(Style::Markdown));
-    if let Some((chart, dir)) = overview {
-        md.push_str(&chart_links(std::slice::from_ref(chart), dir));
+    if let Some(chart) = overview {
+        md.push_str(&chart_links([chart], dir));
     }
     let problems = problems(record);
     if problems.is_empty() {
@@ -75,9 +78,12 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
     for (engine, caveat) in caveats(c) {
         let _ = writeln!(md, "> **Caveat** (`{engine}`): {caveat}.\n");
     }
-    let _ = writeln!(md, "## Results\n\n{}\n", results_table(record, Style::Markdown));
-    if let Some((charts, dir)) = detail {
-        md.push_str(&charts_section(charts, dir));
+    let _ = writeln!(md, "## Results\n\n{}\n", single_client_tables(record, Style::Markdown));
+    if let Some(charts) = detail {
+        md.push_str(&charts_section(charts.iter().copied(), dir));
+    }
+    if let Some(section) = LoadSection::of(record) {
+        md.push_str(&load_section(&section, &load_charts, dir));
     }
     md.push_str(&paper_section(record));
     md.push_str(&runs_section(record));
@@ -87,17 +93,40 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
 }
 
 /// Every chart as an image linked relative to the report, so the folder can move.
-fn charts_section(charts: &[Chart], dir: &str) -> String {
+fn charts_section<'a>(charts: impl IntoIterator<Item = &'a Chart>, dir: &str) -> String {
     format!("## Charts\n\n{}", chart_links(charts, dir))
 }
 
 /// Each chart as a Markdown image of `<dir>/<name>.svg`, titled.
-pub(crate) fn chart_links(charts: &[Chart], dir: &str) -> String {
+pub(crate) fn chart_links<'a>(charts: impl IntoIterator<Item = &'a Chart>, dir: &str) -> String {
     let mut md = String::new();
     for chart in charts {
         // Brackets would end the alt text early.
         let alt = chart.title.replace(['[', ']'], "");
         let _ = writeln!(md, "![{alt}]({dir}/{})\n", chart.file_name());
+    }
+    md
+}
+
+/// Many clients at once: what ran, the rate and latency per engine and client
+/// count, per query, the settings that bound them, the charts, what failed.
+fn load_section(section: &LoadSection, charts: &[&Chart], dir: &str) -> String {
+    let mut md = format!("## Many clients at once\n\n{}\n\n{}\n\n", section.caption, section.load.render(Style::Markdown));
+    let _ = writeln!(md, "Per query of the mix (latency over the queries it completed):\n\n{}\n", section.per_query.render(Style::Markdown));
+    let _ = writeln!(md, "What bounds how many clients each engine serves at once:\n\n{}\n", section.limits.render(Style::Markdown));
+    md.push_str(&chart_links(charts.iter().copied(), dir));
+    if !section.cut_short.is_empty() {
+        let _ = writeln!(md, "Windows the query bound (`--max-queries`) cut short:\n");
+        for line in &section.cut_short {
+            let _ = writeln!(md, "- {line}");
+        }
+        md.push('\n');
+    }
+    match section.problems.is_empty() {
+        true => md.push_str("**Under load:** every answer right, no query failed.\n\n"),
+        false => {
+            let _ = writeln!(md, "**Under load, failures:**\n\n```text\n{}\n```\n", section.problems.join("\n"));
+        }
     }
     md
 }

@@ -234,13 +234,21 @@ fn timing_cell(result: Option<&EngineResult>) -> String {
 /// The results table, then (with two engines or more) each engine's time
 /// against the baseline's, captioned; then the concurrency phase's table.
 pub fn results_table(record: &RunRecord, style: Style) -> String {
+    let mut out = single_client_tables(record, style);
+    if let Some(load) = concurrency::concurrency_text(record, style) {
+        let _ = write!(out, "\n\n{load}");
+    }
+    out
+}
+
+/// The results table, then (with two engines or more) each engine's time
+/// against the baseline's, captioned: the Markdown report's results, which
+/// show the concurrency phase in a section of its own.
+pub(crate) fn single_client_tables(record: &RunRecord, style: Style) -> String {
     let view = ResultsView::of(record);
     let mut out = view.table(style);
     if let Some(ratios) = view.ratio_table(style) {
         let _ = write!(out, "\n\n{}\n\n{ratios}", summary::ratio_caption(&view));
-    }
-    if let Some(load) = concurrency::concurrency_text(record, style) {
-        let _ = write!(out, "\n\n{load}");
     }
     out
 }
