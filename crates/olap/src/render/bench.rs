@@ -236,6 +236,10 @@ pub fn growth_table(record: &BenchRecord) -> TextTable {
     table.with_text_columns(3)
 }
 
+/// Above a size's concurrency table: every size's is shown, the largest's
+/// section (per query, limits, charts) follows with its full report.
+pub(crate) const LOAD_HEADING: &str = "Many clients at once (the largest size's in full below):";
+
 /// A bench's charts, drawn once for every view that shows them.
 pub struct BenchCharts {
     /// How each engine's times grow with the data (none with a single size).
@@ -348,6 +352,9 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
         let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
         if let Some(setups) = setups_table(&size.run) {
             let _ = writeln!(md, "Each setup against the one it changes (hot medians; faster by = its time / the setup's):\n\n{}\n", setups.render(Style::Markdown));
+        }
+        if let Some(load) = &size.run.concurrency {
+            let _ = writeln!(md, "{LOAD_HEADING}\n\n{}\n", super::concurrency::load_table(load).render(Style::Markdown));
         }
     }
     if !record.growth.is_empty() {

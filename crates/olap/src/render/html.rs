@@ -74,9 +74,11 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
                 index_failures: s.index_failures(),
                 queries: bench::query_table(s),
                 setups: bench::setups_table(&s.run),
+                load: s.run.concurrency.as_ref().map(super::concurrency::load_table),
             })
             .collect(),
         growth: bench::growth_table(record),
+        load_heading: bench::LOAD_HEADING,
         charts: charts.growth.iter().map(|c| Value::from_safe_string(c.svg.clone())).collect(),
     };
     let mut page = Page::with_charts(run, &charts.largest);
@@ -99,6 +101,8 @@ fn render(name: &str, page: &impl Serialize) -> Result<String, HtmlError> {
 #[derive(Serialize)]
 struct BenchView {
     data: String,
+    /// Above each size's concurrency table.
+    load_heading: &'static str,
     sizes: Vec<SizeView>,
     growth: TextTable,
     charts: Vec<Value>,
@@ -121,6 +125,8 @@ struct SizeView {
     queries: TextTable,
     /// Each setup against the one it changes (see `bench::setups_table`).
     setups: Option<TextTable>,
+    /// The concurrency phase's table at this size, when it ran.
+    load: Option<TextTable>,
 }
 
 #[derive(Serialize)]
