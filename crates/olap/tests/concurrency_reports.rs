@@ -223,9 +223,9 @@ fn the_page_has_the_section_with_its_two_charts_inline() {
     for needle in ["Many clients at once: each engine alone", "max_connections", "it failed in the single-client phase", "FAILED under load: mongo, 16 clients", "Queries per second against clients"] {
         assert!(body.contains(&needle.replace('"', "&quot;")), "{needle}");
     }
-    assert!(body.contains("<td>postgres</td><td class=\"num\">16</td>"), "the load table's rows: {body:.2000}");
+    assert!(body.contains("<td class=\"name\">postgres</td><td class=\"num\">16</td>"), "the load table's rows: {body:.2000}");
     // Words are left-aligned like names, numbers right-aligned.
-    for words in ["<td>C corrected</td><td class=\"num\">0</td>", "<td>it failed in the single-client phase</td>", "<td>max_connections</td>"] {
+    for words in ["<td class=\"name\">C corrected</td><td class=\"num\">0</td>", "<td>it failed in the single-client phase</td>", "<td class=\"name\">max_connections</td>"] {
         assert!(body.contains(words), "{words}");
     }
 }
