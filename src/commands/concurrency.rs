@@ -15,7 +15,9 @@ pub struct ConcurrencyArgs {
     /// --duration after --warmup, each on a connection of its own (an engine
     /// without a server: tasks in ghbench's process). Records queries per
     /// second and latency percentiles; every answer is checked against the
-    /// single-client phase's verified answer.
+    /// single-client phase's verified answer. At most 256 clients. Takes about
+    /// engines x client counts x (--warmup + --duration) seconds; a query still
+    /// running 60 s after its window is abandoned, so every phase ends by itself.
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = client_count)]
     pub clients: Vec<usize>,
 
@@ -28,14 +30,15 @@ pub struct ConcurrencyArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 5, requires = "clients", value_parser = clap::value_parser!(u64).range(0..=MAX_SECONDS))]
     pub warmup: u64,
 
-    /// The mix the clients loop over, e.g. `A,B` or `A,C:published`
-    /// (QUERY[:VARIANT], variant `corrected` when left out); each must be among
-    /// the queries this run times first [default: the corrected queries run].
+    /// The mix the clients loop over (not which queries the run times: each
+    /// must be among those), e.g. `A,B` or `A,C:published` (QUERY[:VARIANT],
+    /// variant `corrected` when left out) [default: the corrected queries run].
     #[arg(long = "queries", value_delimiter = ',', value_name = "QUERY[:VARIANT],...", requires = "clients", value_parser = mix_query)]
     pub mix: Vec<MixQuery>,
 
-    /// Most queries one engine and client count starts in its measured window:
-    /// the phase stops at this or at --duration, whichever comes first.
+    /// A bound on each phase (one engine, one client count): its window ends
+    /// once this many queries were started in it, or at --duration, whichever
+    /// comes first.
     #[arg(long, value_name = "N", default_value_t = 100_000, requires = "clients", value_parser = crate::options::at_least_one::<u64>)]
     pub max_queries: u64,
 }

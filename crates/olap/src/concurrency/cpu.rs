@@ -33,7 +33,7 @@ impl Reading {
         let seconds = later.process_seconds? - self.process_seconds?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let machine_busy = match (self.machine, later.machine) {
-            (Some(a), Some(b)) if b.total > a.total => Some((b.busy - a.busy) as f64 / (b.total - a.total) as f64),
+            (Some(a), Some(b)) if b.total > a.total => Some(b.busy.saturating_sub(a.busy) as f64 / (b.total - a.total) as f64),
             _ => None,
         };
         Some(ClientCpu { seconds, share_of_machine: if wall > 0.0 { seconds / (wall * cores) } else { 0.0 }, machine_busy, engine_in_process: !server })

@@ -18,8 +18,6 @@ mod tally;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ghbench_core::Engine;
-
 use crate::backend::{Backend, Prepared};
 use crate::catalog::Catalog;
 use crate::record::QueryRecord;
@@ -113,7 +111,10 @@ async fn run_phase(
     if expected.iter().all(Result::is_err) {
         return (fail("no query of the mix has a single-client answer to check against (see each query's reason)".into()), None);
     }
-    let mut limits = backend.concurrency_limits().await;
+    let mut limits = match tokio::time::timeout(options.connect_limit, backend.concurrency_limits()).await {
+        Ok(limits) => limits,
+        Err(_) => [("server".to_string(), format!("did not say its limits within {} s", options.connect_limit.as_secs()))].into(),
+    };
     limits.insert("ghbench clients".into(), connections(backend, clients));
     limits.insert("ghbench runtime threads".into(), tokio::runtime::Handle::current().metrics().num_workers().to_string());
     let mut opened = Vec::with_capacity(clients);
@@ -127,6 +128,9 @@ async fn run_phase(
                 let gone = format!("{engine}'s clients could not be opened in the phase with {clients} clients");
                 let mut phase = fail(why);
                 phase.limits = limits;
+                if let Some(e) = restore(backend, options.connect_limit).await {
+                    phase.error = Some(format!("{}; {e}", phase.error.take().unwrap_or_default()));
+                }
                 return (phase, Some(gone));
             }
         }
@@ -162,14 +166,8 @@ async fn run_phase(
     while let Ok(sample) = receiver.try_recv() {
         samples.push(sample);
     }
-    // The setup's server parameters (set by each client's prepare) put back.
-    let mut restore_error = None;
-    if let Some(first) = returned.first() {
-        if let Err(e) = first.after_query().await {
-            restore_error = Some(format!("the server was left changed after the phase: {e:#}"));
-        }
-    }
     close_all(returned).await;
+    let restore_error = restore(backend, options.connect_limit).await;
     let mut phase = tally::phase(&shared, &options.mix, expected, clients, &samples, &ended, abandoned_clients);
     phase.connections = connections(backend, clients);
     phase.client_cpu = cpu;
@@ -177,8 +175,26 @@ async fn run_phase(
     if let Some(e) = restore_error {
         phase.error = Some(phase.error.take().map_or(e.clone(), |first| format!("{first}; {e}")));
     }
-    let gone = ended.iter().any(|e| matches!(e, Ended::Lost(_))).then(|| format!("{engine} lost its connections in the phase with {clients} clients"));
+    let gone = match (ended.iter().any(|e| matches!(e, Ended::Lost(_))), abandoned_clients) {
+        (true, _) => Some(format!("{engine} lost its connections in the phase with {clients} clients")),
+        // A server that stops answering would hold every later phase too.
+        (false, n) if n > 0 => Some(format!("{engine} left {n} client(s) unanswered past the time limit in the phase with {clients} clients")),
+        _ => None,
+    };
     (phase, gone)
+}
+
+/// Puts back the server parameters the clients' `prepare` set (a setup's
+/// `setParameter`), through the engine's own connection: it read the
+/// server's values before any client changed them, whereas a client opened
+/// after another had prepared would read the setup's. Bounded in time; the
+/// error, if any, says the server was left changed.
+async fn restore(backend: &dyn Backend, limit: Duration) -> Option<String> {
+    match tokio::time::timeout(limit, backend.after_query()).await {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(format!("the server was left changed after the phase: {e:#}")),
+        Err(_) => Some(format!("the server was left changed after the phase: it did not answer within {} s", limit.as_secs())),
+    }
 }
 
 /// A client of its own for the phase with the mix prepared (not timed);
@@ -194,6 +210,20 @@ async fn open_client(
         Ok(opened) => opened?,
         Err(_) => anyhow::bail!("no connection within {} s", limit.as_secs()),
     };
+    match tokio::time::timeout(limit, prepare_mix(client.as_ref(), catalog, mix, expected)).await {
+        Ok(Ok(prepared)) => Ok((client, prepared)),
+        Ok(Err(e)) => {
+            client.close().await;
+            Err(e)
+        }
+        Err(_) => {
+            client.close().await;
+            anyhow::bail!("the mix was not prepared within {} s", limit.as_secs())
+        }
+    }
+}
+
+async fn prepare_mix(client: &dyn Backend, catalog: &Catalog, mix: &[MixQuery], expected: &[Result<Expected, String>]) -> anyhow::Result<Vec<Option<Prepared>>> {
     let mut prepared = Vec::with_capacity(mix.len());
     for (m, wanted) in mix.iter().zip(expected) {
         if wanted.is_err() {
@@ -201,15 +231,9 @@ async fn open_client(
             continue;
         }
         let file = catalog.query(client.dialect(), &m.variant, &m.query)?;
-        match client.prepare(&file).await {
-            Ok(ready) => prepared.push(Some(ready)),
-            Err(e) => {
-                client.close().await;
-                return Err(e.context(format!("preparing {m}")));
-            }
-        }
+        prepared.push(Some(client.prepare(&file).await.map_err(|e| e.context(format!("preparing {m}")))?));
     }
-    Ok((client, prepared))
+    Ok(prepared)
 }
 
 async fn close_all(clients: impl IntoIterator<Item = Box<dyn Backend>>) {
@@ -234,11 +258,4 @@ fn failed_phase(backend: &dyn Backend, clients: usize, mix: &[MixQuery], expecte
     phase.stopped_by = "not run".into();
     phase.error = Some(why);
     phase
-}
-
-/// The engines whose phases failed or answered wrongly, for the exit status.
-pub fn failing_engines(record: &ConcurrencyRecord) -> Vec<&Engine> {
-    let mut engines: Vec<&Engine> = record.phases.iter().filter(|p| !p.stands()).map(|p| &p.engine).collect();
-    engines.dedup();
-    engines
 }

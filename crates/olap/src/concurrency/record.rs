@@ -49,10 +49,13 @@ pub struct LoadPhase {
     /// How the clients reach the engine, e.g. `4 connections of their own`,
     /// `4 tasks in ghbench's process (no server)`.
     pub connections: String,
-    /// Seconds from the end of the warm-up to the last query counted: the
-    /// duration, unless `max_queries` or a failure ended the phase first.
+    /// Seconds from the end of the warm-up to the window's end: the
+    /// duration, unless `max_queries` ended it first (then with the last
+    /// query sent in it). A phase whose clients failed keeps the duration:
+    /// it is not a measurement (see `error`).
     pub window_seconds: f64,
-    /// Queries answered (rightly) within the window, all clients together.
+    /// Queries answered (rightly) within the window, all clients together,
+    /// also those sent before it (in the warm-up).
     pub completed: u64,
     /// `completed / window_seconds`.
     pub queries_per_second: Option<f64>,

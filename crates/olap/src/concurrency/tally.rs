@@ -53,9 +53,11 @@ pub fn empty(engine: &Engine, clients: usize, mix: &[MixQuery], expected: &[Resu
     }
 }
 
-/// Sums the samples. A query counts as completed if it was sent in the
-/// window and answered rightly before the window's end; its latency counts
-/// if it was sent in the window, however late it finished.
+/// Sums the samples. A query counts as completed if it was answered rightly
+/// within the window, whenever it was sent (else every client would lose
+/// about one query per window, and more as latency grows with the clients:
+/// the rate would read low just where it matters); its latency counts if it
+/// was sent in the window, however late it finished.
 pub fn phase(
     shared: &Shared,
     mix: &[MixQuery],
@@ -70,13 +72,15 @@ pub fn phase(
     let in_window = |s: &Sample| s.sent.as_secs_f64() >= start;
     let finished = |s: &Sample| s.sent.as_secs_f64() + s.seconds;
     let bounded = ended.iter().any(|e| matches!(e, Ended::MaxQueries));
-    // Stopped by the query bound: the window closes with its last query.
+    let window_end = shared.offset(shared.window_end);
+    // Stopped by the query bound: the window closes with its last query (a
+    // query finishing in the grace after the duration does not stretch it).
     let end = match bounded {
-        true => samples.iter().filter(|s| in_window(s)).map(finished).fold(start, f64::max),
-        false => shared.offset(shared.window_end),
+        true => samples.iter().filter(|s| in_window(s)).map(finished).fold(start, f64::max).min(window_end),
+        false => window_end,
     };
     let right = |s: &&Sample| matches!(s.outcome, Outcome::Right) && in_window(s);
-    let completed = |s: &&Sample| right(s) && finished(s) <= end;
+    let completed = |s: &&Sample| matches!(s.outcome, Outcome::Right) && (start..=end).contains(&finished(s));
     phase.window_seconds = end - start;
     phase.completed = samples.iter().filter(completed).count() as u64;
     phase.queries_per_second = (phase.window_seconds > 0.0).then(|| phase.completed as f64 / phase.window_seconds);
@@ -193,21 +197,23 @@ mod tests {
     }
 
     #[test]
-    fn only_queries_sent_and_finished_in_the_window_complete_but_late_ones_keep_their_latency() {
+    fn queries_finished_in_the_window_complete_and_those_sent_in_it_keep_their_latency() {
         let (mix, expected) = mix();
         let shared = shared(&expected);
         let samples = vec![
             sample(0, 1.0, 0.5, Outcome::Right),  // warm-up
+            sample(0, 1.5, 1.0, Outcome::Right),  // sent in the warm-up, finished in the window
             sample(0, 2.0, 1.0, Outcome::Right),  // in the window
             sample(0, 3.0, 2.0, Outcome::Right),  // in the window
             sample(0, 11.5, 4.0, Outcome::Right), // sent in the window, finished after it
         ];
         let phase = phase(&shared, &mix, &expected, 2, &samples, &[Ended::Duration, Ended::Duration], 0);
-        assert_eq!((phase.completed, phase.warmup_queries), (2, 1));
+        assert_eq!((phase.completed, phase.warmup_queries), (3, 2));
         assert!((phase.window_seconds - 10.0).abs() < 1e-9);
-        assert!((phase.queries_per_second.unwrap() - 0.2).abs() < 1e-9);
+        assert!((phase.queries_per_second.unwrap() - 0.3).abs() < 1e-9);
+        assert_eq!(phase.per_query[0].completed, 3);
         let latency = phase.latency.unwrap();
-        assert_eq!(latency.count, 3, "the late query's latency is kept");
+        assert_eq!(latency.count, 3, "the late query's latency is kept, the warm-up's are not");
         assert!((latency.max - 4.0).abs() < 0.01 && (latency.p50 - 2.0).abs() < 0.01, "{latency:?}");
         assert_eq!(phase.stopped_by, "duration");
         assert!(phase.error.is_none(), "{:?}", phase.error);
@@ -239,5 +245,11 @@ mod tests {
         assert!((phase.window_seconds - 2.5).abs() < 1e-6, "{}", phase.window_seconds);
         assert_eq!(phase.completed, 2);
         assert_eq!(phase.stopped_by, "max queries (1000)");
+        // The bound reached near the duration's end: the window stops there,
+        // not when the last query finished in the grace after it.
+        let late = vec![sample(0, 2.0, 1.0, Outcome::Right), sample(0, 11.0, 3.0, Outcome::Right)];
+        let bounded_late = super::phase(&shared, &mix, &expected, 1, &late, &[Ended::MaxQueries], 0);
+        assert!((bounded_late.window_seconds - 10.0).abs() < 1e-6, "{}", bounded_late.window_seconds);
+        assert_eq!(bounded_late.completed, 1);
     }
 }
