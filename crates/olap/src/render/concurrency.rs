@@ -42,8 +42,13 @@ pub fn load_table(record: &ConcurrencyRecord) -> TextTable {
         row.extend([p.completed.to_string(), answers(p), cpu(p)]);
         table.rows.push(row);
     }
-    for p in record.phases.iter().filter(|p| p.error.is_some()) {
-        table.notes.push(format!("{}, {} clients: {}", p.engine, p.clients, p.error.as_deref().unwrap_or("")));
+    for p in &record.phases {
+        // Failed queries alone leave the phase's error empty: they are said here too.
+        let failed = (p.failed_queries > 0).then(|| format!("{} queries failed; the first: {}", p.failed_queries, p.errors.first().map_or("", String::as_str)));
+        let said: Vec<String> = p.error.iter().cloned().chain(failed).collect();
+        if !said.is_empty() {
+            table.notes.push(format!("{}, {} clients: {}", p.engine, p.clients, said.join("; ")));
+        }
     }
     table.notes.extend(cpu_note(record));
     table.with_text_columns(1)

@@ -316,10 +316,13 @@ pub fn verdict(status: VerificationStatus) -> &'static str {
 /// The run's verification in a sentence: all agree, nothing compared, or not.
 pub fn verification_summary(record: &RunRecord) -> &'static str {
     let compared = record.queries.iter().any(|q| matches!(q.verification.status, VerificationStatus::Agree));
-    match (problems(record).is_empty(), compared) {
-        (true, true) => "Every query's results agree across engines.",
-        (true, false) => "Results were not compared across engines (fewer than two engines answered).",
-        (false, _) => "Results do not agree:",
+    let single_client_agree = record.queries.iter().all(|q| query_problems(q).is_empty());
+    match (single_client_agree, concurrency::concurrency_problems(record).is_empty(), compared) {
+        (true, true, true) => "Every query's results agree across engines.",
+        (true, true, false) => "Results were not compared across engines (fewer than two engines answered).",
+        // A failed phase of many clients must not read as engines disagreeing.
+        (true, false, _) => "The single-client results stand, but not every phase of many clients does:",
+        (false, _, _) => "Results do not agree:",
     }
 }
 
