@@ -11,7 +11,7 @@ use common::sample;
 use ghbench_olap::concurrency::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 use ghbench_olap::record::RunRecord;
 use ghbench_olap::render::concurrency::{load_table, CHARTS};
-use ghbench_olap::render::{charts, html, markdown, markdown_with_charts, Chart, Style, TERMINAL_WIDTH};
+use ghbench_olap::render::{charts, html, markdown, markdown_with_charts, query_problems, verification_summary, Chart, Style, TERMINAL_WIDTH};
 
 const POSTGRES: &str = "#1F77B4";
 const MONGO: &str = "#FF7F0E";
@@ -297,3 +297,22 @@ fn a_run_without_the_phase_renders_as_before() {
     assert_eq!(format!("{}{}", &with[..from], &with[to..]), markdown(&plain));
 }
 
+
+#[test]
+fn failed_queries_under_load_are_said_and_a_failed_phase_does_not_read_as_engines_disagreeing() {
+    let mut record = record();
+    let postgres_4 = &mut record.concurrency.as_mut().unwrap().phases[1];
+    // Failed queries alone (no wrong answer, no lost client) leave the phase's error empty.
+    (postgres_4.failed_queries, postgres_4.errors) = (3, vec!["A corrected on client 2 at 3.0 s: canceling statement due to statement timeout".into()]);
+    assert!(postgres_4.error.is_none() && !postgres_4.stands());
+    let text = load_table(record.concurrency.as_ref().unwrap()).render(Style::Terminal);
+    assert!(text.contains("postgres, 4 clients: 3 queries failed; the first: A corrected on client 2 at 3.0 s: canceling statement"), "{text}");
+    // The sample has a mismatch between engines: that is said first.
+    assert_eq!(verification_summary(&record), "Results do not agree:");
+    record.queries.retain(|q| query_problems(q).is_empty());
+    let agreeing = RunRecord { concurrency: None, ..record.clone() };
+    assert_eq!(verification_summary(&agreeing), "Every query's results agree across engines.", "the sample's agreeing queries");
+    assert_eq!(verification_summary(&record), "The single-client results stand, but not every phase of many clients does:");
+    let md = markdown(&record);
+    assert!(md.contains("The single-client results stand, but not every phase of many clients does:") && !md.contains("Results do not agree"), "{md}");
+}
