@@ -232,11 +232,19 @@ pub(super) fn with_note<DB: DrawingBackend>(area: DrawingArea<DB, Shift>, note: 
     Ok(plot)
 }
 
-/// The legend of every chart here: top left, on a nearly opaque white box.
+/// The legend of every chart here, on a nearly opaque white box: top left
+/// unless the chart found a place where it hides less (see `lines`).
 pub(super) fn draw_legend<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(chart: &mut ChartContext<'a, DB, CT>) -> DrawResult<DB> {
+    draw_legend_at(chart, SeriesLabelPosition::UpperLeft)
+}
+
+pub(super) fn draw_legend_at<'a, DB: DrawingBackend + 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> DrawResult<DB> {
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font((FONT, 13))

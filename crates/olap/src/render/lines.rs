@@ -8,7 +8,7 @@
 use plotters::coord::combinators::BindKeyPoints;
 use plotters::prelude::*;
 
-use super::bars::{draw_legend, svg_text, with_note, PALETTE};
+use super::bars::{draw_legend_at, svg_text, with_note, PALETTE};
 
 const SIZE: (u32, u32) = (720, 440);
 const FONT: &str = "sans-serif";
@@ -71,6 +71,11 @@ impl Lines {
             .y_label_formatter(&|v| tick(*v))
             .label_style((FONT, 12))
             .draw()?;
+        let (xs, ys) = chart.plotting_area().get_pixel_range();
+        let in_pixels: Vec<Vec<(i32, i32)>> =
+            drawn.iter().map(|(_, points)| points.iter().map(|p| chart.backend_coord(p)).map(|(x, y)| (x - xs.start, y - ys.start)).collect()).collect();
+        let labels: Vec<&str> = drawn.iter().map(|(line, _)| line.label.as_str()).collect();
+        let legend = clearest_place((xs.end - xs.start, ys.end - ys.start), &in_pixels, &labels);
         for (line, points) in drawn {
             let color = PALETTE[line.place % PALETTE.len()];
             chart
@@ -79,9 +84,45 @@ impl Lines {
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
             chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
         }
-        draw_legend(&mut chart)?;
+        draw_legend_at(&mut chart, legend)?;
         Ok(())
     }
+}
+
+/// Where the legend hides the fewest points and the least of the lines, of
+/// nine places tried top left first: lines of engines of like speed can run
+/// along the top left and would vanish under it. `lines`: each line's points
+/// in pixels from the plotting area's top left corner.
+fn clearest_place(area: (i32, i32), lines: &[Vec<(i32, i32)>], labels: &[&str]) -> SeriesLabelPosition {
+    use SeriesLabelPosition::*;
+    // The box plotters draws for these labels (its SVG text is about 7 px a
+    // character and 20 px a line), widened by a marker's radius and a bit.
+    let widest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as i32;
+    let (w, h) = (35 + 7 * widest + 12, 20 * labels.len() as i32 + 12);
+    let hidden = |place: &SeriesLabelPosition| {
+        let x = match place {
+            UpperLeft | MiddleLeft | LowerLeft => 5,
+            UpperMiddle | MiddleMiddle | LowerMiddle => (area.0 - w) / 2,
+            _ => area.0 - w - 5,
+        };
+        let y = match place {
+            UpperLeft | UpperMiddle | UpperRight => 5,
+            MiddleLeft | MiddleMiddle | MiddleRight => (area.1 - h) / 2,
+            _ => area.1 - h - 5,
+        };
+        let inside = |(px, py): (i32, i32)| (x - 6..x + w).contains(&px) && (y - 6..y + h).contains(&py);
+        // A point counts as much as a quarter of a line's length.
+        let points = lines.iter().flatten().filter(|&&p| inside(p)).count() * 10;
+        let along = lines
+            .iter()
+            .flat_map(|line| line.windows(2))
+            .flat_map(|pair| (1..40).map(move |i| (pair[0].0 + (pair[1].0 - pair[0].0) * i / 40, pair[0].1 + (pair[1].1 - pair[0].1) * i / 40)))
+            .filter(|&p| inside(p))
+            .count();
+        points + along
+    };
+    let places = [UpperLeft, UpperRight, LowerRight, LowerLeft, MiddleRight, MiddleLeft, UpperMiddle, LowerMiddle, MiddleMiddle];
+    places.into_iter().min_by_key(hidden).unwrap_or(UpperLeft)
 }
 
 /// The points' range with a margin on a log axis, at least a decade wide
@@ -178,6 +219,21 @@ mod tests {
         let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
         let ticks = texts.iter().filter(|t| t.starts_with(|c: char| c.is_ascii_digit())).count();
         assert!(ticks >= 4, "at least two numbered ticks per axis: {texts:?}");
+    }
+
+    #[test]
+    fn the_legend_goes_where_it_hides_nothing() {
+        use SeriesLabelPosition::*;
+        let labels = ["postgres", "postgres-tuned"];
+        // Two lines along the top, from left to right: the legend goes low.
+        let along_the_top = vec![vec![(10, 20), (300, 25), (600, 30)], vec![(10, 40), (300, 45), (600, 50)]];
+        assert!(matches!(clearest_place((620, 330), &along_the_top, &labels), LowerRight), "along the top");
+        // Lines everywhere but the upper left: the first place tried.
+        let low = vec![vec![(10, 300), (600, 300)], vec![(600, 10), (600, 300)]];
+        assert!(matches!(clearest_place((620, 330), &low, &labels), UpperLeft));
+        // A rising line and one along the bottom: upper left.
+        let rising = vec![vec![(10, 300), (600, 10)], vec![(10, 320), (600, 320)]];
+        assert!(matches!(clearest_place((620, 330), &rising, &labels), UpperLeft));
     }
 
     #[test]
