@@ -213,6 +213,16 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(!ok && said.contains(&format!("--servers {missing} does not exist")), "{said}");
     assert!(!said.contains("[bench"), "refused before any phase: {said}");
 
+    // So is a mix the run does not time: before generating, loading or timing.
+    for (mix, refusal) in [("Z", "--queries Z: this run times no query Z"), ("A:published", "--queries A:published: this run times A only as corrected")] {
+        let mut args = vec!["bench", "--gen", "1", "--clients", "1", "--queries", mix, "--engines", "postgres,polars"];
+        args.extend(&common[2..]);
+        args.extend(&places);
+        let (ok, said) = setup.ghbench(&args);
+        assert!(!ok && said.contains(refusal), "{said}");
+        assert!(!said.contains("[bench"), "refused before any phase: {said}");
+    }
+
     // A server not in --servers cannot be restarted: its first runs are not
     // called truly cold; polars (no server) still is.
     let none = path("no-servers.json");

@@ -156,7 +156,7 @@ async fn a_wrong_answer_under_load_is_caught_and_said_like_a_mismatch() {
     let results = work.path().join("results");
     let args = ["--engines", "postgres,polars", "--table", &table, "--pg-url", &pg_url(), "--clients", "2", "--duration", "6", "--warmup", "1", "--queries", "A,B"];
     let mut running = Running::start(query(&args, &results).arg("--polars-dir").arg(&polars));
-    running.wait_for("postgres: 2 client(s) at once");
+    running.wait_for("postgres: 2 clients at once");
     // Query A counts opened issues per repository: every such event twice
     // now, so its answers from here on are wrong (B's too: it counts events).
     let doubled = format!("INSERT INTO {table} SELECT * FROM {table} WHERE data->>'type' = 'IssuesEvent' AND data->'payload'->>'action' = 'opened'");
@@ -195,19 +195,19 @@ async fn a_server_stopped_during_the_phase_fails_that_engines_phases_and_the_res
     let results = work.path().join("results");
     let args = ["--engines", "postgres,polars", "--table", "stopped", "--pg-url", &pg.url(), "--clients", "1,2", "--duration", "4", "--warmup", "1"];
     let mut running = Running::start(query(&args, &results).arg("--polars-dir").arg(&polars));
-    running.wait_for("postgres: 1 client(s) at once");
+    running.wait_for("postgres: 1 client at once");
     std::thread::sleep(Duration::from_millis(1500));
     pg.stop();
     let (status, said) = running.finish();
     assert!(!status.success(), "{said}");
-    assert!(said.contains("FAILED under load: postgres, 1 clients: client 1 lost its connection"), "{said}");
+    assert!(said.contains("FAILED under load: postgres, 1 client: client 1 lost its connection"), "{said}");
 
     let record = newest_record(&results, "olap");
     let postgres = phases(&record, "postgres");
     assert_eq!(postgres.len(), 2, "both client counts are in the record");
     assert!(postgres[0]["error"].as_str().unwrap().contains("lost its connection"), "{}", postgres[0]);
     assert!(postgres[0]["completed"].as_u64().unwrap() > 0, "what it answered before the stop is kept: {}", postgres[0]);
-    assert_eq!(postgres[1]["error"], "not run: postgres lost its connections in the phase with 1 clients");
+    assert_eq!(postgres[1]["error"], "not run: postgres lost its connections in the phase with 1 client");
     for p in phases(&record, "polars") {
         assert!(p["error"].is_null() && p["completed"].as_u64().unwrap() > 0, "polars' phases stand: {p}");
     }

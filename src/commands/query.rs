@@ -175,7 +175,7 @@ impl Progress for QueryProgress {
                 self.bar.set_message(format!("{engine}: {} s", seconds(s)));
             }
             RunEvent::Loading { engine, clients, seconds } => {
-                self.say(&format!("{engine}: {clients} client(s) at once for {seconds:.0} s (concurrency phase, warm-up included)"), true)
+                self.say(&format!("{engine}: {} at once for {seconds:.0} s (concurrency phase, warm-up included)", ghbench_olap::concurrency::clients_said(clients)), true)
             }
         }
     }

@@ -307,6 +307,14 @@ fn failed_queries_under_load_are_said_and_a_failed_phase_does_not_read_as_engine
     assert!(postgres_4.error.is_none() && !postgres_4.stands());
     let text = load_table(record.concurrency.as_ref().unwrap()).render(Style::Terminal);
     assert!(text.contains("postgres, 4 clients: 3 queries failed; the first: A corrected on client 2 at 3.0 s: canceling statement"), "{text}");
+    // What the table's rates rest on: an engine's shorter mix, a phase of few queries.
+    assert!(text.contains("left out of normalized's mix: C corrected (it failed in the single-client phase)"), "{text}");
+    assert!(!text.contains("left out of postgres"), "{text}");
+    assert!(!text.contains("percentiles from"), "1000 queries a phase in the sample: {text}");
+    let few = &mut record.concurrency.as_mut().unwrap().phases[0];
+    few.latency.as_mut().unwrap().count = 24;
+    let text = load_table(record.concurrency.as_ref().unwrap()).render(Style::Terminal);
+    assert!(text.contains("postgres, 1 client: percentiles from 24 queries, so p99 is their maximum"), "{text}");
     // The sample has a mismatch between engines: that is said first.
     assert_eq!(verification_summary(&record), "Results do not agree:");
     record.queries.retain(|q| query_problems(q).is_empty());

@@ -17,6 +17,7 @@ use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
+use ghbench_olap::concurrency::resolve_mix;
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
 use ghbench_olap::render::concurrency::concurrency_text;
@@ -172,6 +173,13 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
+    if let Some(asked) = args.concurrency.options() {
+        let mut run = Vec::new();
+        for variant in &variants {
+            run.extend(catalog.variant(variant)?.keys().map(|query| (variant.clone(), query.clone())));
+        }
+        resolve_mix(&asked.mix, &run)?;
+    }
     let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
     let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
     ensure_output_dir(&args.output)?;

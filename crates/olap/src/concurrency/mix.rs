@@ -43,17 +43,27 @@ pub fn resolve_mix(asked: &[MixQuery], run: &[(String, String)]) -> anyhow::Resu
         }
         return Ok(mix);
     }
+    let mut mix: Vec<MixQuery> = Vec::with_capacity(asked.len());
     for m in asked {
-        if !run.iter().any(|(variant, query)| *variant == m.variant && *query == m.query) {
+        let variants: Vec<&str> = run.iter().filter(|(_, query)| *query == m.query).map(|(variant, _)| variant.as_str()).collect();
+        if variants.is_empty() {
+            bail!("--queries {}: this run times no query {} (it times {}); the mix may hold only queries the run times first, whose verified answers check the clients'", m.query, m.query, listed());
+        }
+        if !variants.contains(&m.variant.as_str()) {
             bail!(
-                "--queries {}:{}: the mix may hold only queries this run times first, whose verified answers check the clients' (this run: {}); add it to the queries run",
+                "--queries {}:{}: this run times {} only as {} (choose the variants it times with --variant; the mix may hold only what the run times first, whose verified answers check the clients')",
                 m.query,
                 m.variant,
-                listed()
+                m.query,
+                variants.join(" and ")
             );
         }
+        // The same query twice would only weigh the mix and split its rows.
+        if !mix.contains(m) {
+            mix.push(m.clone());
+        }
     }
-    Ok(asked.to_vec())
+    Ok(mix)
 }
 
 /// For each query of the mix, what the `engine`th engine's answers are
@@ -102,7 +112,18 @@ mod tests {
     fn a_mix_query_not_run_first_is_refused_naming_what_was() {
         let asked = [MixQuery { query: "D".into(), variant: "corrected".into() }];
         let error = resolve_mix(&asked, &run()).unwrap_err().to_string();
-        assert!(error.starts_with("--queries D:corrected: the mix may hold only queries this run times first"), "{error}");
-        assert!(error.contains("A published, B published, A corrected, B corrected"), "{error}");
+        assert!(error.starts_with("--queries D: this run times no query D (it times A published, B published, A corrected, B corrected)"), "{error}");
+        let corrected_only = vec![("corrected".to_string(), "A".to_string())];
+        let asked = [MixQuery { query: "A".into(), variant: "published".into() }];
+        let error = resolve_mix(&asked, &corrected_only).unwrap_err().to_string();
+        assert!(error.starts_with("--queries A:published: this run times A only as corrected (choose the variants it times with --variant"), "{error}");
+    }
+
+    #[test]
+    fn a_query_named_twice_is_in_the_mix_once() {
+        let a = MixQuery { query: "A".into(), variant: "corrected".into() };
+        let b = MixQuery { query: "B".into(), variant: "corrected".into() };
+        let mix = resolve_mix(&[a.clone(), b.clone(), a.clone()], &run()).unwrap();
+        assert_eq!(mix, [a, b]);
     }
 }

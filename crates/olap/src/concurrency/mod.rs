@@ -24,7 +24,7 @@ use crate::record::QueryRecord;
 use crate::runner::{Progress, RunEvent};
 
 pub use self::mix::{resolve_mix, Answers};
-pub use self::record::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
+pub use self::record::{clients as clients_said, ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 use self::client::{Ended, Sample, Shared};
 use self::mix::Expected;
 
@@ -125,7 +125,7 @@ async fn run_phase(
                 let why = format!("client {} of {clients} could not be opened: {e:#}", i + 1);
                 close_all(opened.into_iter().map(|(c, _)| c)).await;
                 // Larger counts would only wait for the same refusal.
-                let gone = format!("{engine}'s clients could not be opened in the phase with {clients} clients");
+                let gone = format!("{engine}'s clients could not be opened in the phase with {}", clients_said(clients));
                 let mut phase = fail(why);
                 phase.limits = limits;
                 if let Some(e) = restore(backend, options.connect_limit).await {
@@ -176,9 +176,9 @@ async fn run_phase(
         phase.error = Some(phase.error.take().map_or(e.clone(), |first| format!("{first}; {e}")));
     }
     let gone = match (ended.iter().any(|e| matches!(e, Ended::Lost(_))), abandoned_clients) {
-        (true, _) => Some(format!("{engine} lost its connections in the phase with {clients} clients")),
+        (true, _) => Some(format!("{engine} lost its connections in the phase with {}", clients_said(clients))),
         // A server that stops answering would hold every later phase too.
-        (false, n) if n > 0 => Some(format!("{engine} left {n} client(s) unanswered past the time limit in the phase with {clients} clients")),
+        (false, n) if n > 0 => Some(format!("{engine} left {} unanswered past the time limit in the phase with {}", clients_said(n as usize), clients_said(clients))),
         _ => None,
     };
     (phase, gone)

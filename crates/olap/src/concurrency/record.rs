@@ -35,6 +35,11 @@ pub struct MixQuery {
     pub variant: String,
 }
 
+/// `1 client`, `4 clients`: how the records and reports say a client count.
+pub fn clients(n: usize) -> String {
+    format!("{n} client{}", if n == 1 { "" } else { "s" })
+}
+
 impl std::fmt::Display for MixQuery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} {}", self.query, self.variant)

@@ -13,7 +13,7 @@ use super::bench::TextTable;
 use super::charts::{draw_lines, engine_place, Chart, ChartError};
 use super::lines::{Line, Lines};
 use super::{seconds, Style};
-use crate::concurrency::{ConcurrencyRecord, Latency, LoadPhase};
+use crate::concurrency::{clients_said, ConcurrencyRecord, Latency, LoadPhase};
 use crate::record::RunRecord;
 
 /// What a reader must know to read the table: the mix, the window, what
@@ -22,7 +22,8 @@ pub fn caption(record: &ConcurrencyRecord) -> String {
     let mix: Vec<String> = record.mix.iter().map(ToString::to_string).collect();
     format!(
         "Many clients at once: each engine alone, for each client count {} s measured after a {} s warm-up (at most {} queries), \
-         every client looping over {} from a different query. Every answer checked against the single-client phase's verified answer.",
+         every client looping over {} from a different query. Every answer is checked against that engine's single-client answer \
+         (what each query was checked against, and any left out of an engine's mix, are said below).",
         record.duration_seconds,
         record.warmup_seconds,
         record.max_queries,
@@ -47,11 +48,38 @@ pub fn load_table(record: &ConcurrencyRecord) -> TextTable {
         let failed = (p.failed_queries > 0).then(|| format!("{} queries failed; the first: {}", p.failed_queries, p.errors.first().map_or("", String::as_str)));
         let said: Vec<String> = p.error.iter().cloned().chain(failed).collect();
         if !said.is_empty() {
-            table.notes.push(format!("{}, {} clients: {}", p.engine, p.clients, said.join("; ")));
+            table.notes.push(format!("{}, {}: {}", p.engine, clients_said(p.clients), said.join("; ")));
+        }
+    }
+    table.notes.extend(left_out_notes(record));
+    for p in record.phases.iter().filter(|p| p.stands()) {
+        if let Some(l) = p.latency.filter(|l| l.count < FEW) {
+            table.notes.push(format!("{}, {}: percentiles from {} queries, so p99 is their maximum and p95 near it", p.engine, clients_said(p.clients), l.count));
         }
     }
     table.notes.extend(cpu_note(record));
     table.with_text_columns(1)
+}
+
+/// Below this many queries a phase's p99 is its slowest query (nearest rank).
+const FEW: u64 = 100;
+
+/// A line per engine whose mix lost queries: its rate is over fewer queries
+/// than the others', so the rates do not compare.
+fn left_out_notes(record: &ConcurrencyRecord) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut seen: Vec<&Engine> = Vec::new();
+    for p in &record.phases {
+        if seen.contains(&&p.engine) {
+            continue;
+        }
+        seen.push(&p.engine);
+        let out: Vec<String> = p.per_query.iter().filter_map(|q| Some(format!("{} {} ({})", q.query, q.variant, q.left_out.as_deref()?))).collect();
+        if !out.is_empty() {
+            notes.push(format!("left out of {}'s mix: {}; its rate is over the rest, not comparable with the other engines'", p.engine, out.join(", ")));
+        }
+    }
+    notes
 }
 
 /// p50, p95, p99 and max, or dashes without a query answered.
@@ -202,17 +230,17 @@ pub fn concurrency_problems(run: &RunRecord) -> Vec<String> {
     for p in &record.phases {
         for m in &p.mismatches {
             lines.push(format!(
-                "MISMATCH under load {} {} on {} ({} clients; client {} at {:.1} s): {}",
-                m.query, m.variant, p.engine, p.clients, m.client, m.at_seconds, m.reason
+                "MISMATCH under load {} {} on {} ({}; client {} at {:.1} s): {}",
+                m.query, m.variant, p.engine, clients_said(p.clients), m.client, m.at_seconds, m.reason
             ));
             lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
         }
         if let Some(error) = &p.error {
-            lines.push(format!("FAILED under load: {}, {} clients: {error}", p.engine, p.clients));
+            lines.push(format!("FAILED under load: {}, {}: {error}", p.engine, clients_said(p.clients)));
         }
         if p.failed_queries > 0 {
             let first = p.errors.first().map(|e| format!("; the first: {e}")).unwrap_or_default();
-            lines.push(format!("ERRORS under load: {}, {} clients: {} queries failed{first}", p.engine, p.clients, p.failed_queries));
+            lines.push(format!("ERRORS under load: {}, {}: {} queries failed{first}", p.engine, clients_said(p.clients), p.failed_queries));
         }
     }
     lines
@@ -338,7 +366,7 @@ impl LoadSection {
             .phases
             .iter()
             .filter(|p| p.error.is_none() && !p.stopped_by.is_empty() && p.stopped_by != "duration")
-            .map(|p| format!("{}, {} clients: stopped by {} after {:.1} s", p.engine, p.clients, p.stopped_by, p.window_seconds))
+            .map(|p| format!("{}, {}: stopped by {} after {:.1} s", p.engine, clients_said(p.clients), p.stopped_by, p.window_seconds))
             .collect();
         Some(LoadSection {
             caption: caption(record),
