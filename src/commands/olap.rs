@@ -71,6 +71,15 @@ pub struct RunPlan {
     pub concurrency: Option<ConcurrencyOptions>,
 }
 
+/// The concurrency phase's options with its mix resolved against the queries
+/// the run times (see [`resolve_mix`]); None when not asked for. `bench` calls
+/// it before making any data, `measure` before timing anything.
+pub fn plan_concurrency(catalog: &Catalog, options: &QueryOptions, asked: Option<ConcurrencyOptions>) -> Result<Option<ConcurrencyOptions>> {
+    let Some(asked) = asked else { return Ok(None) };
+    let run: Vec<(String, String)> = select(catalog, options)?.into_iter().map(|(variant, query, _)| (variant, query)).collect();
+    Ok(Some(ConcurrencyOptions { mix: resolve_mix(&asked.mix, &run)?, ..asked }))
+}
+
 /// The queries on every engine, timed and verified, as a run record; first
 /// the engines are described and their data compared, and a run is refused
 /// when an engine holds nothing. Also returns the data warning (said on
@@ -86,13 +95,7 @@ pub async fn measure(
     let RunPlan { queries: options, baseline, concurrency } = plan;
     let options = &options;
     // The mix is checked before anything is timed: a typo must not cost a run.
-    let concurrency = match concurrency {
-        Some(asked) => {
-            let run: Vec<(String, String)> = select(catalog, options)?.into_iter().map(|(variant, query, _)| (variant, query)).collect();
-            Some(ConcurrencyOptions { mix: resolve_mix(&asked.mix, &run)?, ..asked })
-        }
-        None => None,
-    };
+    let concurrency = plan_concurrency(catalog, options, concurrency)?;
     let described = describe_engines(backends).await;
     let data_consistency = check_data(&described);
     let engines = described.into_iter().map(|e| e.record).collect();

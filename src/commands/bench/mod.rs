@@ -17,7 +17,6 @@ use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
-use ghbench_olap::concurrency::resolve_mix;
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
 use ghbench_olap::render::concurrency::concurrency_text;
@@ -27,7 +26,7 @@ use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_charts, CatalogOptions};
+use super::olap::{RunPlan, ensure_output_dir, measure, output_path, plan_concurrency, write, write_charts, CatalogOptions};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
@@ -173,13 +172,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
-    if let Some(asked) = args.concurrency.options() {
-        let mut run = Vec::new();
-        for variant in &variants {
-            run.extend(catalog.variant(variant)?.keys().map(|query| (variant.clone(), query.clone())));
-        }
-        resolve_mix(&asked.mix, &run)?;
-    }
+    let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold, reconnect_limit: RECONNECT_LIMIT };
+    let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
     let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
     let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
     ensure_output_dir(&args.output)?;
@@ -221,11 +215,10 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             }
         }
         phase(&format!("queries ({}, {} hot run(s){})", variants.join(" and "), args.repeat, if args.cold { " after a cold one" } else { "" }));
-        let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold, reconnect_limit: RECONNECT_LIMIT };
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, RunPlan { queries: options, baseline, concurrency: args.concurrency.options() }, &table, &progress, &cooler).await;
+        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone() }, &table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;
