@@ -45,16 +45,15 @@ pub fn load_table(record: &ConcurrencyRecord) -> TextTable {
     }
     for p in &record.phases {
         // Failed queries alone leave the phase's error empty: they are said here too.
-        let failed = (p.failed_queries > 0).then(|| format!("{} queries failed; the first: {}", p.failed_queries, p.errors.first().map_or("", String::as_str)));
-        let said: Vec<String> = p.error.iter().cloned().chain(failed).collect();
+        let said: Vec<String> = p.error.iter().cloned().chain(failed_queries(p)).collect();
         if !said.is_empty() {
-            table.notes.push(format!("{}, {}: {}", p.engine, clients_said(p.clients), said.join("; ")));
+            table.notes.push(format!("{}: {}", which(p), said.join("; ")));
         }
     }
     table.notes.extend(left_out_notes(record));
     for p in record.phases.iter().filter(|p| p.stands()) {
         if let Some(l) = p.latency.filter(|l| l.count < FEW) {
-            table.notes.push(format!("{}, {}: percentiles from {} queries, so p99 is their maximum and p95 near it", p.engine, clients_said(p.clients), l.count));
+            table.notes.push(format!("{}: percentiles from {} queries, so p99 is their maximum and p95 near it", which(p), l.count));
         }
     }
     table.notes.extend(cpu_note(record));
@@ -68,18 +67,26 @@ const FEW: u64 = 100;
 /// than the others', so the rates do not compare.
 fn left_out_notes(record: &ConcurrencyRecord) -> Vec<String> {
     let mut notes = Vec::new();
-    let mut seen: Vec<&Engine> = Vec::new();
-    for p in &record.phases {
-        if seen.contains(&&p.engine) {
-            continue;
-        }
-        seen.push(&p.engine);
+    // An engine's mix is the same at every client count: its first phase says it.
+    for engine in engines_where(record.phases.iter(), |_| true) {
+        let Some(p) = record.phases.iter().find(|p| p.engine == *engine) else { continue };
         let out: Vec<String> = p.per_query.iter().filter_map(|q| Some(format!("{} {} ({})", q.query, q.variant, q.left_out.as_deref()?))).collect();
         if !out.is_empty() {
-            notes.push(format!("left out of {}'s mix: {}; its rate is over the rest, not comparable with the other engines'", p.engine, out.join(", ")));
+            notes.push(format!("left out of {engine}'s mix: {}; its rate is over the rest, not comparable with the other engines'", out.join(", ")));
         }
     }
     notes
+}
+
+/// `postgres, 4 clients`: which phase a line is about.
+fn which(p: &LoadPhase) -> String {
+    format!("{}, {}", p.engine, clients_said(p.clients))
+}
+
+/// `3 queries failed; the first: …`, or None when none failed.
+fn failed_queries(p: &LoadPhase) -> Option<String> {
+    let first = p.errors.first().map(|e| format!("; the first: {e}")).unwrap_or_default();
+    (p.failed_queries > 0).then(|| format!("{} queries failed{first}", p.failed_queries))
 }
 
 /// p50, p95, p99 and max, or dashes without a query answered.
@@ -236,11 +243,10 @@ pub fn concurrency_problems(run: &RunRecord) -> Vec<String> {
             lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
         }
         if let Some(error) = &p.error {
-            lines.push(format!("FAILED under load: {}, {}: {error}", p.engine, clients_said(p.clients)));
+            lines.push(format!("FAILED under load: {}: {error}", which(p)));
         }
-        if p.failed_queries > 0 {
-            let first = p.errors.first().map(|e| format!("; the first: {e}")).unwrap_or_default();
-            lines.push(format!("ERRORS under load: {}, {}: {} queries failed{first}", p.engine, clients_said(p.clients), p.failed_queries));
+        if let Some(failed) = failed_queries(p) {
+            lines.push(format!("ERRORS under load: {}: {failed}", which(p)));
         }
     }
     lines
@@ -366,7 +372,7 @@ impl LoadSection {
             .phases
             .iter()
             .filter(|p| p.error.is_none() && !p.stopped_by.is_empty() && p.stopped_by != "duration")
-            .map(|p| format!("{}, {}: stopped by {} after {:.1} s", p.engine, clients_said(p.clients), p.stopped_by, p.window_seconds))
+            .map(|p| format!("{}: stopped by {} after {:.1} s", which(p), p.stopped_by, p.window_seconds))
             .collect();
         Some(LoadSection {
             caption: caption(record),
