@@ -106,10 +106,9 @@ async fn run_phase(
     expected: &[Result<Expected, String>],
     options: &ConcurrencyOptions,
 ) -> (LoadPhase, Option<String>) {
-    let engine = backend.engine().clone();
-    let fail = |why: String| failed_phase(backend, clients, &options.mix, expected, why);
     if expected.iter().all(Result::is_err) {
-        return (fail("no query of the mix has a single-client answer to check against (see each query's reason)".into()), None);
+        let why = "no query of the mix has a single-client answer to check against (see each query's reason)";
+        return (failed_phase(backend, clients, &options.mix, expected, why.into()), None);
     }
     let mut limits = match tokio::time::timeout(options.connect_limit, backend.concurrency_limits()).await {
         Ok(limits) => limits,
@@ -117,24 +116,58 @@ async fn run_phase(
     };
     limits.insert("ghbench clients".into(), connections(backend, clients));
     limits.insert("ghbench runtime threads".into(), tokio::runtime::Handle::current().metrics().num_workers().to_string());
+    let (mut phase, gone) = match open_clients(backend, catalog, clients, expected, options).await {
+        Ok(opened) => run_clients(backend, clients, opened, expected, options).await,
+        Err(why) => {
+            // Larger counts would only wait for the same refusal.
+            let gone = format!("{}'s clients could not be opened in the phase with {}", backend.engine(), clients_said(clients));
+            (failed_phase(backend, clients, &options.mix, expected, why), Some(gone))
+        }
+    };
+    phase.limits = limits;
+    // On every path: a client that opened may have set the setup's parameters.
+    if let Some(e) = restore(backend, options.connect_limit).await {
+        phase.error = Some(phase.error.take().map_or(e.clone(), |first| format!("{first}; {e}")));
+    }
+    (phase, gone)
+}
+
+/// A client and its mix, prepared (None for a query left out of its mix).
+type OpenClient = (Box<dyn Backend>, Vec<Option<Prepared>>);
+
+/// `clients` clients, each with the mix prepared; if one cannot be opened,
+/// those opened are closed and why is said.
+async fn open_clients(
+    backend: &dyn Backend,
+    catalog: &Catalog,
+    clients: usize,
+    expected: &[Result<Expected, String>],
+    options: &ConcurrencyOptions,
+) -> Result<Vec<OpenClient>, String> {
     let mut opened = Vec::with_capacity(clients);
     for i in 0..clients {
         match open_client(backend, catalog, &options.mix, expected, options.connect_limit).await {
             Ok(client) => opened.push(client),
             Err(e) => {
-                let why = format!("client {} of {clients} could not be opened: {e:#}", i + 1);
                 close_all(opened.into_iter().map(|(c, _)| c)).await;
-                // Larger counts would only wait for the same refusal.
-                let gone = format!("{engine}'s clients could not be opened in the phase with {}", clients_said(clients));
-                let mut phase = fail(why);
-                phase.limits = limits;
-                if let Some(e) = restore(backend, options.connect_limit).await {
-                    phase.error = Some(format!("{}; {e}", phase.error.take().unwrap_or_default()));
-                }
-                return (phase, Some(gone));
+                return Err(format!("client {} of {clients} could not be opened: {e:#}", i + 1));
             }
         }
     }
+    Ok(opened)
+}
+
+/// The opened clients loop over the mix until the window ends (or the
+/// phase's bounds); their samples summed into the phase, and whether the
+/// engine is gone for its later phases.
+async fn run_clients(
+    backend: &dyn Backend,
+    clients: usize,
+    opened: Vec<OpenClient>,
+    expected: &[Result<Expected, String>],
+    options: &ConcurrencyOptions,
+) -> (LoadPhase, Option<String>) {
+    let engine = backend.engine().clone();
     let started = Instant::now();
     let shared = Arc::new(Shared::new(started, options, expected, engine.clone()));
     let cpu_before = cpu::Reading::now();
@@ -167,14 +200,9 @@ async fn run_phase(
         samples.push(sample);
     }
     close_all(returned).await;
-    let restore_error = restore(backend, options.connect_limit).await;
     let mut phase = tally::phase(&shared, &options.mix, expected, clients, &samples, &ended, abandoned_clients);
     phase.connections = connections(backend, clients);
     phase.client_cpu = cpu;
-    phase.limits = limits;
-    if let Some(e) = restore_error {
-        phase.error = Some(phase.error.take().map_or(e.clone(), |first| format!("{first}; {e}")));
-    }
     let gone = match (ended.iter().any(|e| matches!(e, Ended::Lost(_))), abandoned_clients) {
         (true, _) => Some(format!("{engine} lost its connections in the phase with {}", clients_said(clients))),
         // A server that stops answering would hold every later phase too.
@@ -205,7 +233,7 @@ async fn open_client(
     mix: &[MixQuery],
     expected: &[Result<Expected, String>],
     limit: Duration,
-) -> anyhow::Result<(Box<dyn Backend>, Vec<Option<Prepared>>)> {
+) -> anyhow::Result<OpenClient> {
     let client = match tokio::time::timeout(limit, backend.open_client()).await {
         Ok(opened) => opened?,
         Err(_) => anyhow::bail!("no connection within {} s", limit.as_secs()),
