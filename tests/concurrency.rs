@@ -3,7 +3,8 @@
 //! each answer was checked against; a wrong answer injected under load (the
 //! table changed while the clients run) is caught and said like a mismatch;
 //! a server stopped during the phase fails that engine's phase with a message
-//! while the rest of the record stands.
+//! while the rest of the record stands; a server that stops answering (frozen)
+//! is abandoned after the grace and not waited on again.
 
 mod common;
 
@@ -15,6 +16,9 @@ use std::time::Duration;
 
 use common::throwaway_pg::ThrowawayPg;
 use common::*;
+use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
+use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
+use ghbench_olap::Catalog;
 use serde_json::Value;
 
 /// The phases of `engine` in the record, by client count.
@@ -214,5 +218,67 @@ async fn a_server_stopped_during_the_phase_fails_that_engines_phases_and_the_res
     assert_eq!(record["queries"].as_array().unwrap().len(), 4, "the single-client results are intact");
     for q in record["queries"].as_array().unwrap() {
         assert_eq!(q["verification"]["status"], "agree", "{}", q["query"]);
+    }
+}
+
+/// A server that stops answering (every process of it frozen with SIGSTOP:
+/// connections are still accepted, nothing is answered) holds no phase: its
+/// clients are abandoned once the grace after the window runs out, the phase
+/// fails saying so, its later client counts are not run (they would wait on
+/// the same silence), and polars' phases stand. Run through the library with
+/// a grace and connection limit of 2 s, so the test takes seconds, not the
+/// command's 60 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_stops_answering_is_abandoned_after_the_grace_and_not_waited_on_again() {
+    if real_hour().is_none() {
+        return;
+    }
+    let Some(pg) = ThrowawayPg::start("conc_freeze") else { return };
+    let work = tempfile::tempdir().unwrap();
+    let polars = work.path().join("polars");
+    load_postgres_and_polars("frozen", &pg.url(), &polars, work.path());
+    let mut backends = postgres_and_polars("frozen", &pg.url(), &polars).await;
+    let catalog = Catalog::embedded().unwrap();
+    let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, reconnect_limit: Duration::from_secs(5) };
+    let (records, _, answers) = run_queries_keeping_answers(&mut backends, &catalog, &timed, &Silent, &ClearCaches).await.unwrap();
+    let options = ConcurrencyOptions {
+        clients: vec![1, 2],
+        duration: Duration::from_secs(3),
+        warmup: Duration::from_secs(1),
+        max_queries: 100_000,
+        mix: resolve_mix(&[], &records.iter().map(|q| (q.variant.clone(), q.query.clone())).collect::<Vec<_>>()).unwrap(),
+        grace: Duration::from_secs(2),
+        connect_limit: Duration::from_secs(2),
+    };
+    let pg = std::sync::Arc::new(pg);
+    let freezer = {
+        let pg = pg.clone();
+        // Postgres runs first: 2 s in is inside its 1-client window.
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            pg.signal_all("STOP");
+        })
+    };
+    let record = run_concurrency(&backends, &catalog, &records, &answers, &options, &Silent).await;
+    freezer.join().unwrap();
+    pg.signal_all("CONT");
+    for backend in &backends {
+        backend.close().await;
+    }
+
+    let postgres: Vec<_> = record.phases.iter().filter(|p| p.engine.name() == "postgres").collect();
+    assert_eq!(postgres.len(), 2, "{postgres:?}");
+    assert_eq!(postgres[0].abandoned, 1, "{:?}", postgres[0]);
+    let error = postgres[0].error.as_deref().unwrap_or_default();
+    assert!(error.contains("1 client still running their query when the phase's time limit ran out: abandoned"), "{error}");
+    assert!(postgres[0].completed > 0, "what it answered before the freeze is kept: {:?}", postgres[0]);
+    assert_eq!(
+        postgres[1].error.as_deref(),
+        Some("not run: postgres left 1 client unanswered past the time limit in the phase with 1 client"),
+        "{:?}",
+        postgres[1]
+    );
+    for p in record.phases.iter().filter(|p| p.engine.name() == "polars") {
+        assert!(p.stands() && p.completed > 0, "polars' phases stand: {p:?}");
     }
 }

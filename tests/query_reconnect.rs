@@ -13,15 +13,7 @@ use std::time::Duration;
 use common::throwaway_pg::ThrowawayPg;
 use common::*;
 use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
-use ghbench_olap::{Backend, Catalog};
-
-async fn backends(pg: &ThrowawayPg, polars_dir: &std::path::Path) -> Vec<Box<dyn Backend>> {
-    let table = "lost".parse().unwrap();
-    vec![
-        Box::new(ghbench_postgres::backend::PostgresBackend::connect(&ghbench_postgres::setup::PAPER, &pg.url(), &table).await.unwrap()),
-        Box::new(ghbench_polars::backend::PolarsBackend::open(polars_dir, &table).unwrap()),
-    ]
-}
+use ghbench_olap::Catalog;
 
 fn options(limit: Duration) -> QueryOptions {
     QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, reconnect_limit: limit }
@@ -36,7 +28,7 @@ async fn a_restarted_server_is_reconnected_and_the_lost_run_made_again() {
     let work = tempfile::tempdir().unwrap();
     let polars = work.path().join("polars");
     load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
-    let mut backends = backends(&pg, &polars).await;
+    let mut backends = postgres_and_polars("lost", &pg.url(), &polars).await;
     // Every session of the backend's is ended by the restart.
     pg.restart();
     let (records, _) = run_queries(&mut backends, &Catalog::embedded().unwrap(), &options(Duration::from_secs(30)), &Silent, &ClearCaches).await.unwrap();
@@ -64,7 +56,7 @@ async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
     let work = tempfile::tempdir().unwrap();
     let polars = work.path().join("polars");
     load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
-    let mut backends = backends(&pg, &polars).await;
+    let mut backends = postgres_and_polars("lost", &pg.url(), &polars).await;
     pg.stop();
     let started = std::time::Instant::now();
     let (records, _) = run_queries(&mut backends, &Catalog::embedded().unwrap(), &options(Duration::from_secs(2)), &Silent, &ClearCaches).await.unwrap();

@@ -162,6 +162,16 @@ pub fn load_postgres_and_polars(table: &str, pg_url: &str, polars: &Path, work: 
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// Backends on what [`load_postgres_and_polars`] loaded: PostgreSQL (the
+/// paper's setup, at `pg_url`) and polars (in `polars`).
+pub async fn postgres_and_polars(table: &str, pg_url: &str, polars: &Path) -> Vec<Box<dyn ghbench_olap::Backend>> {
+    let table = table.parse().unwrap();
+    vec![
+        Box::new(ghbench_postgres::backend::PostgresBackend::connect(&ghbench_postgres::setup::PAPER, pg_url, &table).await.unwrap()),
+        Box::new(ghbench_polars::backend::PolarsBackend::open(polars, &table).unwrap()),
+    ]
+}
+
 /// Removes the collection's derived tables (the normalized engine's), its
 /// jsonb table, its MongoDB collection and every ledger entry.
 pub async fn drop_all(table: &str) {
