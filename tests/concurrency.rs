@@ -14,7 +14,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::throwaway_pg::ThrowawayPg;
 use common::*;
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
@@ -189,13 +188,7 @@ async fn a_wrong_answer_under_load_is_caught_and_said_like_a_mismatch() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_stopped_during_the_phase_fails_that_engines_phases_and_the_rest_stands() {
-    if real_hour().is_none() {
-        return;
-    }
-    let Some(pg) = ThrowawayPg::start("conc_stop") else { return };
-    let work = tempfile::tempdir().unwrap();
-    let polars = work.path().join("polars");
-    load_postgres_and_polars("stopped", &pg.url(), &polars, work.path());
+    let Some(LoadedThrowaway { pg, work, polars }) = throwaway_with_real_hour("conc_stop", "stopped") else { return };
     let results = work.path().join("results");
     let args = ["--engines", "postgres,polars", "--table", "stopped", "--pg-url", &pg.url(), "--clients", "1,2", "--duration", "4", "--warmup", "1"];
     let mut running = Running::start(query(&args, &results).arg("--polars-dir").arg(&polars));
@@ -230,13 +223,7 @@ async fn a_server_stopped_during_the_phase_fails_that_engines_phases_and_the_res
 /// command's 60 s.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_stops_answering_is_abandoned_after_the_grace_and_not_waited_on_again() {
-    if real_hour().is_none() {
-        return;
-    }
-    let Some(pg) = ThrowawayPg::start("conc_freeze") else { return };
-    let work = tempfile::tempdir().unwrap();
-    let polars = work.path().join("polars");
-    load_postgres_and_polars("frozen", &pg.url(), &polars, work.path());
+    let Some(LoadedThrowaway { pg, work: _work, polars }) = throwaway_with_real_hour("conc_freeze", "frozen") else { return };
     let mut backends = postgres_and_polars("frozen", &pg.url(), &polars).await;
     let catalog = Catalog::embedded().unwrap();
     let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, reconnect_limit: Duration::from_secs(5) };

@@ -10,7 +10,6 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::throwaway_pg::ThrowawayPg;
 use common::*;
 use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::Catalog;
@@ -21,13 +20,7 @@ fn options(limit: Duration) -> QueryOptions {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_restarted_server_is_reconnected_and_the_lost_run_made_again() {
-    if real_hour().is_none() {
-        return;
-    }
-    let Some(pg) = ThrowawayPg::start("reconnect") else { return };
-    let work = tempfile::tempdir().unwrap();
-    let polars = work.path().join("polars");
-    load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
+    let Some(LoadedThrowaway { pg, work: _work, polars }) = throwaway_with_real_hour("reconnect", "lost") else { return };
     let mut backends = postgres_and_polars("lost", &pg.url(), &polars).await;
     // Every session of the backend's is ended by the restart.
     pg.restart();
@@ -49,13 +42,7 @@ async fn a_restarted_server_is_reconnected_and_the_lost_run_made_again() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
-    if real_hour().is_none() {
-        return;
-    }
-    let Some(pg) = ThrowawayPg::start("gone") else { return };
-    let work = tempfile::tempdir().unwrap();
-    let polars = work.path().join("polars");
-    load_postgres_and_polars("lost", &pg.url(), &polars, work.path());
+    let Some(LoadedThrowaway { pg, work: _work, polars }) = throwaway_with_real_hour("gone", "lost") else { return };
     let mut backends = postgres_and_polars("lost", &pg.url(), &polars).await;
     pg.stop();
     let started = std::time::Instant::now();

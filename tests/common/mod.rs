@@ -162,6 +162,26 @@ pub fn load_postgres_and_polars(table: &str, pg_url: &str, polars: &Path, work: 
     assert!(out.status.success(), "{}", text(&out));
 }
 
+/// A PostgreSQL of the test's own with the real hour loaded into `table`
+/// there and into polars; the work folder lives as long as it.
+/// (Bind `work` to a name, not `_`, to keep the folder.)
+pub struct LoadedThrowaway {
+    pub pg: throwaway_pg::ThrowawayPg,
+    pub work: tempfile::TempDir,
+    pub polars: PathBuf,
+}
+
+/// [`LoadedThrowaway`] named `name`; None (the test skips, said) without the
+/// real hour or PostgreSQL's binaries.
+pub fn throwaway_with_real_hour(name: &str, table: &str) -> Option<LoadedThrowaway> {
+    real_hour()?;
+    let pg = throwaway_pg::ThrowawayPg::start(name)?;
+    let work = tempfile::tempdir().unwrap();
+    let polars = work.path().join("polars");
+    load_postgres_and_polars(table, &pg.url(), &polars, work.path());
+    Some(LoadedThrowaway { pg, work, polars })
+}
+
 /// Backends on what [`load_postgres_and_polars`] loaded: PostgreSQL (the
 /// paper's setup, at `pg_url`) and polars (in `polars`).
 pub async fn postgres_and_polars(table: &str, pg_url: &str, polars: &Path) -> Vec<Box<dyn ghbench_olap::Backend>> {
