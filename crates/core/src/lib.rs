@@ -5,11 +5,14 @@
 pub mod digest;
 pub mod engine;
 pub mod hour;
+pub mod limit;
 pub mod redact;
 pub mod place;
 pub mod server;
 pub mod setup;
+pub mod stop;
 pub mod table;
+pub mod ticking;
 
 pub use engine::{Capabilities, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec};
 pub use hour::{summarise_hours, Hour, HourRange};
