@@ -44,6 +44,9 @@ enum Command {
     Serve(commands::serve::ServeArgs),
     /// Write synthetic GH Archive hours calibrated on real ones (or --calibrate a profile).
     Gen(commands::gen::GenArgs),
+    /// The process polars' queries run in (started by ghbench itself).
+    #[command(hide = true, name = "polars-worker")]
+    PolarsWorker(commands::polars_worker::WorkerArgs),
 }
 
 /// Parses `args` (the program name first) and runs the command with the
@@ -77,6 +80,10 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         Ok(cli) => cli,
         Err(e) => e.exit(),
     };
+    if let Command::PolarsWorker(args) = &cli.command {
+        // No runtime, no signal handling: it ends with its standard input, or with ghbench.
+        return commands::polars_worker::run(args);
+    }
     let sub = matches.subcommand().map(|(_, m)| m);
     let engines = Engines::from_matches(registry, sub);
     let runtime = match tokio::runtime::Runtime::new() {
@@ -86,7 +93,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(async {
+    let command = async {
         match cli.command {
             Command::Ingest(args) => commands::ingest::run(args, &engines).await,
             Command::Download(args) => commands::download::run(args).await,
@@ -98,13 +105,48 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::Bench(args) => commands::bench::run(args, &engines).await,
             Command::Report(args) => commands::report::run(args),
             Command::Gen(args) => commands::gen::run(args),
+            Command::PolarsWorker(_) => unreachable!("answered before the runtime starts"),
         }
+    };
+    let ended = runtime.block_on(async {
+        let ended = tokio::select! {
+            result = command => Ended::Ran(result),
+            signal = crate::interrupt::signalled() => Ended::Interrupted(signal),
+        };
+        // The command's future is dropped by now: work it left running on a
+        // server (a query past a limit, an abandoned client, or all of it when
+        // interrupted) is cancelled before ghbench exits.
+        let cancelled = match ended {
+            Ended::Interrupted(_) => ghbench_core::stop::cancel_all().await,
+            Ended::Ran(_) => ghbench_core::stop::settle().await,
+        };
+        (ended, cancelled)
     });
-    match result {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+    let (ended, cancelled) = ended;
+    match ended {
+        Ended::Interrupted(signal) => {
+            crate::interrupt::say(signal, &cancelled);
+            // Not through the runtime's drop, which would wait for work on
+            // blocking threads (a polars query) to end by itself.
+            std::process::exit(signal.exit_code());
+        }
+        Ended::Ran(result) => {
+            for line in &cancelled {
+                eprintln!("note: ghbench stopped waiting for {line}");
+            }
+            match result {
+                Ok(code) => code,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
+}
+
+/// How a command ended: it ran to its end (well or not), or a signal stopped it.
+enum Ended {
+    Ran(anyhow::Result<ExitCode>),
+    Interrupted(crate::interrupt::Signal),
 }

@@ -4,6 +4,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod interrupt;
 pub mod options;
 pub mod progress;
 pub mod registry;

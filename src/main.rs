@@ -5,6 +5,13 @@
 fn main() -> std::process::ExitCode {
     restore_default_sigpipe();
     ghbench_polars::prefer_async_reads();
+    // polars' queries run in worker processes of this program, so one can be
+    // stopped. On Linux by /proc/self/exe: this very file, even if a build
+    // replaced the one at its path during a long run.
+    let this_file = std::path::PathBuf::from("/proc/self/exe");
+    if let Ok(program) = if this_file.exists() { Ok(this_file) } else { std::env::current_exe() } {
+        ghbench_polars::worker::serve_queries_with(program);
+    }
     ghbench::cli::run(ghbench::registry::builtin(), std::env::args_os())
 }
 

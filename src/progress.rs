@@ -64,6 +64,15 @@ impl Observer for IngestProgress {
                     bar.set_message(format!("{:>8.0} events/s  {:>6.1} MB/s JSON", bar.position() as f64 / secs, total as f64 / 1e6 / secs));
                 }
             }
+            Event::WholeTable { engine, step, elapsed, progress } => {
+                let line = ghbench_core::ticking::so_far(&format!("{engine}: {step}"), elapsed, progress);
+                // Off a terminal the bars are hidden and drop what is printed through them.
+                if self.hours.is_hidden() {
+                    eprintln!("{line}");
+                } else {
+                    let _ = self.multi.println(line);
+                }
+            }
             Event::Retrying { hour, attempt, reason } => {
                 let _ = self.multi.println(format!("retrying {hour} (attempt {attempt} failed: {reason})"));
             }

@@ -98,6 +98,7 @@ fn options(variant: &str, queries: &[&str]) -> QueryOptions {
         repeat: 1,
         cold: false,
         reconnect_limit: ghbench_olap::runner::RECONNECT_LIMIT,
+        query_timeout: None,
     }
 }
 

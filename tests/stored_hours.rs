@@ -297,6 +297,7 @@ async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
         concurrency: 1,
         retries: 0,
         timeout: std::time::Duration::from_secs(60),
+        whole_table_timeout: None,
         accept_damaged: false,
         quarantine_dir: work.path().join("quarantine"),
         drop,

@@ -12,12 +12,14 @@ const MAX_SECONDS: u64 = 3_600;
 pub struct ConcurrencyArgs {
     /// After the single-client timings: for each engine and each of these client
     /// counts (e.g. 1,4,16), that many clients at once loop over --queries for
-    /// --duration after --warmup, each on a connection of its own (an engine
-    /// without a server: tasks in ghbench's process). Records queries per
-    /// second and latency percentiles; every answer is checked against the
-    /// single-client phase's verified answer. At most 256 clients. Takes about
-    /// engines x client counts x (--warmup + --duration) seconds; a query still
-    /// running 60 s after its window is abandoned, so every phase ends by itself.
+    /// --duration after --warmup, each on a connection of its own (polars: a
+    /// worker process of its own). Records queries per second and latency
+    /// percentiles; every answer is checked against the single-client phase's
+    /// verified answer. At most 256 clients. Takes about engines x client
+    /// counts x (--warmup + --duration) seconds; the window holds at least two
+    /// of the slowest single-client run, and a query still running when it ends
+    /// is abandoned (and cancelled) after 60 s or twice what the clients' slowest
+    /// runs would take one after another, so every phase ends by itself.
     #[arg(long, value_delimiter = ',', value_name = "N,...", value_parser = client_count)]
     pub clients: Vec<usize>,
 

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Result;
 use clap::Args;
@@ -10,6 +12,7 @@ use ghbench_olap::record::{IndexEngineRecord, IndexRunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::seconds;
 use ghbench_olap::render::print_servers;
 use ghbench_olap::runner::create_indexes;
+use ghbench_olap::Backend;
 use indicatif::ProgressBar;
 
 use super::olap::{check_index_room, context, ensure_output_dir, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
@@ -54,7 +57,7 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
         let on_built = move |b: &ghbench_olap::record::IndexBuild| {
             shown.println(format!("{name:<10} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
         };
-        let result = create_indexes(backend.as_ref(), &catalog, &on_built).await;
+        let result = with_progress(backend.as_ref(), &bar, &format!("creating indexes on {table}"), create_indexes(backend.as_ref(), &catalog, &on_built)).await;
         bar.finish_and_clear();
         let (indexes, error) = match result {
             Ok(indexes) => (indexes, None),
@@ -78,6 +81,41 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     write(&path, &serde_json::to_string_pretty(&record)?)?;
     println!("wrote {}", path.display());
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// How often a long build says how far it is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+/// How long opening the session that asks may take.
+const PROGRESS_CONNECT: Duration = Duration::from_secs(10);
+
+/// `work` (the engine's index builds, minutes to hours on a year of data),
+/// saying every [`PROGRESS_EVERY`] how long it has run and what the server
+/// says of it (asked on a session of its own): on the spinner, and as a line
+/// when there is no terminal to draw it on.
+async fn with_progress<T>(backend: &dyn Backend, bar: &ProgressBar, what: &str, work: impl std::future::Future<Output = T>) -> T {
+    let asker: Option<Arc<dyn Backend>> = match backend.spec().capabilities.server {
+        true => tokio::time::timeout(PROGRESS_CONNECT, backend.open_client()).await.ok().and_then(Result::ok).map(Arc::from),
+        false => None,
+    };
+    let done = ghbench_core::ticking::ticking(work, PROGRESS_EVERY, |elapsed| {
+        let asker = asker.clone();
+        async move {
+            let progress = match &asker {
+                Some(asker) => tokio::time::timeout(PROGRESS_CONNECT, asker.progress()).await.ok().flatten(),
+                None => None,
+            };
+            let line = ghbench_core::ticking::so_far(what, elapsed, progress.as_deref());
+            if bar.is_hidden() {
+                eprintln!("{} {line}", bar.prefix());
+            }
+            bar.set_message(line);
+        }
+    })
+    .await;
+    if let Some(asker) = asker {
+        asker.close().await;
+    }
+    done
 }
 
 fn print_table(engines: &[IndexEngineRecord]) {

@@ -67,6 +67,14 @@ pub struct IngestArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = crate::options::at_least_one::<u64>)]
     pub timeout: u64,
 
+    /// A limit on each step over the whole table, e.g. 2h: checking the stored
+    /// hours against the ledger before loading, and the upkeep after it
+    /// (PostgreSQL's VACUUM (ANALYZE)). Without it they take as long as they
+    /// take (on a year of data, minutes to hours), saying every 15 s how far
+    /// they are.
+    #[arg(long, value_name = "DURATION", value_parser = ghbench_core::limit::parse_limit)]
+    pub whole_table_timeout: Option<Duration>,
+
     /// Load a download that is still damaged after every retry as far as it
     /// goes (recorded as a damaged hour) instead of failing the hour.
     #[arg(long)]
@@ -139,6 +147,7 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         concurrency,
         retries: args.retries,
         timeout: Duration::from_secs(args.timeout),
+        whole_table_timeout: args.whole_table_timeout,
         accept_damaged: args.accept_damaged,
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.drop,

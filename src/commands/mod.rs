@@ -6,6 +6,7 @@ pub mod gen;
 pub mod index;
 pub mod ingest;
 pub mod normalize;
+pub mod polars_worker;
 pub mod olap;
 pub mod query;
 pub mod report;

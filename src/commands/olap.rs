@@ -2,6 +2,7 @@
 //! run's context, and writing result files (the Markdown report with its charts).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use clap::Args;
@@ -10,7 +11,7 @@ use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
-use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions};
+use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -29,6 +30,49 @@ impl CatalogOptions {
         Ok(match &self.catalog {
             Some(dir) => Catalog::from_dir(dir)?,
             None => Catalog::embedded()?,
+        })
+    }
+}
+
+/// `--variant` value meaning every variant of the catalog.
+pub const EVERY_VARIANT: &str = "both";
+
+/// How each query is timed: what `query` and `bench` both take.
+#[derive(Args, Debug, Clone)]
+pub struct TimingArgs {
+    /// Timed (hot) runs per engine and query, after the cold run when --cold.
+    #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
+    pub repeat: u64,
+
+    /// Which query texts: `published` (the paper's), `corrected` (deterministic,
+    /// equivalent across engines), or `both` (every variant in the catalog).
+    #[arg(long, default_value = EVERY_VARIANT)]
+    pub variant: String,
+
+    /// Stop each run of a query (and its plan) past this long, e.g. 90s, 2h,
+    /// 1h30m, 500ms: PostgreSQL's statement_timeout, MongoDB's maxTimeMS, polars
+    /// stops waiting. A query cut by it is recorded and said as such. Without
+    /// it no limit applies, not even a server's or a role's default (ghbench's
+    /// sessions turn those off): the paper's queries ran for hours.
+    #[arg(long, value_name = "DURATION", value_parser = ghbench_core::limit::parse_limit)]
+    pub query_timeout: Option<Duration>,
+}
+
+impl TimingArgs {
+    /// The run's options for `queries` (empty: all) of the chosen variants,
+    /// checked against the catalog.
+    pub fn options(&self, catalog: &Catalog, queries: Vec<String>, cold: bool) -> Result<QueryOptions> {
+        let variants = match self.variant.as_str() {
+            EVERY_VARIANT => catalog.variant_names(),
+            one => vec![catalog.variant(one).map(|_| one.to_string())?],
+        };
+        Ok(QueryOptions {
+            variants,
+            queries,
+            repeat: self.repeat as usize,
+            cold,
+            reconnect_limit: RECONNECT_LIMIT,
+            query_timeout: self.query_timeout,
         })
     }
 }
@@ -101,6 +145,7 @@ pub async fn measure(
     let engines = described.into_iter().map(|e| e.record).collect();
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
     context.baseline = baseline;
+    context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
     for engine in &context.engines {
         if let Some(error) = &engine.data_error {
             anyhow::bail!("{} cannot read its ingest ledger for '{table}': {error}", engine.engine);
@@ -143,6 +188,7 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         engines,
         baseline: None,
         data_consistency: None,
+        query_timeout_seconds: None,
     }
 }
 

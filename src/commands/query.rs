@@ -7,15 +7,12 @@ use std::process::ExitCode;
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
-use ghbench_olap::runner::{ClearCaches, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
+use ghbench_olap::runner::{ClearCaches, Progress, RunEvent};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
-
-/// `--variant` value meaning every variant of the catalog.
-const EVERY_VARIANT: &str = "both";
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -25,11 +22,17 @@ Examples:
   ghbench query --all --cold                # drop the OS page cache before each query
   ghbench query --all --clients 1,4,16 --duration 60
                                             # then 1, 4 and 16 clients at once per engine
+  ghbench query --all --query-timeout 2h    # stop any run past two hours (default: no limit)
+
+No time limit applies unless --query-timeout gives one: ghbench's sessions turn off a
+server's or role's defaults. Ctrl-C cancels what ghbench runs on the servers, says
+what it cancelled and exits 130.
 
 Before timing, compares what the engines hold (their ingest ledgers, hour by hour,
 and each table's row count) and says first when they differ.
-Exits non-zero when the engines' results disagree or they hold different data, or
-an answer under load is wrong or a phase of clients fails (after writing the files).")]
+Exits non-zero when the engines' results disagree or they hold different data, a
+query failed or was cut by --query-timeout, or an answer under load is wrong or a
+phase of clients fails (after writing the files).")]
 pub struct QueryArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -48,14 +51,8 @@ pub struct QueryArgs {
     #[arg(long)]
     pub all: bool,
 
-    /// Timed runs per engine and query.
-    #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
-    pub repeat: u64,
-
-    /// Which texts: `published` (the paper's), `corrected` (deterministic, equivalent
-    /// across engines), or `both` (every variant in the catalog).
-    #[arg(long, default_value = EVERY_VARIANT)]
-    pub variant: String,
+    #[command(flatten)]
+    pub timing: TimingArgs,
 
     /// Before each query's first run: drop the OS page cache and clear what each
     /// server can clear without a restart (an extra run, recorded apart).
@@ -77,14 +74,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let catalog = args.catalog.load()?;
     ensure_output_dir(&args.output)?;
     let table = args.conn.table_or(DEFAULT_YEAR);
-    let variants = if args.variant == EVERY_VARIANT { catalog.variant_names() } else { vec![args.variant.clone()] };
-    let options = QueryOptions {
-        variants,
-        queries: args.names.iter().map(|q| q.to_ascii_uppercase()).collect(),
-        repeat: args.repeat as usize,
-        cold: args.cold,
-        reconnect_limit: RECONNECT_LIMIT,
-    };
+    let options = args.timing.options(&catalog, args.names.iter().map(|q| q.to_ascii_uppercase()).collect(), args.cold)?;
     let selected = registry.select_reachable(&args.conn, &table).await?;
     let baseline = match &args.baseline {
         Some(name) => {
@@ -113,7 +103,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
         eprintln!("{line}");
     }
     print_servers(&record.context);
-    println!("{}", record.context.cold.label);
+    println!("{}; {}", record.context.cold.label, ghbench_olap::render::limit_label(&record.context));
     let problems = problems(&record);
     for line in reconnect_notes(&record).iter().chain(&problems) {
         eprintln!("{line}");

@@ -51,6 +51,12 @@ pub trait UrlEngine: Clone + Send + Sync + 'static {
     /// A connection for indexing, describing and querying `table`.
     async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>>;
 
+    /// See [`Loader::whole_table_progress`].
+    async fn whole_table_progress(&self, url: &str, table: &TableName) -> Option<String> {
+        let _ = (url, table);
+        None
+    }
+
     /// See [`EnginePlugin::encoder`].
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         None
@@ -103,6 +109,10 @@ impl<E: UrlEngine> Loader for UrlLoader<E> {
 
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
         self.engine.sink(&self.url, table).await
+    }
+
+    async fn whole_table_progress(&self, table: &TableName) -> Option<String> {
+        self.engine.whole_table_progress(&self.url, table).await
     }
 }
 

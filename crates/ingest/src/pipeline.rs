@@ -45,8 +45,12 @@ pub struct IngestOptions {
     /// Further attempts at an hour (or at one engine's part of it) after a
     /// network failure, a lost connection or a damaged download.
     pub retries: u32,
-    /// Longest wait for a server to answer any one step (connect aside).
+    /// Longest wait for a server to answer any one step (connect aside),
+    /// but those over the whole table.
     pub timeout: Duration,
+    /// The limit on a step over the whole table (checking the stored hours
+    /// against the ledger, upkeep after loading); None: none.
+    pub whole_table_timeout: Option<Duration>,
     /// Record a download still damaged after every retry as a damaged hour
     /// (its readable lines loaded) instead of failing it.
     pub accept_damaged: bool,
@@ -72,6 +76,9 @@ pub enum Event<'a> {
     Planned { to_load: usize, skipped: usize },
     Stored { engine: Engine, events: u64, json_bytes: u64 },
     Retrying { hour: Hour, attempt: u32, reason: &'a str },
+    /// A step over the whole table still running: how long so far, and
+    /// what the server says of its progress.
+    WholeTable { engine: &'a Engine, step: &'a str, elapsed: Duration, progress: Option<&'a str> },
     HourDone(&'a HourReport),
 }
 
@@ -118,7 +125,7 @@ impl Ctx {
 impl IngestOptions {
     /// A new connection to the engine for the table, its steps bounded by the timeout.
     async fn connect(&self, loader: &dyn Loader) -> Result<Sink, ConnectError> {
-        Sink::connect(loader, &self.table, self.timeout).await
+        Sink::connect(loader, &self.table, self.timeout, self.whole_table_timeout).await
     }
 }
 
@@ -176,11 +183,12 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let mut servers = Vec::new();
     let mut stored = Vec::new();
-    for (_, sink) in &mut control {
+    for (loader, sink) in &mut control {
         let engine = sink.engine().clone();
         sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
         servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
-        stored.push((engine.clone(), sink.stored_hours().await.map_err(prepare_err(engine))?));
+        let checked = watched(ctx, loader.as_ref(), crate::sink::STORED_HOURS, sink.stored_hours()).await;
+        stored.push((engine.clone(), checked.map_err(prepare_err(engine))?));
     }
     let loaders: Vec<Arc<dyn Loader>> = control.iter().map(|(loader, _)| loader.clone()).collect();
 
@@ -243,8 +251,9 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         // waiting on a server already known not to answer.
         let loaded_all = summary.totals.engines.get(&slot.engine).is_some_and(|e| e.hours_stored > 0 && e.hours_failed == 0);
         if loaded_all {
+            let loader = slot.loader.clone();
             let upkeep = match slot.ready(ctx).await {
-                Ok(sink) => sink.after_load().await,
+                Ok(sink) => watched(ctx, loader.as_ref(), crate::sink::UPKEEP, sink.after_load()).await,
                 Err(e) => Err(e),
             };
             match upkeep {
@@ -267,6 +276,23 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         finished.push(slot);
     }
     Ok(summary)
+}
+
+/// How often a step over the whole table says it still runs.
+pub const WHOLE_TABLE_TICK: Duration = Duration::from_secs(15);
+/// How long asking the server for that step's progress may take.
+const PROGRESS_LIMIT: Duration = Duration::from_secs(5);
+
+/// `work`, a step over the whole table (on a year of data, minutes to
+/// hours), telling the observer every [`WHOLE_TABLE_TICK`] how long it has
+/// run and what the server says of its progress.
+async fn watched<T>(ctx: &Ctx, loader: &dyn Loader, step: &str, work: impl std::future::Future<Output = T>) -> T {
+    let engine = &loader.spec().engine;
+    ghbench_core::ticking::ticking(work, WHOLE_TABLE_TICK, |elapsed| async move {
+        let progress = tokio::time::timeout(PROGRESS_LIMIT, loader.whole_table_progress(&ctx.options.table)).await.ok().flatten();
+        ctx.observer.event(Event::WholeTable { engine, step, elapsed, progress: progress.as_deref() });
+    })
+    .await
 }
 
 /// One engine's connection in a worker: made when first needed, and made

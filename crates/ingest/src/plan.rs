@@ -146,6 +146,7 @@ mod tests {
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(1),
+            whole_table_timeout: None,
             accept_damaged: false,
             quarantine_dir: source.join("q"),
             drop: false,

@@ -5,6 +5,8 @@
 
 use std::any::Any;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
@@ -66,7 +68,20 @@ pub trait Backend: Send + Sync {
 
     /// Sends a prepared query and fetches every row of its result, as rows
     /// ghbench compares. The runner times this call, the same for every engine.
+    /// A query stopped by the limit of [`Backend::limit_queries`] fails with
+    /// [`QueryTimedOut`] in its chain.
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>>;
+
+    /// `--query-timeout`: from the next [`Backend::prepare`] on, the engine
+    /// stops each query (its plan included) that runs longer than `limit`,
+    /// in the engine itself where it can (PostgreSQL `statement_timeout`,
+    /// MongoDB `maxTimeMS`); None: no limit at all, not even a server's
+    /// default. Carried over to [`Backend::reconnect`] and
+    /// [`Backend::open_client`]. The runner also stops waiting a little
+    /// after the limit, for an engine that does not keep it.
+    fn limit_queries(&mut self, limit: Option<Duration>) {
+        let _ = limit;
+    }
 
     /// The plan the engine uses for the query, and whether it uses an index.
     async fn explain(&self, query: &QueryFile) -> Plan;
@@ -77,6 +92,13 @@ pub trait Backend: Send + Sync {
     /// server finds it as it was. An error says the server was left changed.
     async fn after_query(&self) -> BackendResult<()> {
         Ok(())
+    }
+
+    /// The engine computes in ghbench's own process (so ghbench's CPU is
+    /// mostly the engine's): an engine without a server, unless it runs its
+    /// queries in processes of their own (polars' workers).
+    fn runs_in_process(&self) -> bool {
+        !self.spec().capabilities.server
     }
 
     /// The server's connection string (None for an engine without a server):
@@ -106,10 +128,18 @@ pub trait Backend: Send + Sync {
 
     /// Another client of the same engine, table and setup for the concurrency
     /// phase: a connection of its own, so N clients are N sessions on the
-    /// server. An engine without a server gives a handle of its own whose
-    /// queries run as tasks in ghbench's process.
+    /// server. An engine without a server gives a handle of its own (polars:
+    /// with a worker process of its own).
     async fn open_client(&self) -> BackendResult<Box<dyn Backend>> {
         self.reconnect().await
+    }
+
+    /// What the server says of a long step another session of this engine
+    /// runs on its table (an index build: PostgreSQL's
+    /// `pg_stat_progress_create_index`), asked on this session while the
+    /// other works; None when it says nothing.
+    async fn progress(&self) -> Option<String> {
+        None
     }
 
     /// The server's settings that bound how many clients it serves at once
@@ -124,6 +154,43 @@ pub trait Backend: Send + Sync {
     /// tasks (the MongoDB driver's pool) is shut down while the runtime still
     /// runs them.
     async fn close(&self) {}
+}
+
+/// A query stopped by `--query-timeout`, by the engine (or, where the engine
+/// did not keep the limit, by ghbench no longer waiting for it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryTimedOut {
+    pub limit: Duration,
+    /// The engine stopped the query; false: ghbench stopped waiting for it
+    /// (its connection may still be busy with it).
+    pub by_engine: bool,
+}
+
+impl fmt::Display for QueryTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cut by --query-timeout {}", ghbench_core::limit::said(self.limit))
+    }
+}
+
+impl std::error::Error for QueryTimedOut {}
+
+impl QueryTimedOut {
+    /// The limit, if `error` is a query cut by it.
+    /// Found as a context of `error` (the engines add it to the engine's
+    /// own error) or as a cause.
+    pub fn in_chain(error: &anyhow::Error) -> Option<QueryTimedOut> {
+        error.downcast_ref::<QueryTimedOut>().copied().or_else(|| error.chain().find_map(|cause| cause.downcast_ref::<QueryTimedOut>().copied()))
+    }
+
+    /// The engine's error for a query it stopped at `limit`, said as cut by it.
+    pub fn wrap(limit: Duration, error: impl Into<anyhow::Error>) -> anyhow::Error {
+        error.into().context(QueryTimedOut { limit, by_engine: true })
+    }
+
+    /// ghbench stopped waiting for a query the engine did not stop at `limit`.
+    pub fn waited_out(limit: Duration, error: impl Into<anyhow::Error>) -> anyhow::Error {
+        error.into().context(QueryTimedOut { limit, by_engine: false })
+    }
 }
 
 /// The engine's own prepared form of a query, or an error naming the mix-up.

@@ -114,6 +114,10 @@ pub struct LoadRecord {
     /// What the hours held besides events: damaged files and quarantined lines.
     #[serde(default)]
     pub damage: DataDamage,
+    /// What the load warned of, as `ghbench ingest` says it (e.g. its upkeep
+    /// failed, the table could not be counted at the end).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// What a load's hours held that is not events, as `ghbench ingest` reports

@@ -111,6 +111,10 @@ pub struct Context {
     /// files written before the check existed, and for `ghbench index`.
     #[serde(default)]
     pub data_consistency: Option<DataConsistency>,
+    /// `--query-timeout`, in seconds: each query's limit; None: no limit
+    /// applied, not even a server's default (ghbench's sessions turn those off).
+    #[serde(default)]
+    pub query_timeout_seconds: Option<f64>,
 }
 
 /// Do the engines hold the same data? Their ingest ledgers compared hour by
@@ -402,6 +406,10 @@ pub struct EngineResult {
     /// queries are not run.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub connection_gone: bool,
+    /// A run was cut by `--query-timeout`: the limit, in seconds (the runs
+    /// after it are not made; `error` says which run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<f64>,
 }
 
 impl EngineResult {
@@ -426,6 +434,7 @@ impl EngineResult {
             head: Vec::new(),
             reconnects: Vec::new(),
             connection_gone: false,
+            timed_out: None,
         }
     }
 }

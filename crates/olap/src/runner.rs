@@ -8,7 +8,7 @@ use anyhow::bail;
 use async_trait::async_trait;
 use ghbench_core::{Engine, Place};
 
-use crate::backend::{Backend, OnIndexBuilt};
+use crate::backend::{Backend, OnIndexBuilt, QueryTimedOut};
 use crate::catalog::{Catalog, QuerySpec};
 use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
@@ -63,7 +63,15 @@ pub struct QueryOptions {
     pub cold: bool,
     /// How long a lost connection may take to come back (see [`RECONNECT_LIMIT`]).
     pub reconnect_limit: Duration,
+    /// `--query-timeout`: each run (and plan) of a query is stopped past
+    /// it; None: no limit, not even a server's default.
+    pub query_timeout: Option<Duration>,
 }
+
+/// How long past `--query-timeout` ghbench still waits for an engine to stop
+/// the query itself, before it stops waiting (and says so): the engine's own
+/// stop is the one that frees the server, and it takes a moment to come.
+pub const LIMIT_BACKSTOP: Duration = Duration::from_secs(10);
 
 /// An engine as described before the runs. The record keeps only a summary
 /// of the ledger; the data check compares the ledgers hour by hour.
@@ -225,6 +233,9 @@ pub async fn run_queries_keeping_answers(
 ) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord, Answers)> {
     let mut answers = Answers::default();
     let selected = select(catalog, options)?;
+    for backend in backends.iter_mut() {
+        backend.limit_queries(options.query_timeout);
+    }
     let per_query = options.repeat as u64 + u64::from(options.cold);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
     let mut cold = ColdRecord { requested: options.cold, ..ColdRecord::default() };
@@ -247,6 +258,8 @@ pub async fn run_queries_keeping_answers(
             if options.cold {
                 progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query, how: cooler.how(index) });
                 let step = cooler.make_cold(index, backend).await;
+                // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
+                backend.limit_queries(options.query_timeout);
                 true_cold[index] &= step.true_cold;
                 started_afresh[index] |= step.started_afresh;
                 if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
@@ -350,6 +363,20 @@ async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f6
 /// no new connection came).
 async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult, at: &str, error: anyhow::Error, limit: Duration) -> bool {
     let said = format!("{error:#}");
+    if let Some(cut) = QueryTimedOut::in_chain(&error) {
+        // The next runs would be cut too: the query is said to take longer than the limit.
+        result.timed_out = Some(cut.limit.as_secs_f64());
+        result.error = Some(format!("{at} {said}"));
+        if !cut.by_engine {
+            // Its session may still run it (the cancel is on its way): the
+            // next query gets a session of its own, not a wait behind it.
+            if let Err(why) = reconnect(backend, limit).await {
+                result.error = Some(format!("{at} {said}; {why}"));
+                result.connection_gone = true;
+            }
+        }
+        return false;
+    }
     if !backend.lost_connection(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
         result.error = Some(said);
         return false;
@@ -364,6 +391,20 @@ async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult
             result.connection_gone = true;
             false
         }
+    }
+}
+
+/// `work` (a query's run), given up [`LIMIT_BACKSTOP`] past `limit` if the
+/// engine has not stopped it by then. Giving up drops the run, which cancels
+/// what it left on the server where the engine can.
+pub async fn within_limit<T>(work: impl std::future::Future<Output = anyhow::Result<T>>, limit: Option<Duration>) -> anyhow::Result<T> {
+    let Some(limit) = limit else { return work.await };
+    match tokio::time::timeout(limit + LIMIT_BACKSTOP, work).await {
+        Ok(done) => done,
+        Err(_) => Err(QueryTimedOut::waited_out(
+            limit,
+            anyhow::anyhow!("the engine did not stop the query at the limit; ghbench stopped waiting {} s later", LIMIT_BACKSTOP.as_secs()),
+        )),
     }
 }
 
@@ -408,7 +449,7 @@ async fn run_one(
         progress.event(RunEvent::Running { engine: &engine, variant, query, label });
         // The clock: the same for every engine, around the engine's execute alone.
         let started = Instant::now();
-        let executed = backend.execute(ready).await;
+        let executed = within_limit(backend.execute(ready), options.query_timeout).await;
         let seconds = started.elapsed().as_secs_f64();
         match executed {
             Ok(rows) => {

@@ -95,10 +95,13 @@ fn a_bench_size_with_two_engines_fits_eighty_columns() {
         retries: 2,
         hours_retried: 1,
         damage: Default::default(),
+        warnings: Vec::new(),
     };
-    let size = SizeRecord { hours: 40, table: "bench_40h".into(), loads: vec![load("postgres"), load("mongo")], indexes: Vec::new(), run };
+    let warned = LoadRecord { warnings: vec!["VACUUM failed".into()], ..load("postgres") };
+    let size = SizeRecord { hours: 40, table: "bench_40h".into(), loads: vec![warned, load("mongo")], indexes: Vec::new(), run };
     let text = size_text(&size);
     assert!(widest(&text) <= 80, "{} columns:\n{text}", widest(&text));
     assert!(text.contains("includes 2") && text.contains("8103"), "{text}");
+    assert!(text.contains("postgres: warning: VACUUM failed") && !text.contains("mongo: warning"), "a load's warnings are said under it: {text}");
 }
 

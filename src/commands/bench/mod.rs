@@ -21,12 +21,12 @@ use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
 use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
-use ghbench_olap::runner::{create_indexes, QueryOptions, RECONNECT_LIMIT};
+use ghbench_olap::runner::create_indexes;
 
 use self::cold::{BenchCooler, ManagedServers};
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, ensure_output_dir, measure, output_path, plan_concurrency, write, write_charts, CatalogOptions};
+use super::olap::{RunPlan, ensure_output_dir, measure, output_path, plan_concurrency, write, write_charts, CatalogOptions, TimingArgs};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, Selected};
 use crate::progress::IngestProgress;
@@ -65,8 +65,9 @@ Writes results/bench-<time>.json (everything), .md, -charts/ and .html.
 
 Exit status: as `ghbench ingest`, 0 with damaged input (shown, its readable lines
 loaded); 1 when an hour is missing at the source or failed to load (nothing is
-measured then), an engine's indexes or a query failed, the answers disagree, or an
-answer under load (--clients) is wrong or a phase of clients failed.")]
+measured then), an engine's indexes or a query failed (or was cut by --query-timeout),
+the answers disagree, or an answer under load (--clients) is wrong or a phase of
+clients failed; 130 on Ctrl-C, after cancelling what ran on the servers.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -106,13 +107,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "HOURS,...", value_parser = crate::options::at_least_one::<u32>)]
     pub scale: Vec<u32>,
 
-    /// Hot (timed) runs per engine and query, after the cold run when --cold.
-    #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
-    pub repeat: u64,
-
-    /// Which query texts: `published`, `corrected`, or `both`.
-    #[arg(long, default_value = "both")]
-    pub variant: String,
+    #[command(flatten)]
+    pub timing: TimingArgs,
 
     /// A true cold first run of every query (see below).
     #[arg(long)]
@@ -165,14 +161,13 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let started = Instant::now();
     let sizes = args.sizes()?;
     let catalog = args.catalog.load()?;
-    let variants = if args.variant == "both" { catalog.variant_names() } else { vec![catalog.variant(&args.variant).map(|_| args.variant.clone())?] };
     let base: TableName = match &args.conn.table {
         Some(table) => table.clone(),
         None => DEFAULT_BASE.parse()?,
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
-    let options = QueryOptions { variants: variants.clone(), queries: Vec::new(), repeat: args.repeat as usize, cold: args.cold, reconnect_limit: RECONNECT_LIMIT };
+    let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
     let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
     let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
@@ -214,7 +209,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 phase(&format!("cold: {line}"));
             }
         }
-        phase(&format!("queries ({}, {} hot run(s){})", variants.join(" and "), args.repeat, if args.cold { " after a cold one" } else { "" }));
+        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if args.cold { " after a cold one" } else { "" }));
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
@@ -247,6 +242,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         concurrency: super::ingest::default_concurrency(),
         retries: 4,
         timeout: Duration::from_secs(120),
+        whole_table_timeout: None,
         accept_damaged: false,
         quarantine_dir: args.quarantine_dir.clone(),
         drop: args.fresh,
@@ -260,6 +256,9 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
     let summary = ingest(options, progress.clone()).await?;
     let wall = started.elapsed().as_secs_f64();
     progress.finish();
+    for warning in &summary.warnings {
+        eprintln!("warning: {warning}");
+    }
     let t = &summary.totals;
     // A rerun cannot bring an hour the source lacks: say what can.
     if t.hours_missing > 0 {
@@ -295,6 +294,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         retries: t.retries,
         hours_retried: t.hours_retried as u64,
         damage: damage(&summary),
+        warnings: summary.warnings.clone(),
     })
 }
 

@@ -2,21 +2,27 @@
 //! are JSON objects `{"comment": [...], "pipeline": [...]}` in relaxed
 //! extended JSON; aggregations run as the paper ran them: `allowDiskUse: true`
 //! and a very large batch size, the cursor drained. Besides, each states what
-//! a server's defaults could change: its time limit (MongoDB 8's
-//! `defaultMaxTimeMS` would cut it otherwise) and the `simple` collation (a
-//! collection created with a default collation would group and sort by it).
+//! a server's defaults could change: its time limit (`maxTimeMS: 0`, none,
+//! unless `--query-timeout` gives one: an explicit value overrides MongoDB 8's
+//! `defaultMaxTimeMS`) and the `simple` collation (a collection created with a
+//! default collation would group and sort by it). Each carries a `comment`
+//! naming it, by which it is found and stopped (`killOp`) when ghbench stops
+//! waiting for it.
 //!
 //! The commands around the queries (explain, statistics, `planCacheClear`)
 //! follow the URI's read preference, as the queries do, so they describe
 //! and clear the node the queries ran on.
 
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context as _};
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
+use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut};
 use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
@@ -35,9 +41,10 @@ use crate::stats::{CollectionSizes, IndexReply};
 
 /// The paper used "a very large cursor batch size"; servers cap a batch at 16 MB anyway.
 const BATCH_SIZE: u32 = 100_000;
-/// Each aggregation's `maxTimeMS`: long enough for any query ghbench times,
-/// and explicit, so no server default (MongoDB 8's `defaultMaxTimeMS`) cuts one.
-pub const QUERY_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(3600);
+/// MaxTimeMSExpired: the aggregation ran past its `maxTimeMS`.
+const MAX_TIME_EXPIRED: i32 = 50;
+/// Numbers each command's `comment` within this process.
+static COMMANDS: AtomicU64 = AtomicU64::new(0);
 
 pub struct MongoBackend {
     setup: &'static MongoSetup,
@@ -50,6 +57,8 @@ pub struct MongoBackend {
     collation: Option<Collation>,
     /// The server parameters the setup sets for its queries, and whether the server lets it.
     parameters: ServerParameters,
+    /// `--query-timeout`, sent as each aggregation's `maxTimeMS` (0 without).
+    limit: Option<Duration>,
 }
 
 #[derive(Deserialize)]
@@ -95,7 +104,42 @@ impl MongoBackend {
         let collation = product.states_simple_collation().then(simple_collation);
         let parameters = ServerParameters::probe(&db, &setup.parameters).await;
         let collection = setup.collection(table);
-        Ok(MongoBackend { setup, db, url: url.to_string(), table: table.clone(), collection, collation, parameters })
+        Ok(MongoBackend { setup, db, url: url.to_string(), table: table.clone(), collection, collation, parameters, limit: None })
+    }
+
+    /// Another client of the same setup and table, with the same limit.
+    async fn another(&self) -> BackendResult<Box<dyn Backend>> {
+        let mut fresh = MongoBackend::connect(self.setup, &self.url, &self.table).await?;
+        fresh.limit = self.limit;
+        Ok(Box::new(fresh))
+    }
+
+    /// Each aggregation's `maxTimeMS`: the limit, or 0 (none) stated, so no
+    /// server default cuts it.
+    fn max_time(&self) -> Duration {
+        self.limit.unwrap_or(crate::NO_TIME_LIMIT)
+    }
+
+    /// A `comment` of its own for a command, and the command registered as
+    /// running under it (stopped by it if ghbench stops waiting); `what`
+    /// names the command for people.
+    fn register(&self, what: &str) -> (String, Running) {
+        let comment = format!("ghbench {} {}", std::process::id(), COMMANDS.fetch_add(1, Ordering::Relaxed));
+        let said = format!("{} at {}: {what} ({comment})", self.engine(), ghbench_core::redact_url(&self.url));
+        let running = Running::start(said, self.kill_by_comment(comment.clone()));
+        (comment, running)
+    }
+
+    /// What stops the command that carries `comment` on the server: its
+    /// operations found in `currentOp` by the comment, each `killOp`ed. A
+    /// server that does not list commands' comments cannot be told which
+    /// (SecantusDB 0.7 does not): said so, the command runs to its end.
+    fn kill_by_comment(&self, comment: String) -> Cancel {
+        let db = self.db.clone();
+        Arc::new(move || {
+            let (db, comment) = (db.clone(), comment.clone());
+            Box::pin(async move { kill_by_comment(&db, &comment).await })
+        })
     }
 
     fn aggregation(&self, query: &QueryFile) -> BackendResult<Aggregation> {
@@ -206,7 +250,7 @@ impl Backend for MongoBackend {
     /// uncompressed BSON size beside it.
     async fn sizes(&self) -> BackendResult<Storage> {
         let coll = self.db.collection::<Document>(&self.collection);
-        let rows = coll.count_documents(doc! {}).await.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?;
+        let rows = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?;
         let (sizes, source) = self.collection_sizes(rows).await?;
         Ok(Storage {
             rows,
@@ -235,8 +279,11 @@ impl Backend for MongoBackend {
             let existed = self.index_names().await?.contains(&name);
             let started = Instant::now();
             // To the primary, whatever the read preference: only it builds.
-            let command = doc! {"createIndexes": &self.collection, "indexes": [spec]};
-            let reply = self.db.run_command(command).await.map_err(|e| with_advice("createIndexes", e).context(format!("creating {name}")))?;
+            let (comment, running) = self.register(&format!("createIndexes {name}"));
+            let command = doc! {"createIndexes": &self.collection, "indexes": [spec], "comment": comment};
+            let reply = self.db.run_command(command).await;
+            running.finished();
+            let reply = reply.map_err(|e| with_advice("createIndexes", e).context(format!("creating {name}")))?;
             let seconds = started.elapsed().as_secs_f64();
             // On a replica set the reply returns once the commit quorum's members have built it.
             let said = IndexReply::read(&reply);
@@ -268,17 +315,31 @@ impl Backend for MongoBackend {
             let error = with_advice("aggregate", e);
             if missing_index { error.context(advice) } else { error }
         };
-        let cursor = coll
-            .aggregate(aggregation.pipeline.clone())
-            .allow_disk_use(true)
-            .batch_size(BATCH_SIZE)
-            .max_time(QUERY_TIME_LIMIT)
-            .optional(self.collation.clone(), |aggregate, collation| aggregate.collation(collation))
-            .optional(aggregation.driver_hint(), |aggregate, hint| aggregate.hint(hint))
-            .await
-            .map_err(failed)?;
-        let docs: Vec<Document> = cursor.try_collect().await.map_err(failed)?;
-        Ok(docs.iter().map(normalise).collect())
+        let cut_or = |e: mongodb::error::Error| match self.limit {
+            Some(limit) if crate::error::code(&e) == Some(MAX_TIME_EXPIRED) => QueryTimedOut::wrap(limit, failed(e)),
+            _ => failed(e),
+        };
+        let (comment, running) = self.register("aggregate");
+        let docs = async {
+            let cursor = coll
+                .aggregate(aggregation.pipeline.clone())
+                .allow_disk_use(true)
+                .batch_size(BATCH_SIZE)
+                .max_time(self.max_time())
+                .comment(Bson::String(comment))
+                .optional(self.collation.clone(), |aggregate, collation| aggregate.collation(collation))
+                .optional(aggregation.driver_hint(), |aggregate, hint| aggregate.hint(hint))
+                .await
+                .map_err(cut_or)?;
+            cursor.try_collect::<Vec<Document>>().await.map_err(cut_or)
+        }
+        .await;
+        running.finished();
+        Ok(docs?.iter().map(normalise).collect())
+    }
+
+    fn limit_queries(&mut self, limit: Option<Duration>) {
+        self.limit = limit;
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {
@@ -293,7 +354,7 @@ impl Backend for MongoBackend {
         // The aggregation as `execute` runs it, so the plan is the timed one's.
         let mut aggregate = doc! {
             "aggregate": &self.collection, "pipeline": aggregation.pipeline, "cursor": {}, "allowDiskUse": true,
-            "maxTimeMS": QUERY_TIME_LIMIT.as_millis() as i64,
+            "maxTimeMS": self.max_time().as_millis() as i64,
         };
         if let Some(hint) = aggregation.hint {
             aggregate.insert("hint", hint);
@@ -301,7 +362,12 @@ impl Backend for MongoBackend {
         if self.collation.is_some() {
             aggregate.insert("collation", doc! {"locale": "simple"});
         }
-        match self.command(doc! {"explain": aggregate, "verbosity": "executionStats"}).await {
+        // executionStats runs the query: registered like it, to be stopped like it.
+        let (comment, running) = self.register("explain of an aggregate");
+        aggregate.insert("comment", comment);
+        let explained = self.command(doc! {"explain": aggregate, "verbosity": "executionStats"}).await;
+        running.finished();
+        match explained {
             Ok(reply) => {
                 if let Ok(server) = reply.get_document("serverInfo") {
                     let port = server.get("port").map(|p| format!(":{p}")).unwrap_or_default();
@@ -351,7 +417,7 @@ impl Backend for MongoBackend {
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(MongoBackend::connect(self.setup, &self.url, &self.table).await?))
+        self.another().await
     }
 
     /// The driver's pool runs as tasks of the runtime; a client dropped only
@@ -361,6 +427,32 @@ impl Backend for MongoBackend {
     async fn close(&self) {
         let _ = tokio::time::timeout(CLOSE_LIMIT, self.db.client().clone().shutdown()).await;
     }
+}
+
+/// Finds the operations that carry `comment` (`currentOp`, on the node the
+/// queries read) and `killOp`s each; what was done, or why nothing could be.
+async fn kill_by_comment(db: &Database, comment: &str) -> Result<String, String> {
+    let admin = db.client().database("admin");
+    // $ownOps: a user without the inprog privilege (an Atlas user) sees its own.
+    let filter = doc! {"currentOp": 1, "$ownOps": true, "command.comment": comment};
+    let node = crate::connect::queries_node(db);
+    let reply = admin.run_command(filter).selection_criteria(node.clone()).await.map_err(|e| format!("currentOp: {}", refusal("currentOp", &e)))?;
+    let ops = reply.get_array("inprog").map(|ops| ops.as_slice()).unwrap_or_default();
+    // Checked here too: a server may ignore the filter and list everything.
+    let ours: Vec<Bson> = ops
+        .iter()
+        .filter_map(Bson::as_document)
+        .filter(|op| op.get_document("command").ok().and_then(|c| c.get_str("comment").ok()) == Some(comment))
+        .filter_map(|op| op.get("opid").cloned())
+        .collect();
+    if ours.is_empty() {
+        return Err("the server lists no operation with ghbench's comment (it ended, or the server does not show commands' comments in currentOp, as SecantusDB 0.7 does not): if it still runs, it runs to its end".into());
+    }
+    // On the node that listed them: an opid means nothing on another.
+    for opid in &ours {
+        admin.run_command(doc! {"killOp": 1, "op": opid.clone()}).selection_criteria(node.clone()).await.map_err(|e| format!("killOp: {}", refusal("killOp", &e)))?;
+    }
+    Ok(format!("killOp sent for {} operation(s) found by its comment", ours.len()))
 }
 
 /// How long closing a client may wait for the driver's own shutdown.

@@ -98,9 +98,10 @@ fn advice(command: &str, code: Option<i32>) -> Option<String> {
         ),
         // MaxTimeMSExpired
         50 => format!(
-            "{command} ran past the maxTimeMS ghbench set ({} s); on Atlas Free and Flex tiers the server caps maxTimeMS at 300 s, \
-             so a longer query cannot finish there: use a smaller --table or a dedicated tier",
-            crate::backend::QUERY_TIME_LIMIT.as_secs()
+            "{command} ran past its maxTimeMS: the --query-timeout ghbench was given, else a cap of the server's own \
+             (without --query-timeout ghbench sends maxTimeMS 0, no limit, which overrides MongoDB 8's defaultMaxTimeMS); \
+             Atlas Free and Flex tiers cap maxTimeMS at 300 s and it cannot be lifted there (Atlas documentation, \
+             \"Unsupported Commands in Atlas\"): use a smaller --table or a dedicated tier"
         ),
         // QueryExceededMemoryLimitNoDiskUseAllowed
         292 => format!(

@@ -33,6 +33,11 @@ use setup::MongoSetup;
 
 pub use lease::LOCKS;
 
+/// `maxTimeMS: 0`, stated on every read over the whole collection (the timed
+/// aggregations without `--query-timeout`, the exact counts): no limit, and
+/// an explicit value, so MongoDB 8's `defaultMaxTimeMS` cannot cut one.
+pub const NO_TIME_LIMIT: std::time::Duration = std::time::Duration::ZERO;
+
 /// What `just setup` starts (see scripts/setup.sh).
 pub const DEFAULT_URL: &str = "mongodb://127.0.0.1:27017/ghbench?directConnection=true";
 

@@ -144,13 +144,13 @@ impl EngineSink for MongoSink {
         if loading > 0 {
             return Ok(stored);
         }
-        let rows = self.data().count_documents(doc! {}).await.sink()?;
+        let rows = self.data().count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await.sink()?;
         let what = format!("{} collection {}", self.setup.spec.engine, self.name());
         let stems: Vec<String> = stored.keys().cloned().collect();
         check_counts(&mut stored, &what, rows, || async {
             let mut counted = BTreeMap::new();
             for stem in stems {
-                let n = self.data().count_documents(hour_ids(&stem)).await.sink()?;
+                let n = self.data().count_documents(hour_ids(&stem)).max_time(crate::NO_TIME_LIMIT).await.sink()?;
                 counted.insert(stem, n);
             }
             let listed: u64 = counted.values().sum();

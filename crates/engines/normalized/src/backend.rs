@@ -11,6 +11,7 @@ use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, Plan, Storage};
 use ghbench_olap::rows::Row;
 use ghbench_postgres::backend as pg;
+use ghbench_postgres::session::Session;
 use ghbench_postgres::sql;
 use tokio_postgres::Client;
 
@@ -26,16 +27,23 @@ async fn read_derived_tables_first(client: &Client) -> Result<(), tokio_postgres
 }
 
 pub struct NormalizedBackend {
-    client: Client,
+    client: Session,
     url: String,
     table: TableName,
 }
 
 impl NormalizedBackend {
     pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
-        let client = ghbench_postgres::connect::connect(&SPEC, url).await?;
+        let client = Session::connect(&SPEC, url).await?;
         read_derived_tables_first(&client).await?;
         Ok(NormalizedBackend { client, url: url.to_string(), table: table.clone() })
+    }
+
+    /// Another session of the same table, with the same limit.
+    async fn another(&self) -> BackendResult<Box<dyn Backend>> {
+        let mut fresh = NormalizedBackend::connect(&self.url, &self.table).await?;
+        fresh.client.limit_queries(self.client.limit());
+        Ok(Box::new(fresh))
     }
 
     async fn schema(&self) -> BackendResult<Schema> {
@@ -105,7 +113,10 @@ impl Backend for NormalizedBackend {
             // A file that cannot mean anything fails as it is; a missing path only skips.
             let as_read = template::resolve(&statement, &schema, Missing::ReadsNull).map_err(|e| anyhow!("{}: {e}", file.path))?;
             match template::resolve(&statement, &schema, Missing::IsError) {
-                Ok(text) => builds.extend(pg::create_indexes(&self.client, file, &text, Some(SCHEMA), built).await?),
+                Ok(text) => {
+                    let building = pg::create_indexes(&self.client, file, &text, Some(SCHEMA), built);
+                    builds.extend(self.client.cancellable("building the indexes", building).await?)
+                }
                 Err(why) => {
                     let name = sql::created_index_name(&as_read).map_or_else(|_| statement.clone(), |n| n.to_string());
                     let build = IndexBuild::left_out(name, statement, why);
@@ -118,15 +129,23 @@ impl Backend for NormalizedBackend {
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        self.client.apply_limit().await?;
         Ok(Box::new(self.resolve(query).await?))
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let sql: &String = prepared(self.engine(), query)?;
-        Ok(pg::result_rows(&self.client, sql).await?)
+        self.client.rows(sql).await
+    }
+
+    fn limit_queries(&mut self, limit: Option<std::time::Duration>) {
+        self.client.limit_queries(limit);
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {
+        if let Err(e) = self.client.apply_limit().await {
+            return Plan { error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };
+        }
         match self.resolve(query).await {
             Ok(sql) => pg::explain(&self.client, &sql).await,
             Err(e) => Plan { error: Some(format!("{e:#}")), ..Plan::default() },
@@ -142,7 +161,7 @@ impl Backend for NormalizedBackend {
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(NormalizedBackend::connect(&self.url, &self.table).await?))
+        self.another().await
     }
 
     async fn clear_caches(&self) -> Vec<String> {

@@ -59,7 +59,7 @@ pub async fn derive(url: &str, table: &TableName, progress: &(dyn Fn(u64, u64) +
     if !exists {
         bail!("there is no jsonb table '{table}' to derive from: load it first (ghbench ingest --engines {} --table {table})", jsonb.engine);
     }
-    let mut sink = NormalizedSink::new(ghbench_postgres::connect::connect(&SPEC, url).await?, url.to_string(), table.clone());
+    let mut sink = NormalizedSink::new(ghbench_postgres::session::Session::connect(&SPEC, url).await?, url.to_string(), table.clone());
     sink.check_name().await.map_err(sink_err)?;
     let jsonb_lock = ghbench_postgres::lock::lock(url, &jsonb.engine, table.as_str(), table).await.map_err(sink_err)?;
     let own_lock = match sink.lock(std::time::Duration::ZERO).await {

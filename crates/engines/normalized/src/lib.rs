@@ -69,7 +69,7 @@ impl UrlEngine for Normalized {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let client = ghbench_postgres::connect::connect(&SPEC, url).await?;
+        let client = ghbench_postgres::session::Session::connect(&SPEC, url).await?;
         Ok(Box::new(sink::NormalizedSink::new(client, url.to_string(), table.clone())))
     }
 

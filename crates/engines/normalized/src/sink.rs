@@ -13,6 +13,7 @@ use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
+use ghbench_postgres::session::Session;
 use tokio_postgres::Client;
 
 use crate::deriver::Deriver;
@@ -20,7 +21,8 @@ use crate::rows::SendError;
 use crate::{did, meta, SPEC};
 
 pub struct NormalizedSink {
-    client: Client,
+    /// Cancellable: see the postgres engine's sink.
+    client: Session,
     url: String,
     table: TableName,
     /// Read from the database once the tables exist (after `prepare`).
@@ -32,7 +34,7 @@ pub struct NormalizedSink {
 }
 
 impl NormalizedSink {
-    pub fn new(client: Client, url: String, table: TableName) -> Self {
+    pub fn new(client: Session, url: String, table: TableName) -> Self {
         NormalizedSink { client, url, table, deriver: None, hour: None, replacing: false }
     }
 
@@ -246,6 +248,7 @@ impl EngineSink for NormalizedSink {
 
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables: Vec<String> = meta::table_names(&self.client, self.table.as_str()).await.sink()?.iter().map(|t| meta::qualified(t)).collect();
-        Ok(Some(ghbench_postgres::sink::vacuum_analyze(&self.client, self.ledger(), &tables).await?))
+        let upkeep = ghbench_postgres::sink::vacuum_analyze(&self.client, self.ledger(), &tables);
+        Ok(Some(self.client.cancellable(&format!("VACUUM (ANALYZE) of {}'s tables", self.table), upkeep).await?))
     }
 }

@@ -5,10 +5,11 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared, QueryTimedOut};
 use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{Plan, Storage};
@@ -18,6 +19,8 @@ use polars::sql::SQLContext;
 
 use crate::schema::Layout;
 use crate::store::{Check, Damage, HourEntry, TableDir};
+use crate::worker::Worker;
+use ghbench_core::stop::Running;
 
 /// How a plan is shown: polars' own optimised plan.
 const EXPLAIN: &str = "LazyFrame::explain(optimized = true)";
@@ -29,14 +32,97 @@ pub const ENGINE: Engine = Engine::Streaming;
 
 pub struct PolarsBackend {
     table: TableDir,
+    /// `--query-timeout`: the query is stopped past it (in this process,
+    /// only waited for no longer).
+    limit: Option<Duration>,
+    /// Where queries run: a worker process of this program (started when
+    /// the first query is prepared), or this process.
+    runs_in: RunsIn,
 }
 
-/// A query planned against the table's files, ready to collect.
-struct Planned(LazyFrame);
+enum RunsIn {
+    Worker { program: &'static std::path::Path, worker: tokio::sync::Mutex<Option<Worker>> },
+    ThisProcess,
+}
+
+/// A query planned against the table's files, ready to collect (here) or
+/// to send (to the worker, which plans it again there).
+struct Planned {
+    frame: LazyFrame,
+    file: QueryFile,
+}
 
 impl PolarsBackend {
+    /// The table's backend, its queries in a worker process when this
+    /// program serves them (see [`crate::worker::serve_queries_with`]).
     pub fn open(dir: &std::path::Path, table: &TableName) -> anyhow::Result<PolarsBackend> {
-        Ok(PolarsBackend { table: TableDir::new(dir, table) })
+        let program = crate::worker::program().filter(|_| std::env::var_os(crate::worker::IN_PROCESS).is_none());
+        let runs_in = match program {
+            Some(program) => RunsIn::Worker { program, worker: tokio::sync::Mutex::new(None) },
+            None => RunsIn::ThisProcess,
+        };
+        Ok(PolarsBackend { table: TableDir::new(dir, table), limit: None, runs_in })
+    }
+
+    /// The table's backend with its queries in this process: the worker's own.
+    pub fn open_here(dir: &std::path::Path, table: &TableName) -> anyhow::Result<PolarsBackend> {
+        Ok(PolarsBackend { table: TableDir::new(dir, table), limit: None, runs_in: RunsIn::ThisProcess })
+    }
+
+    /// A query's rows, computed in this process (the worker's side).
+    pub fn run_here(&self, query: &QueryFile) -> anyhow::Result<Vec<Row>> {
+        let frame = self.plan(query).map_err(|e| self.explain_failure(e))?;
+        let result = frame.collect_with_engine(ENGINE).map(|result| result.unwrap_single());
+        rows(&result.map_err(|e| self.explain_failure(e.into()))?)
+    }
+
+    /// Another backend of the same table and limit (a client of its own).
+    fn another(&self) -> PolarsBackend {
+        let runs_in = match &self.runs_in {
+            RunsIn::Worker { program, .. } => RunsIn::Worker { program, worker: tokio::sync::Mutex::new(None) },
+            RunsIn::ThisProcess => RunsIn::ThisProcess,
+        };
+        PolarsBackend { table: self.table.clone(), limit: self.limit, runs_in }
+    }
+
+    /// The worker, started if it is not running (not timed: from `prepare`).
+    async fn ensure_worker(&self) -> anyhow::Result<()> {
+        if let RunsIn::Worker { program, worker } = &self.runs_in {
+            let mut slot = worker.lock().await;
+            if slot.is_none() {
+                *slot = Some(Worker::start(program, self.table.dir(), self.table.name()).await?);
+            }
+        }
+        Ok(())
+    }
+
+    /// `query` in the worker, stopped (its process killed) past the limit.
+    /// A worker that failed or was killed is not kept: the next query's
+    /// `prepare` starts another.
+    async fn run_in_worker(&self, program: &std::path::Path, slot: &tokio::sync::Mutex<Option<Worker>>, file: &QueryFile) -> BackendResult<Vec<Row>> {
+        let mut slot = slot.lock().await;
+        let mut worker = match slot.take() {
+            Some(worker) => worker,
+            None => Worker::start(program, self.table.dir(), self.table.name()).await?,
+        };
+        let what = format!("polars on {}: {}", self.table.name(), file.path);
+        let running = Running::start(what, worker.stopper());
+        let ran = match self.limit {
+            None => worker.run(file).await,
+            Some(limit) => match tokio::time::timeout(limit, worker.run(file)).await {
+                Ok(ran) => ran,
+                Err(_) => {
+                    // Stopped here, and said so: nothing left for the registry to stop.
+                    worker.stop().await;
+                    running.finished();
+                    return Err(QueryTimedOut::wrap(limit, anyhow::anyhow!("polars' worker process was killed: the query stopped")));
+                }
+            },
+        };
+        running.finished();
+        let answered = ran?;
+        *slot = Some(worker);
+        answered.map_err(anyhow::Error::msg)
     }
 
     /// Every loaded hour's file, as one lazy frame of the declared layout.
@@ -153,15 +239,39 @@ impl Backend for PolarsBackend {
         Ok(Storage { rows, rows_exact: true, table_bytes: self.table.data_bytes()?, ..Storage::default() })
     }
 
+    /// Planned here (a mistake is said before any run), and the worker
+    /// started if the queries run in one.
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
-        Ok(Box::new(Planned(self.plan(query).map_err(|e| self.explain_failure(e))?)))
+        let frame = self.plan(query).map_err(|e| self.explain_failure(e))?;
+        self.ensure_worker().await?;
+        Ok(Box::new(Planned { frame, file: query.clone() }))
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
-        let Planned(frame) = prepared(self.engine(), query)?;
+        let Planned { frame, file } = prepared(self.engine(), query)?;
+        if let RunsIn::Worker { program, worker } = &self.runs_in {
+            return self.run_in_worker(program, worker, file).await;
+        }
         let frame = frame.clone();
-        let result = tokio::task::spawn_blocking(move || frame.collect_with_engine(ENGINE).map(|result| result.unwrap_single())).await?;
+        let collecting = tokio::task::spawn_blocking(move || frame.collect_with_engine(ENGINE).map(|result| result.unwrap_single()));
+        let result = match self.limit {
+            None => collecting.await?,
+            Some(limit) => match tokio::time::timeout(limit, collecting).await {
+                Ok(collected) => collected?,
+                Err(_) => return Err(QueryTimedOut::wrap(limit, anyhow::anyhow!(
+                    "polars cannot stop a query it runs in the caller's process (ghbench as a library, no worker): this one runs on to its end on polars' threads"
+                ))),
+            },
+        };
         rows(&result.map_err(|e| self.explain_failure(e.into()))?)
+    }
+
+    fn limit_queries(&mut self, limit: Option<Duration>) {
+        self.limit = limit;
+    }
+
+    fn runs_in_process(&self) -> bool {
+        matches!(self.runs_in, RunsIn::ThisProcess)
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {
@@ -173,10 +283,11 @@ impl Backend for PolarsBackend {
         plan
     }
 
-    /// A handle of its own on the same files: its queries run as blocking
-    /// tasks in ghbench's process, sharing polars' one thread pool.
+    /// A handle of its own on the same files: its queries run in a worker
+    /// process of its own (as a server's client has a session of its own),
+    /// or, with no worker, as blocking tasks in this process.
     async fn open_client(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(PolarsBackend { table: self.table.clone() }))
+        Ok(Box::new(self.another()))
     }
 
     async fn concurrency_limits(&self) -> BTreeMap<String, String> {
@@ -185,10 +296,11 @@ impl Backend for PolarsBackend {
             Ok(set) => format!("POLARS_MAX_THREADS={set}"),
             Err(_) => format!("{cores} threads, one per logical core (POLARS_MAX_THREADS unset)"),
         };
-        BTreeMap::from([
-            ("polars thread pool".to_string(), format!("{threads}, shared by every client's queries")),
-            ("query engine".to_string(), format!("{ENGINE:?}, each query collected on a blocking task of ghbench's runtime")),
-        ])
+        let (pool, runs) = match self.runs_in {
+            RunsIn::Worker { .. } => (format!("{threads} in each client's worker process"), "each client's queries collected in a worker process of its own (ghbench polars-worker)"),
+            RunsIn::ThisProcess => (format!("{threads}, shared by every client's queries"), "each query collected on a blocking task of the caller's runtime"),
+        };
+        BTreeMap::from([("polars thread pool".to_string(), pool), ("query engine".to_string(), format!("{ENGINE:?}, {runs}"))])
     }
 
     async fn clear_caches(&self) -> Vec<String> {

@@ -16,6 +16,7 @@ pub mod backend;
 pub mod schema;
 pub mod sink;
 pub mod store;
+pub mod worker;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -92,9 +93,15 @@ pub fn info(table: &store::TableDir) -> ServerInfo {
     // What was flattened, so a reader knows which paths are columns of their own.
     let layout = schema::Layout::declared().map_or_else(|e| format!("unreadable: {e}"), |l| l.signature());
     info.settings.insert("layout".into(), layout);
+    let process = match (worker::program(), std::env::var_os(worker::IN_PROCESS)) {
+        (Some(_), None) => "a worker process of ghbench's own (ghbench polars-worker), one per connection",
+        (Some(_), Some(_)) => "ghbench's own process (GHBENCH_POLARS_IN_PROCESS set)",
+        (None, _) => "the caller's process (ghbench used as a library)",
+    };
+    info.settings.insert("process".into(), process.into());
     info.caveat = Some(
-        "embedded: polars runs inside ghbench's process on Parquet files (hot runs read them from the OS page cache), \
-         with no server, no client round trip and no indexes; a columnar reference point, not a database server"
+        "embedded: polars runs in a process of ghbench's on Parquet files (hot runs read them from the OS page cache), \
+         with no server, no network round trip and no indexes; a columnar reference point, not a database server"
             .into(),
     );
     info

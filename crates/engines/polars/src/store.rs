@@ -139,6 +139,11 @@ impl TableDir {
         &self.table
     }
 
+    /// The engine's data folder the table is in (`--polars-dir`).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.root
+    }
+
     /// The folder of the table's files.
     pub fn path(&self) -> PathBuf {
         self.root.join(self.table.as_str())

@@ -3,7 +3,7 @@
 //! averages exact until they are normalised.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
@@ -16,6 +16,7 @@ use ghbench_olap::rows::{Cell, Row};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::ledger::PgLedger;
+use crate::session::Session;
 use crate::setup::JsonbSetup;
 use crate::sql;
 
@@ -26,15 +27,22 @@ const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS)";
 
 pub struct PostgresBackend {
     setup: &'static JsonbSetup,
-    client: Client,
+    client: Session,
     url: String,
     table: TableName,
 }
 
 impl PostgresBackend {
     pub async fn connect(setup: &'static JsonbSetup, url: &str, table: &TableName) -> BackendResult<Self> {
-        let client = crate::connect::connect(&setup.spec, url).await?;
+        let client = Session::connect(&setup.spec, url).await?;
         Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone() })
+    }
+
+    /// Another session of the same engine and table, with the same limit.
+    async fn another(&self) -> BackendResult<Box<dyn Backend>> {
+        let mut fresh = PostgresBackend::connect(self.setup, &self.url, &self.table).await?;
+        fresh.client.limit_queries(self.client.limit());
+        Ok(Box::new(fresh))
     }
 }
 
@@ -88,11 +96,14 @@ pub async fn create_indexes(
     Ok(builds)
 }
 
-/// The plan of `sql`, with the indexes it uses.
-pub async fn explain(client: &Client, sql: &str) -> Plan {
+/// The plan of `sql`, with the indexes it uses (on `session`, so it can be
+/// cancelled and `--query-timeout` holds for it too).
+pub async fn explain(session: &Session, sql: &str) -> Plan {
     let mut plan = Plan { command: EXPLAIN.into(), ..Plan::default() };
     // The query file may start with comments: they are white space after EXPLAIN.
-    match text_rows(client, &format!("{EXPLAIN}\n{sql}")).await {
+    let started = Instant::now();
+    let explained = session.cancellable("EXPLAIN ANALYZE of a query", text_rows(session, &format!("{EXPLAIN}\n{sql}"))).await;
+    match explained.map_err(|e| session.cut_or(e, started.elapsed())) {
         Ok(lines) => {
             let text: Vec<String> = lines.into_iter().filter_map(|mut l| l.pop().flatten()).collect();
             plan.indexes = indexes_in_plan(&text);
@@ -137,8 +148,8 @@ pub async fn concurrency_limits(client: &Client) -> BTreeMap<String, String> {
 }
 
 /// What can be cleared between runs without restarting the server.
-pub async fn clear_caches(client: &Client) -> Vec<String> {
-    let done = match client.batch_execute("DISCARD ALL").await {
+pub async fn clear_caches(session: &Session) -> Vec<String> {
+    let done = match session.discard_all().await {
         Ok(()) => "DISCARD ALL (session plans and temp state dropped)".to_string(),
         Err(e) => format!("DISCARD ALL failed: {e}"),
     };
@@ -200,19 +211,29 @@ impl Backend for PostgresBackend {
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), built).await
+        let text = file.for_table(&self.table);
+        let building = create_indexes(&self.client, file, &text, self.setup.schema(), built);
+        self.client.cancellable("building the indexes", building).await
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
+        self.client.apply_limit().await?;
         Ok(Box::new(query.for_table(&self.table)))
     }
 
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>> {
         let sql: &String = prepared(self.engine(), query)?;
-        Ok(result_rows(&self.client, sql).await?)
+        self.client.rows(sql).await
+    }
+
+    fn limit_queries(&mut self, limit: Option<Duration>) {
+        self.client.limit_queries(limit);
     }
 
     async fn explain(&self, query: &QueryFile) -> Plan {
+        if let Err(e) = self.client.apply_limit().await {
+            return Plan { command: EXPLAIN.into(), error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };
+        }
         explain(&self.client, &query.for_table(&self.table)).await
     }
 
@@ -225,7 +246,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
-        Ok(Box::new(PostgresBackend::connect(self.setup, &self.url, &self.table).await?))
+        self.another().await
     }
 
     async fn clear_caches(&self) -> Vec<String> {
@@ -234,6 +255,11 @@ impl Backend for PostgresBackend {
 
     async fn concurrency_limits(&self) -> BTreeMap<String, String> {
         concurrency_limits(&self.client).await
+    }
+
+    async fn progress(&self) -> Option<String> {
+        let table = self.setup.table(&self.table);
+        crate::progress::index_build(&self.client, &table).await.or(crate::progress::whole_table(&self.client, &table).await)
     }
 }
 

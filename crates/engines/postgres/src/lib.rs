@@ -18,6 +18,8 @@ pub mod connect;
 pub mod error;
 pub mod ledger;
 pub mod lock;
+pub mod progress;
+pub mod session;
 pub mod setup;
 pub mod sink;
 pub mod sql;
@@ -91,11 +93,16 @@ impl UrlEngine for Postgres {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let client = connect::connect(&self.setup.spec, url).await?;
+        let client = session::Session::connect(&self.setup.spec, url).await?;
         Ok(Box::new(sink::PostgresSink::new(self.setup, client, url.to_string(), table.clone())))
     }
 
     async fn backend(&self, url: &str, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
         Ok(Box::new(backend::PostgresBackend::connect(self.setup, url, table).await?))
+    }
+
+    async fn whole_table_progress(&self, url: &str, table: &TableName) -> Option<String> {
+        let client = connect::connect(&self.setup.spec, url).await.ok()?;
+        progress::whole_table(&client, &self.setup.table(table)).await
     }
 }

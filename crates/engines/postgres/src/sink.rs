@@ -28,12 +28,15 @@ pub fn replaceable(deleted: u64, events: u64) -> bool {
     deleted == events || (deleted > 0 && deleted < events)
 }
 use crate::ledger::{self, PgLedger, SERIALIZE_DDL};
+use crate::session::Session;
 use crate::setup::JsonbSetup;
 
 pub struct PostgresSink {
     /// Which setup's table this loads (its engine, schema and DDL).
     setup: &'static JsonbSetup,
-    client: Client,
+    /// A session whose statements can be cancelled: a whole-table step cut
+    /// by `--whole-table-timeout` must not go on on the server.
+    client: Session,
     /// For the lock's own connection and for describing the server.
     url: String,
     table: TableName,
@@ -92,7 +95,7 @@ pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), Sink
 }
 
 impl PostgresSink {
-    pub fn new(setup: &'static JsonbSetup, client: Client, url: String, table: TableName) -> Self {
+    pub fn new(setup: &'static JsonbSetup, client: Session, url: String, table: TableName) -> Self {
         PostgresSink { setup, client, url, table, copy: None }
     }
 
@@ -171,11 +174,14 @@ impl EngineSink for PostgresSink {
 
     /// The ledger's entries, the table counted against them (see [`check_counts`]).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
-        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {}", self.data_table()), &[]).await.sink()?.get(0);
         let what = format!("{} table {}", self.setup.spec.engine, self.data_table());
-        check_counts(&mut stored, &what, rows.max(0) as u64, || self.rows_per_hour()).await?;
-        Ok(stored)
+        let checking = async {
+            let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
+            let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {}", self.data_table()), &[]).await.sink()?.get(0);
+            check_counts(&mut stored, &what, rows.max(0) as u64, || self.rows_per_hour()).await?;
+            Ok(stored)
+        };
+        self.client.cancellable(&format!("checking the stored hours of {}", self.data_table()), checking).await
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -216,7 +222,8 @@ impl EngineSink for PostgresSink {
 
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables = [self.data_table()];
-        Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
+        let upkeep = vacuum_analyze(&self.client, self.ledger(), &tables);
+        Ok(Some(self.client.cancellable(&format!("VACUUM (ANALYZE) {}", tables[0]), upkeep).await?))
     }
 }
 

@@ -110,10 +110,6 @@ pub struct Upkeep {
     pub seconds: f64,
 }
 
-/// How long upkeep after a load (or checking the stored hours before it) may
-/// take, in steps of the sink's timeout: it reads the whole table (minutes on
-/// a year of data), not one hour.
-const UPKEEP_STEPS: u32 = 30;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
@@ -178,6 +174,14 @@ pub trait Loader: Send + Sync {
 
     /// A new connection for loading `table`.
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
+
+    /// What the server says of a whole-table step running on `table` (e.g.
+    /// PostgreSQL's `pg_stat_progress_vacuum`), asked on a connection of its
+    /// own while the step runs; None when it says nothing.
+    async fn whole_table_progress(&self, table: &TableName) -> Option<String> {
+        let _ = table;
+        None
+    }
 }
 
 /// What loading needs from one connection to an engine: the table and its
@@ -262,15 +266,21 @@ pub struct Sink {
     /// The server's URL, password hidden, for messages.
     server: String,
     timeout: Duration,
+    /// The limit on a step over the whole table (checking the stored hours,
+    /// upkeep after loading): none unless asked, since on a year of data
+    /// such a step reads hundreds of gigabytes.
+    whole_table: Option<Duration>,
     broken: bool,
 }
 
 impl Sink {
-    /// Connects to the engine; every later step waits at most `timeout` for the server.
-    pub async fn connect(loader: &dyn Loader, table: &TableName, timeout: Duration) -> Result<Sink, ConnectError> {
+    /// Connects to the engine; every later step waits at most `timeout` for
+    /// the server, but a step over the whole table `whole_table` (None: as
+    /// long as it takes).
+    pub async fn connect(loader: &dyn Loader, table: &TableName, timeout: Duration, whole_table: Option<Duration>) -> Result<Sink, ConnectError> {
         let inner = loader.connect(table).await?;
         let engine = loader.spec().engine.clone();
-        Ok(Sink { inner, engine, server: loader.location(), timeout, broken: false })
+        Ok(Sink { inner, engine, server: loader.location(), timeout, whole_table, broken: false })
     }
     /// True when the connection is gone or in an unknown state and the sink
     /// must be replaced.
@@ -319,11 +329,9 @@ impl Sink {
         self.step("reading the ledger", |s| s.completed_hours()).await
     }
 
-    /// Allowed [`UPKEEP_STEPS`] times the timeout: checking may count or
-    /// read the whole table.
+    /// A step over the whole table: checking may count or read it all.
     pub async fn stored_hours(&mut self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        let limit = self.timeout * UPKEEP_STEPS;
-        let result = bounded(&self.engine, &self.server, "checking the stored hours against the ledger", limit, self.inner.stored_hours()).await;
+        let result = bounded_if(&self.engine, &self.server, STORED_HOURS, self.whole_table, self.inner.stored_hours()).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
@@ -355,10 +363,9 @@ impl Sink {
         self.step("committing the hour", |s| s.commit_hour(record)).await
     }
 
-    /// See [`EngineSink::after_load`]; allowed [`UPKEEP_STEPS`] times the timeout.
+    /// See [`EngineSink::after_load`]: a step over the whole table.
     pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
-        let limit = self.timeout * UPKEEP_STEPS;
-        let result = bounded(&self.engine, &self.server, "vacuuming and analysing the loaded table", limit, self.inner.after_load()).await;
+        let result = bounded_if(&self.engine, &self.server, UPKEEP, self.whole_table, self.inner.after_load()).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
@@ -381,6 +388,24 @@ impl Sink {
                 })
             })
             .await;
+    }
+}
+
+/// The whole-table steps, as progress and errors name them.
+pub const STORED_HOURS: &str = "checking the stored hours against the ledger";
+pub const UPKEEP: &str = "vacuuming and analysing the loaded table";
+
+/// `work` within `limit` if there is one (see [`bounded`]).
+async fn bounded_if<T>(
+    engine: &Engine,
+    server: &str,
+    step: &'static str,
+    limit: Option<Duration>,
+    work: impl Future<Output = Result<T, SinkError>>,
+) -> Result<T, SinkError> {
+    match limit {
+        Some(limit) => bounded(engine, server, step, limit, work).await,
+        None => work.await,
     }
 }
 

@@ -27,6 +27,9 @@ pub struct Expected {
     pub compare: Compare,
     /// For people, e.g. `its single-client answer, verified across engines`.
     pub label: String,
+    /// The slowest single-client run of the query on the engine (cold run
+    /// included), in seconds: the phase's window and grace follow it.
+    pub slowest: f64,
 }
 
 /// The mix: `asked` if given, each among the queries run (only they have a
@@ -87,7 +90,8 @@ pub fn expected(mix: &[MixQuery], records: &[QueryRecord], answers: &Answers, en
                 None => "its own single-client answer (not verified: no other engine answered it)",
                 Some(false) => return Err("its single-client answer disagreed (see the mismatch): no verified answer to check against".into()),
             };
-            Ok(Expected { rows: rows.clone(), compare: record.compare, label: label.into() })
+            let slowest = result.iterations.iter().chain(&result.cold_run).map(|i| i.seconds).fold(0.0, f64::max);
+            Ok(Expected { rows: rows.clone(), compare: record.compare, label: label.into(), slowest })
         })
         .collect()
 }

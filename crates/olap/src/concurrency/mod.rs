@@ -38,6 +38,9 @@ pub const MAX_CLIENTS: usize = 256;
 /// ends by itself.
 pub const GRACE: Duration = Duration::from_secs(60);
 
+/// How long an abandoned client's task may take to be dropped.
+const ABORT_LIMIT: Duration = Duration::from_secs(5);
+
 /// How long opening one client may take.
 pub const CONNECT_LIMIT: Duration = Duration::from_secs(30);
 
@@ -74,12 +77,14 @@ pub async fn run_concurrency(
             let phase = match &gone {
                 Some(why) => failed_phase(backend.as_ref(), clients, &options.mix, &expected, format!("not run: {why}")),
                 None => {
+                    let (fitted, said) = fit_to_queries(options, &expected, clients);
                     progress.event(RunEvent::Loading {
                         engine: backend.engine(),
                         clients,
-                        seconds: (options.warmup + options.duration).as_secs_f64(),
+                        seconds: (fitted.warmup + fitted.duration).as_secs_f64(),
                     });
-                    let (phase, lost) = run_phase(backend.as_ref(), catalog, clients, &expected, options).await;
+                    let (mut phase, lost) = run_phase(backend.as_ref(), catalog, clients, &expected, &fitted).await;
+                    phase.limits.extend(said);
                     gone = lost;
                     phase
                 }
@@ -95,6 +100,35 @@ pub async fn run_concurrency(
         mix: options.mix.clone(),
         phases,
     }
+}
+
+/// The phase's options for one engine and client count, fitted to how long
+/// its queries took alone: the window holds at least two of the slowest
+/// single-client runs of the mix (a window shorter than a query would count
+/// nothing), and the queries still running when it ends get at least twice
+/// what `clients` of the slowest would take one after another before they
+/// are abandoned. What was lengthened is said for the phase's record.
+pub fn fit_to_queries(options: &ConcurrencyOptions, expected: &[Result<Expected, String>], clients: usize) -> (ConcurrencyOptions, Vec<(String, String)>) {
+    let slowest = expected.iter().flatten().map(|e| e.slowest).fold(0.0, f64::max);
+    let mut fitted = options.clone();
+    let mut said = Vec::new();
+    let window = Duration::from_secs_f64(2.0 * slowest);
+    if window > options.duration {
+        fitted.duration = window;
+        said.push((
+            "ghbench window".to_string(),
+            format!("{:.1} s, not the {:.1} s asked: twice the slowest single-client run of the mix ({slowest:.1} s)", window.as_secs_f64(), options.duration.as_secs_f64()),
+        ));
+    }
+    let grace = Duration::from_secs_f64(2.0 * clients as f64 * slowest);
+    if grace > options.grace {
+        fitted.grace = grace;
+        said.push((
+            "ghbench grace".to_string(),
+            format!("{:.1} s for queries running when the window ends: twice {} × the slowest single-client run ({slowest:.1} s)", grace.as_secs_f64(), clients),
+        ));
+    }
+    (fitted, said)
 }
 
 /// One engine under `clients` clients; the second value says why its later
@@ -189,12 +223,15 @@ async fn run_clients(
             }
             Ok(Err(join)) => ended.push(Ended::Failed(format!("a client task ended abnormally: {join}"))),
             Err(_) => {
+                // Aborting drops the client's query, which cancels it on the
+                // server; awaited, so that has happened when the phase ends.
                 task.abort();
+                let _ = tokio::time::timeout(ABORT_LIMIT, task).await;
                 abandoned_clients += 1;
             }
         }
     }
-    let cpu = cpu_before.since(backend.spec().capabilities.server);
+    let cpu = cpu_before.since(!backend.runs_in_process());
     let mut samples = Vec::new();
     while let Ok(sample) = receiver.try_recv() {
         samples.push(sample);
@@ -275,7 +312,9 @@ fn connections(backend: &dyn Backend, clients: usize) -> String {
     let plural = if clients == 1 { "" } else { "s" };
     match backend.spec().capabilities.server {
         true => format!("{clients} connection{plural} of their own"),
-        false => format!("{clients} task{plural} in ghbench's process (no server)"),
+        // Where their queries run (a worker process each, or tasks of the
+        // caller's) the engine says in its limits.
+        false => format!("{clients} handle{plural} of their own (no server)"),
     }
 }
 
@@ -286,4 +325,43 @@ fn failed_phase(backend: &dyn Backend, clients: usize, mix: &[MixQuery], expecte
     phase.stopped_by = "not run".into();
     phase.error = Some(why);
     phase
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Compare;
+    use std::collections::BTreeMap;
+
+    fn options() -> ConcurrencyOptions {
+        ConcurrencyOptions {
+            clients: vec![1, 4],
+            duration: Duration::from_secs(60),
+            warmup: Duration::from_secs(5),
+            max_queries: 100,
+            mix: Vec::new(),
+            grace: GRACE,
+            connect_limit: CONNECT_LIMIT,
+        }
+    }
+
+    fn taking(seconds: f64) -> Result<Expected, String> {
+        Ok(Expected { rows: Vec::new(), compare: Compare::Ordered, label: "verified".into(), slowest: seconds })
+    }
+
+    #[test]
+    fn the_window_and_grace_follow_the_slowest_single_client_run() {
+        // Quick queries: the phase runs as asked, nothing said.
+        let (fitted, said) = fit_to_queries(&options(), &[taking(0.2), Err("left out".into())], 4);
+        assert_eq!((fitted.duration, fitted.grace), (Duration::from_secs(60), GRACE));
+        assert!(said.is_empty(), "{said:?}");
+        // A query of 41 minutes (the paper's quickest): two of it in the window,
+        // and 4 clients of it twice over before any is abandoned.
+        let (fitted, said) = fit_to_queries(&options(), &[taking(2460.0), taking(30.0)], 4);
+        assert_eq!(fitted.duration, Duration::from_secs(4920));
+        assert_eq!(fitted.grace, Duration::from_secs(2 * 4 * 2460));
+        let said: BTreeMap<_, _> = said.into_iter().collect();
+        assert!(said["ghbench window"].contains("not the 60.0 s asked"), "{said:?}");
+        assert!(said["ghbench grace"].contains("twice 4 × the slowest single-client run (2460.0 s)"), "{said:?}");
+    }
 }

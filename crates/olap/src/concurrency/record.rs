@@ -52,7 +52,7 @@ pub struct LoadPhase {
     pub engine: Engine,
     pub clients: usize,
     /// How the clients reach the engine, e.g. `4 connections of their own`,
-    /// `4 tasks in ghbench's process (no server)`.
+    /// `4 handles of their own (no server)`.
     pub connections: String,
     /// Seconds from the end of the warm-up to the window's end: the
     /// duration, unless `max_queries` ended it first (then with the last
@@ -161,7 +161,7 @@ pub struct ClientCpu {
     /// How busy the whole machine was over the phase (all processes, from
     /// /proc/stat); None where that cannot be read.
     pub machine_busy: Option<f64>,
-    /// The engine runs inside ghbench's process (no server): `seconds` is
-    /// mostly the engine's own work, not the clients'.
+    /// The engine computes inside ghbench's process (no server, no worker
+    /// process): `seconds` is mostly the engine's own work, not the clients'.
     pub engine_in_process: bool,
 }

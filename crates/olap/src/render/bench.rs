@@ -117,6 +117,7 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         if let Some(note) = super::retries_note(retries) {
             table.notes.push(format!("{}: the load time {note}", load.engine));
         }
+        table.notes.extend(load.warnings.iter().map(|w| format!("{}: warning: {w}", load.engine)));
         let rate = load.events_per_second.or_else(|| data?.events_per_second()).map(|r| format!("{r:.0}"));
         let hours = match load.hours_reused {
             0 => load.hours_loaded.to_string(),

@@ -9,7 +9,7 @@ use plotters::style::RGBColor;
 
 use super::bars::{Bar, Bars, PALETTE};
 use super::lines::Lines;
-use super::{mark, result_for, seconds, verdict, ResultsView};
+use super::{failed_said, mark, result_for, seconds, verdict, ResultsView};
 use crate::record::{EngineRecord, QueryRecord, RunRecord};
 
 /// One chart, drawn.
@@ -109,7 +109,7 @@ fn titled(bars: Vec<Bar>, title: String, subtitle: String, y_label: &str, gaps: 
 fn query_bars(view: &ResultsView, q: &QueryRecord) -> Bars {
     let bars = per_engine(view, |e| match result_for(q, &e.engine) {
         None => (Err("not run".into()), None, String::new()),
-        Some(r) if r.error.is_some() => (Err("failed".into()), None, String::new()),
+        Some(r) if r.error.is_some() => (Err(failed_said(r)), None, String::new()),
         Some(r) => match r.stats {
             None => (Err("no timing".into()), None, String::new()),
             Some(s) => (Ok(vec![s.median]), Some((s.min, s.max)), format!("{} {}", seconds(s.median), mark(r))),

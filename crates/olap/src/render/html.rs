@@ -139,6 +139,7 @@ struct Page<'a> {
     /// The runs began with a cold run (`--cold`): its column is shown.
     cold_requested: bool,
     cache: &'a str,
+    limit: String,
     cache_actions: &'a [String],
     /// Lines that say the engines hold different data (headline first).
     data_warning: Vec<String>,
@@ -244,6 +245,7 @@ impl<'a> Page<'a> {
             repeat: c.repeat,
             cold_requested: c.cold.requested,
             cache: &c.cold.label,
+            limit: super::limit_label(c),
             cache_actions: &c.cold.actions,
             data_warning: data_warning(c),
             caveats: caveats(c).into_iter().map(|(e, text)| (e.to_string(), text)).collect(),

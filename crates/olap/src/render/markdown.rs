@@ -65,10 +65,11 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
     let _ = writeln!(
         md,
         "Table `{}`; median of {} timed run(s) per engine and query, each from sending the query to receiving \
-         its last row; {}. Machine: {}.\n",
+         its last row; {}; {}. Machine: {}.\n",
         c.table,
         c.repeat,
         c.cold.label,
+        super::limit_label(c),
         machine_line(&c.machine)
     );
     for engine in &c.engines {
@@ -190,6 +191,7 @@ fn environment_section(record: &RunRecord) -> String {
     let _ = writeln!(md, "- {}", version_line(c));
     let _ = writeln!(md, "- machine: {}", machine_line(&c.machine));
     let _ = writeln!(md, "- command: `{}`", c.arguments.join(" "));
+    let _ = writeln!(md, "- time limit: {}", super::limit_label(c));
     let _ = writeln!(md, "- cache state: {}", c.cold.label);
     for action in &c.cold.actions {
         let _ = writeln!(md, "  - {action}");

@@ -222,12 +222,29 @@ fn agreed_rows(query: &QueryRecord) -> String {
 fn timing_cell(result: Option<&EngineResult>) -> String {
     let Some(r) = result else { return String::new() };
     if r.error.is_some() {
-        return "failed".into();
+        return failed_said(r);
     }
     let median = r.stats.map_or_else(|| "–".to_string(), |s| seconds(s.median));
     match r.verified {
         Some(_) => format!("{median} {}", mark(r)),
         None => median,
+    }
+}
+
+/// The run's time limit on each query, said: none unless `--query-timeout`.
+pub fn limit_label(context: &crate::record::Context) -> String {
+    match context.query_timeout_seconds {
+        Some(limit) => format!("each run stopped past --query-timeout {}", ghbench_core::limit::said(std::time::Duration::from_secs_f64(limit))),
+        None => "no time limit on any query (ghbench's sessions turn off servers' and roles' defaults)".into(),
+    }
+}
+
+/// How a failed result reads in a table cell or under a chart: `failed`, or
+/// `> 1m 30s (limit)` for a query cut by `--query-timeout`.
+pub(crate) fn failed_said(r: &EngineResult) -> String {
+    match r.timed_out {
+        Some(limit) => format!("> {} (limit)", ghbench_core::limit::said(std::time::Duration::from_secs_f64(limit))),
+        None => "failed".into(),
     }
 }
 
@@ -275,7 +292,8 @@ pub fn query_problems(q: &QueryRecord) -> Vec<String> {
         lines.extend(m.first_differences.iter().map(|d| format!("    {d}")));
     }
     for e in q.engines.iter().filter(|e| e.error.is_some()) {
-        lines.push(format!("FAILED {} {} on {}: {}", q.query, q.variant, e.engine, e.error.as_deref().unwrap_or("")));
+        let what = if e.timed_out.is_some() { "TIMED OUT" } else { "FAILED" };
+        lines.push(format!("{what} {} {} on {}: {}", q.query, q.variant, e.engine, e.error.as_deref().unwrap_or("")));
     }
     lines
 }

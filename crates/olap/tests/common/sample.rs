@@ -89,6 +89,7 @@ fn result(q: usize, e: usize) -> EngineResult {
         head: vec![],
         reconnects: vec![],
         connection_gone: false,
+        timed_out: None,
     }
 }
 
@@ -138,6 +139,7 @@ pub fn record() -> RunRecord {
             engines: (0..ENGINES.len()).map(engine).collect(),
             baseline: Some("postgres".into()),
             data_consistency: Some(DataConsistency { agree: true, differences: vec![] }),
+            query_timeout_seconds: None,
         },
         queries: (0..QUERIES.len()).map(query).collect(),
         published: Catalog::embedded().expect("the embedded catalog").paper(),

@@ -1,0 +1,167 @@
+//! polars' queries in a child process of ghbench (`ghbench polars-worker`):
+//! a query ghbench stops waiting for (`--query-timeout`, an abandoned
+//! client, Ctrl-C) is stopped by ending its process, as a server's query is
+//! cancelled; and the process can be held under a memory limit of its own
+//! without limiting ghbench. One process per backend (per client in the
+//! concurrency phase), started when the backend prepares its first query
+//! (not timed), kept while the backend lives, like a server's session.
+//!
+//! The protocol is a line of JSON each way: a [`Request`] (the query file)
+//! in, a [`Reply`] (its rows, or the error) out; the worker says it is ready
+//! once polars' thread pool is up, so no timed query pays for starting it.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, OnceLock};
+
+use ghbench_core::stop::Cancel;
+use ghbench_core::TableName;
+use ghbench_olap::catalog::QueryFile;
+use ghbench_olap::rows::Row;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Set (to anything), polars' queries run in ghbench's own process, as
+/// before the workers: to measure what the worker costs, side by side.
+pub const IN_PROCESS: &str = "GHBENCH_POLARS_IN_PROCESS";
+
+/// The subcommand of ghbench that serves queries.
+pub const SUBCOMMAND: &str = "polars-worker";
+
+static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes every polars backend of this process run its queries in child
+/// processes of `program` (`<program> polars-worker`): ghbench's `main`
+/// names itself. Without it (ghbench used as a library) queries run in the
+/// caller's process, where nothing can stop one.
+pub fn serve_queries_with(program: PathBuf) {
+    let _ = PROGRAM.set(program);
+}
+
+/// The program queries run in, if any.
+pub fn program() -> Option<&'static Path> {
+    PROGRAM.get().map(PathBuf::as_path)
+}
+
+#[derive(Serialize, Deserialize)]
+struct Request {
+    path: String,
+    text: String,
+}
+
+#[derive(Serialize, Deserialize)]
+enum Reply {
+    /// Sent once, when polars' thread pool is up.
+    Ready,
+    Rows(Vec<Row>),
+    Error(String),
+}
+
+/// The worker's side: answers each query of its standard input on its
+/// standard output, until the input closes (its backend was dropped).
+pub fn serve(dir: &Path, table: &TableName) -> anyhow::Result<()> {
+    let backend = crate::backend::PolarsBackend::open_here(dir, table)?;
+    let mut out = std::io::stdout().lock();
+    // A query of two numbers brings polars' thread pool and streaming
+    // engine up before ghbench times anything.
+    use polars::prelude::*;
+    df!("warm" => [1i64, 2])?.lazy().select([col("warm").sum()]).collect_with_engine(crate::backend::ENGINE)?;
+    answer(&mut out, &Reply::Ready)?;
+    for line in std::io::stdin().lock().lines() {
+        let request: Request = serde_json::from_str(&line?)?;
+        let reply = match backend.run_here(&QueryFile { path: request.path, text: request.text }) {
+            Ok(rows) => Reply::Rows(rows),
+            Err(e) => Reply::Error(format!("{e:#}")),
+        };
+        answer(&mut out, &reply)?;
+    }
+    Ok(())
+}
+
+fn answer(out: &mut impl Write, reply: &Reply) -> anyhow::Result<()> {
+    serde_json::to_writer(&mut *out, reply)?;
+    out.write_all(b"\n")?;
+    Ok(out.flush()?)
+}
+
+/// A worker process, from its backend's side.
+pub struct Worker {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Worker {
+    /// Starts `program polars-worker` on the table and waits until it is ready.
+    pub async fn start(program: &Path, dir: &Path, table: &TableName) -> anyhow::Result<Worker> {
+        let mut command = Command::new(program);
+        command.arg(SUBCOMMAND).arg("--polars-dir").arg(dir).args(["--table", table.as_str()]);
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+        #[cfg(target_os = "linux")]
+        // SAFETY: between fork and exec only prctl(2), async-signal-safe, is
+        // called: the worker dies with the ghbench that started it, even when
+        // that one is killed outright and runs no destructor.
+        unsafe {
+            command.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().map_err(|e| anyhow::anyhow!("starting the polars worker ({} {SUBCOMMAND}): {e}", program.display()))?;
+        let stdin = child.stdin.take().expect("piped");
+        let stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut worker = Worker { child, stdin, stdout };
+        match worker.read().await? {
+            Reply::Ready => Ok(worker),
+            _ => anyhow::bail!("the polars worker did not say it was ready"),
+        }
+    }
+
+    /// The query's rows, computed in the worker; the outer error says the
+    /// worker itself failed (it cannot be used again), the inner one that the
+    /// query did (in polars' words).
+    pub async fn run(&mut self, query: &QueryFile) -> anyhow::Result<Result<Vec<Row>, String>> {
+        let mut line = serde_json::to_vec(&Request { path: query.path.clone(), text: query.text.clone() })?;
+        line.push(b'\n');
+        self.stdin.write_all(&line).await?;
+        self.stdin.flush().await?;
+        match self.read().await? {
+            Reply::Rows(rows) => Ok(Ok(rows)),
+            Reply::Error(e) => Ok(Err(e)),
+            Reply::Ready => anyhow::bail!("the polars worker answered out of turn"),
+        }
+    }
+
+    async fn read(&mut self) -> anyhow::Result<Reply> {
+        let mut line = String::new();
+        if self.stdout.read_line(&mut line).await? == 0 {
+            let status = self.child.wait().await.map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+            anyhow::bail!("the polars worker ended ({status})");
+        }
+        Ok(serde_json::from_str(&line)?)
+    }
+
+    /// What ends the worker's query: the process killed (SIGKILL), for
+    /// ghbench's registry of running work.
+    pub fn stopper(&self) -> Cancel {
+        let pid = self.child.id();
+        Arc::new(move || {
+            Box::pin(async move {
+                let Some(pid) = pid else { return Err("the polars worker had already ended".to_string()) };
+                // SAFETY: kill(2) on the worker this ghbench started; at worst it already ended.
+                match unsafe { libc::kill(pid as i32, libc::SIGKILL) } {
+                    0 => Ok("its polars worker process killed (the query stopped)".to_string()),
+                    _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) => Ok("its polars worker process had ended".to_string()),
+                    _ => Err(format!("killing the polars worker {pid}: {}", std::io::Error::last_os_error())),
+                }
+            })
+        })
+    }
+
+    /// Kills the worker and waits for it to end (its query with it).
+    pub async fn stop(mut self) {
+        let _ = self.child.kill().await;
+    }
+}
