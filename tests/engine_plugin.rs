@@ -204,7 +204,7 @@ impl Backend for Memory {
         Ok(rows.into_iter().map(|(key, n)| vec![key.map_or(Cell::Null, Cell::Text), Cell::Int(n)]).collect())
     }
 
-    async fn explain(&self, _: &QueryFile) -> Plan {
+    async fn explain(&self, _: &QueryFile, _: bool) -> Plan {
         Plan { command: "none".into(), error: Some("the memory engine has no planner".into()), ..Plan::default() }
     }
 }

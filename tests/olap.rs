@@ -99,6 +99,7 @@ fn options(variant: &str, queries: &[&str]) -> QueryOptions {
         cold: false,
         reconnect_limit: ghbench_olap::runner::RECONNECT_LIMIT,
         query_timeout: None,
+        analyze_plans: false,
     }
 }
 

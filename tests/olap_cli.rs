@@ -235,3 +235,104 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     let shown = String::from_utf8_lossy(&report(&[&old_path]).stdout).to_string();
     assert!(shown.contains("MISMATCH A corrected") && !shown.contains("DATA DIFFERS") && !shown.contains("cause:"));
 }
+
+/// A query is run exactly as often as asked: --repeat times (counted on the
+/// server, by a sequence each run of the test's query advances), its plan
+/// estimated without running it; --analyze-plans adds one run, said in the
+/// progress, for the plan as it ran.
+#[test]
+fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
+    if real_hour().is_none() {
+        return;
+    }
+    let fixture = LoadedTable::empty("runs");
+    let table = fixture.table.as_str().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
+    assert!(ingest.status.success());
+    let catalog = work.path().join("queries");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    std::fs::write(catalog.join("postgres/corrected/A.sql"), "-- A, counting its runs\nSELECT 'runs' AS repo, nextval('{table}_runs') AS count\n").unwrap();
+    let runs = || -> i64 {
+        tokio::runtime::Runtime::new().unwrap().block_on(async {
+            let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table}_runs");
+            common::pg().await.query_one(&sql, &[]).await.unwrap().get(0)
+        })
+    };
+    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("CREATE SEQUENCE {table}_runs")).await.unwrap() });
+    let results = work.path().join("results");
+    let query = |extra: &[&str]| {
+        let mut args = vec!["query", "A", "--variant", "corrected", "--engines", "postgres", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        ghbench(&fixture, &args)
+    };
+
+    let out = query(&["--repeat", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(runs(), 3, "three runs, and none for the plan");
+    let plan = &json(&common::newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
+    assert_eq!(plan["command"], "EXPLAIN (FORMAT JSON)", "{plan}");
+    assert!(plan["json"].is_array() && plan["error"].is_null(), "{plan}");
+
+    std::thread::sleep(std::time::Duration::from_secs(1)); // a record of its own second
+    let out = query(&["--repeat", "2", "--analyze-plans"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(runs(), 3 + 2 + 1, "two runs and one for the measured plan");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("A corrected on postgres: measured plan (one more run, --analyze-plans)"), "{said}");
+    let plan = &json(&common::newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
+    assert_eq!(plan["command"], "EXPLAIN (ANALYZE, BUFFERS)", "{plan}");
+    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("DROP SEQUENCE {table}_runs")).await.unwrap() });
+}
+
+/// A run killed part way (SIGKILL: nothing of it runs after) leaves a whole
+/// record of the queries it finished, marked unfinished: written after every
+/// query, each time whole (written beside, then renamed).
+#[test]
+fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished() {
+    if real_hour().is_none() {
+        return;
+    }
+    let fixture = LoadedTable::empty("killed_run");
+    let table = fixture.table.as_str().to_string();
+    let work = tempfile::tempdir().unwrap();
+    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
+    assert!(ingest.status.success());
+    let catalog = work.path().join("queries");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    // B runs for ten minutes: A finishes, then the run is killed during B.
+    std::fs::write(catalog.join("postgres/corrected/B.sql"), "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN pg_sleep(600) GROUP BY 1\n").unwrap();
+    let results = work.path().join("results");
+    let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
+    let mut child = command(&fixture, &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(600)%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
+    let slow = |table: &str| -> Vec<i32> { rt.block_on(async { common::pg().await.query(running, &[&table]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
+    let started = std::time::Instant::now();
+    while slow(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    let _ = child.wait();
+    let left = slow(&table);
+    rt.block_on(async {
+        let pg = common::pg().await;
+        for pid in left {
+            let _ = pg.execute("SELECT pg_terminate_backend($1)", &[&pid]).await;
+        }
+    });
+
+    let record = json(&common::newest_file(&results, "olap"));
+    assert_eq!(record["finished"], false, "marked unfinished");
+    let queries = record["queries"].as_array().unwrap();
+    assert_eq!(queries.len(), 1, "A, finished before the kill, and nothing of B: {queries:?}");
+    assert_eq!(queries[0]["query"], "A");
+    assert_eq!(queries[0]["engines"][0]["iterations"].as_array().unwrap().len(), 1, "{}", queries[0]);
+    let leftovers: Vec<_> = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).filter(|n| n.ends_with(".writing")).collect();
+    assert!(leftovers.is_empty() || leftovers.len() == 1, "at most the one being written when killed: {leftovers:?}");
+    // The report reads it and says so.
+    let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(common::newest_file(&results, "olap")).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
+    assert!(said.contains("UNFINISHED: the run stopped after 1 query run(s)"), "{said}");
+}

@@ -76,14 +76,15 @@ async fn both_setups_answer_alike_and_the_tuned_one_leaves_the_papers_plans_as_t
     // The paper's setups alone: their plans.
     run(&ingest, PAPER_SETUPS);
     run(&["index"], PAPER_SETUPS);
-    run(&["query", "--all", "--repeat", "1", "--output", &before_dir], PAPER_SETUPS);
+    // Measured plans (text, with their nodes), as the comparison below reads them.
+    run(&["query", "--all", "--repeat", "1", "--analyze-plans", "--output", &before_dir], PAPER_SETUPS);
     let before = plans(&newest_record(before_dir.as_ref(), "olap"), &["postgres", "mongo"]);
 
     // The tuned setups loaded and indexed beside them; everything queried at once.
     let loaded = run(&ingest, TUNED_AND_THE_REST);
     assert!(loaded.contains(&format!("postgres-tuned: VACUUM (ANALYZE) tuned.{table}")), "the tuned table is analysed in its load: {loaded}");
     run(&["index", "--output", &after_dir], EVERY_ENGINE);
-    run(&["query", "--all", "--repeat", "1", "--output", &after_dir], EVERY_ENGINE);
+    run(&["query", "--all", "--repeat", "1", "--analyze-plans", "--output", &after_dir], EVERY_ENGINE);
     let record = newest_record(after_dir.as_ref(), "olap");
 
     // Every answer agrees across every engine and both setups.

@@ -11,7 +11,7 @@ use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
-use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RECONNECT_LIMIT};
+use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -56,6 +56,14 @@ pub struct TimingArgs {
     /// sessions turn those off): the paper's queries ran for hours.
     #[arg(long, value_name = "DURATION", value_parser = ghbench_core::limit::parse_limit)]
     pub query_timeout: Option<Duration>,
+
+    /// Record each query's plan as it ran (PostgreSQL EXPLAIN (ANALYZE,
+    /// BUFFERS), MongoDB executionStats), which runs every query once more
+    /// (said in the progress). Without it the estimated plan (EXPLAIN (FORMAT
+    /// JSON), queryPlanner) says which indexes each engine chose, and every
+    /// query runs exactly --repeat times (+1 with --cold).
+    #[arg(long)]
+    pub analyze_plans: bool,
 }
 
 impl TimingArgs {
@@ -73,6 +81,7 @@ impl TimingArgs {
             cold,
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
+            analyze_plans: self.analyze_plans,
         })
     }
 }
@@ -113,6 +122,31 @@ pub struct RunPlan {
     pub queries: QueryOptions,
     pub baseline: Option<Engine>,
     pub concurrency: Option<ConcurrencyOptions>,
+    /// Where the record is written as the run goes, after every query and
+    /// marked unfinished (the caller writes the finished one there); None:
+    /// only at the end, by the caller.
+    pub record_to: Option<PathBuf>,
+}
+
+/// Passes every event on, and writes the record so far after each query.
+struct Checkpoints<'a> {
+    inner: &'a dyn Progress,
+    record: std::sync::Mutex<RunRecord>,
+    path: &'a Path,
+}
+
+impl Progress for Checkpoints<'_> {
+    fn event(&self, event: RunEvent<'_>) {
+        if let RunEvent::QueryDone(query) = &event {
+            let mut record = self.record.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            record.queries.push((*query).clone());
+            let written = serde_json::to_string_pretty(&*record).map_err(anyhow::Error::from).and_then(|json| write(self.path, &json));
+            if let Err(e) = written {
+                eprintln!("warning: the record of the queries so far was not written to {} ({e:#}); the run goes on", self.path.display());
+            }
+        }
+        self.inner.event(event);
+    }
 }
 
 /// The concurrency phase's options with its mix resolved against the queries
@@ -136,7 +170,7 @@ pub async fn measure(
     progress: &dyn Progress,
     cooler: &dyn Cooler,
 ) -> Result<(RunRecord, Vec<String>)> {
-    let RunPlan { queries: options, baseline, concurrency } = plan;
+    let RunPlan { queries: options, baseline, concurrency, record_to } = plan;
     let options = &options;
     // The mix is checked before anything is timed: a typo must not cost a run.
     let concurrency = plan_concurrency(catalog, options, concurrency)?;
@@ -160,6 +194,12 @@ pub async fn measure(
     for line in &warning {
         eprintln!("{line}");
     }
+    let unfinished = RunRecord { schema: SCHEMA.into(), context: context.clone(), queries: Vec::new(), published: catalog.paper(), concurrency: None, finished: false };
+    let checkpoints = record_to.as_deref().map(|path| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), path });
+    let progress: &dyn Progress = match &checkpoints {
+        Some(checkpoints) => checkpoints,
+        None => progress,
+    };
     let (mut queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     explain_mismatches(&mut queries, &data_consistency);
     context.cold = cold;
@@ -167,7 +207,7 @@ pub async fn measure(
         Some(load) => Some(run_concurrency(backends, catalog, &queries, &answers, &load, progress).await),
         None => None,
     };
-    Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency }, warning))
+    Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
 }
 
 /// Everything but the queries' results: who, what, where, when.
@@ -208,11 +248,18 @@ pub fn ensure_output_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating the results folder {} (--output)", dir.display()))
 }
 
+/// Writes `contents` to `path` whole or not at all: into a file beside it,
+/// then renamed over it, so a run killed while writing (or a full disk)
+/// never leaves a cut record in place of the last good one.
 pub fn write(path: &Path, contents: &str) -> Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    std::fs::write(path, contents).with_context(|| format!("writing {}", path.display()))
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(".writing");
+    let beside = PathBuf::from(beside);
+    std::fs::write(&beside, contents).with_context(|| format!("writing {}", beside.display()))?;
+    std::fs::rename(&beside, path).with_context(|| format!("renaming {} to {}", beside.display(), path.display()))
 }
 
 /// Writes the Markdown report to `md_path` and its charts as SVG files into

@@ -88,11 +88,13 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     };
     let mut backends = connect_backends(&selected, &table).await?;
     let progress = QueryProgress::new();
-    let measured = measure(&mut backends, &catalog, RunPlan { queries: options, baseline, concurrency: args.concurrency.options() }, &table, &progress, &ClearCaches).await;
+    // Written after every query (unfinished) and again at the end.
+    let json_path = output_path(&args.output, "olap", "json");
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()) };
+    let measured = measure(&mut backends, &catalog, plan, &table, &progress, &ClearCaches).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;
 
-    let json_path = output_path(&args.output, "olap", "json");
     write(&json_path, &serde_json::to_string_pretty(&record)?)?;
     let md_path = json_path.with_extension("md");
     let charts_dir = write_markdown_with_charts(&record, &md_path)?;
@@ -157,13 +159,14 @@ impl Progress for QueryProgress {
             RunEvent::Planned { runs } => self.bar.set_length(runs),
             RunEvent::Cooling { engine, variant, query, how } => self.say(&format!("{query} {variant} on {engine}: making it cold ({how})"), true),
             RunEvent::Running { engine, variant, query, label } => {
-                let first = label == "cold run" || label.starts_with("run 1/");
+                let first = label == "cold run" || label.starts_with("run 1/") || label == ghbench_olap::runner::MEASURED_PLAN;
                 self.say(&format!("{query} {variant} on {engine}: {label}"), first)
             }
             RunEvent::Ran { engine, seconds: s } => {
                 self.bar.inc(1);
                 self.bar.set_message(format!("{engine}: {} s", seconds(s)));
             }
+            RunEvent::QueryDone(_) => {}
             RunEvent::Loading { engine, clients, seconds } => {
                 self.say(&format!("{engine}: {} at once for {seconds:.0} s (concurrency phase, warm-up included)", ghbench_olap::concurrency::clients_said(clients)), true)
             }

@@ -83,8 +83,11 @@ pub trait Backend: Send + Sync {
         let _ = limit;
     }
 
-    /// The plan the engine uses for the query, and whether it uses an index.
-    async fn explain(&self, query: &QueryFile) -> Plan;
+    /// The plan the engine uses for the query, and whether it uses an index:
+    /// estimated, without running the query (at the paper's scale a run is
+    /// hours); `measured` (`--analyze-plans`): as the query ran, which runs it
+    /// once more (PostgreSQL `EXPLAIN ANALYZE`, MongoDB `executionStats`).
+    async fn explain(&self, query: &QueryFile, measured: bool) -> Plan;
 
     /// After a query's runs and its plan: undoes what [`Backend::prepare`]
     /// changed on the server beyond this engine's data (a server parameter

@@ -21,6 +21,14 @@ pub struct BenchRecord {
     /// Per query, variant and engine, the hot median against events loaded and
     /// the fitted growth; empty with a single size.
     pub growth: Vec<Growth>,
+    /// False while the bench goes on: written after every size, so a bench
+    /// that stops keeps the sizes it finished. Files from before are finished.
+    #[serde(default = "finished")]
+    pub finished: bool,
+}
+
+fn finished() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

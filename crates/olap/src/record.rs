@@ -83,6 +83,15 @@ pub struct RunRecord {
     /// The concurrency phase (`--clients`), when asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<ConcurrencyRecord>,
+    /// False while the run goes on: the record is written after every query,
+    /// so a run that stops (killed, a full disk, a dropped terminal) leaves
+    /// the queries it finished. Files from before the flag are finished.
+    #[serde(default = "finished")]
+    pub finished: bool,
+}
+
+fn finished() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -18,6 +18,9 @@ use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, Ind
 use crate::rows::Row;
 use crate::verify::verify;
 
+/// The progress label of `--analyze-plans`' extra run.
+pub const MEASURED_PLAN: &str = "measured plan (one more run, --analyze-plans)";
+
 /// Rows of each result kept in the record for people to look at.
 const HEAD_ROWS: usize = 10;
 
@@ -42,6 +45,9 @@ pub enum RunEvent<'a> {
     /// The concurrency phase: `clients` clients on the engine for `seconds`
     /// (warm-up and duration).
     Loading { engine: &'a Engine, clients: usize, seconds: f64 },
+    /// A query ran on every engine and its answers were compared: what the
+    /// record keeps of it (for a record written as the run goes).
+    QueryDone(&'a QueryRecord),
 }
 
 pub trait Progress: Send + Sync {
@@ -66,6 +72,9 @@ pub struct QueryOptions {
     /// `--query-timeout`: each run (and plan) of a query is stopped past
     /// it; None: no limit, not even a server's default.
     pub query_timeout: Option<Duration>,
+    /// `--analyze-plans`: each query's plan as it ran, by one more run of it
+    /// (said in the progress); else the estimated plan, with no extra run.
+    pub analyze_plans: bool,
 }
 
 /// How long past `--query-timeout` ghbench still waits for an engine to stop
@@ -236,7 +245,7 @@ pub async fn run_queries_keeping_answers(
     for backend in backends.iter_mut() {
         backend.limit_queries(options.query_timeout);
     }
-    let per_query = options.repeat as u64 + u64::from(options.cold);
+    let per_query = options.repeat as u64 + u64::from(options.cold) + u64::from(options.analyze_plans);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
     let mut cold = ColdRecord { requested: options.cold, ..ColdRecord::default() };
     let mut records = Vec::new();
@@ -285,6 +294,7 @@ pub async fn run_queries_keeping_answers(
         let verification = verify(spec, &mut results, &rows);
         answers.rows.push(rows);
         records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
+        progress.event(RunEvent::QueryDone(records.last().expect("just pushed")));
     }
     cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
     cold.true_cold = options.cold && true_cold.iter().all(|t| *t);
@@ -476,8 +486,15 @@ async fn run_one(
     if let Some(rows) = &first_rows {
         result.rows = Some(rows.len() as u64);
         result.head = rows.iter().take(HEAD_ROWS).cloned().collect();
-        // After the timed runs, so EXPLAIN ANALYZE's own run warms nothing they measure.
-        let plan = backend.explain(&file).await;
+        // After the timed runs, so a measured plan's own run warms nothing they measure.
+        if options.analyze_plans {
+            progress.event(RunEvent::Running { engine: &engine, variant, query, label: MEASURED_PLAN });
+        }
+        let started = Instant::now();
+        let plan = backend.explain(&file, options.analyze_plans).await;
+        if options.analyze_plans {
+            progress.event(RunEvent::Ran { engine: &engine, seconds: started.elapsed().as_secs_f64() });
+        }
         result.index_used = plan.index_used;
         result.plan = Some(plan);
     }

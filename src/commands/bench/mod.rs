@@ -183,7 +183,10 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
-    let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new() };
+    let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false };
+    // Written after every size (unfinished until the report): a bench that
+    // stops keeps the sizes it measured.
+    let json_path = output_path(&args.output, "bench", "json");
     for (hours, table) in sizes.into_iter().zip(tables) {
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
         phase(&format!("load into '{table}' on {}", names(&engines)));
@@ -213,7 +216,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone() }, &table, &progress, &cooler).await;
+        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None }, &table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;
@@ -225,9 +228,13 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             println!("{text}");
         }
         record.sizes.push(size);
+        if let Err(e) = write(&json_path, &serde_json::to_string_pretty(&record)?) {
+            eprintln!("warning: the record of the sizes so far was not written ({e:#}); the bench goes on");
+        }
     }
     record.growth = growth(&record.sizes);
-    report(&record, &args, started.elapsed())
+    record.finished = true;
+    report(&record, &json_path, started.elapsed())
 }
 
 /// One engine's load of one size, in a run of its own; hours its ledger
@@ -316,9 +323,9 @@ fn damage(summary: &IngestSummary) -> DataDamage {
 
 /// Writes the JSON, the Markdown with its charts and the HTML page; says
 /// what was written and whether everything was verified.
-fn report(record: &BenchRecord, args: &BenchArgs, took: Duration) -> Result<ExitCode> {
+fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<ExitCode> {
     let Some(run) = largest(record) else { bail!("no size was measured") };
-    let json_path = output_path(&args.output, "bench", "json");
+    let json_path = json_path.to_path_buf();
     write(&json_path, &serde_json::to_string_pretty(record)?)?;
     let md_path = json_path.with_extension("md");
     let charts = BenchCharts::draw(record)?;

@@ -342,8 +342,11 @@ impl Backend for MongoBackend {
         self.limit = limit;
     }
 
-    async fn explain(&self, query: &QueryFile) -> Plan {
-        let mut plan = Plan { command: "explain aggregate, verbosity executionStats".into(), ..Plan::default() };
+    /// `queryPlanner` (the winning plan, without running it), or, measured,
+    /// `executionStats` (which runs it).
+    async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {
+        let verbosity = if measured { "executionStats" } else { "queryPlanner" };
+        let mut plan = Plan { command: format!("explain aggregate, verbosity {verbosity}"), ..Plan::default() };
         let aggregation = match self.aggregation(query) {
             Ok(a) => a,
             Err(e) => {
@@ -365,7 +368,7 @@ impl Backend for MongoBackend {
         // executionStats runs the query: registered like it, to be stopped like it.
         let (comment, running) = self.register("explain of an aggregate");
         aggregate.insert("comment", comment);
-        let explained = self.command(doc! {"explain": aggregate, "verbosity": "executionStats"}).await;
+        let explained = self.command(doc! {"explain": aggregate, "verbosity": verbosity}).await;
         running.finished();
         match explained {
             Ok(reply) => {

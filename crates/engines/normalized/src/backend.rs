@@ -142,12 +142,12 @@ impl Backend for NormalizedBackend {
         self.client.limit_queries(limit);
     }
 
-    async fn explain(&self, query: &QueryFile) -> Plan {
+    async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {
         if let Err(e) = self.client.apply_limit().await {
             return Plan { error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };
         }
         match self.resolve(query).await {
-            Ok(sql) => pg::explain(&self.client, &sql).await,
+            Ok(sql) => pg::explain(&self.client, &sql, measured).await,
             Err(e) => Plan { error: Some(format!("{e:#}")), ..Plan::default() },
         }
     }

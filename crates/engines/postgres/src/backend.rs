@@ -23,7 +23,10 @@ use crate::sql;
 /// Tables larger than this get the planner's row estimate instead of a
 /// `count(*)`, which would scan them (minutes on a year of data).
 const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
-const EXPLAIN: &str = "EXPLAIN (ANALYZE, BUFFERS)";
+/// The plan as the query ran (`--analyze-plans`): it runs the query.
+const EXPLAIN_ANALYZE: &str = "EXPLAIN (ANALYZE, BUFFERS)";
+/// The planner's plan, without running the query.
+const EXPLAIN_ESTIMATED: &str = "EXPLAIN (FORMAT JSON)";
 
 pub struct PostgresBackend {
     setup: &'static JsonbSetup,
@@ -97,22 +100,55 @@ pub async fn create_indexes(
 }
 
 /// The plan of `sql`, with the indexes it uses (on `session`, so it can be
-/// cancelled and `--query-timeout` holds for it too).
-pub async fn explain(session: &Session, sql: &str) -> Plan {
-    let mut plan = Plan { command: EXPLAIN.into(), ..Plan::default() };
-    // The query file may start with comments: they are white space after EXPLAIN.
+/// cancelled and `--query-timeout` holds for it too): the planner's estimate
+/// as JSON, or, `measured`, `EXPLAIN (ANALYZE, BUFFERS)`, which runs it.
+pub async fn explain(session: &Session, sql: &str, measured: bool) -> Plan {
+    let command = if measured { EXPLAIN_ANALYZE } else { EXPLAIN_ESTIMATED };
+    let mut plan = Plan { command: command.into(), ..Plan::default() };
     let started = Instant::now();
-    let explained = session.cancellable("EXPLAIN ANALYZE of a query", text_rows(session, &format!("{EXPLAIN}\n{sql}"))).await;
+    // The query file may start with comments: they are white space after EXPLAIN.
+    let explained = session.cancellable("EXPLAIN of a query", text_rows(session, &format!("{command}\n{sql}"))).await;
     match explained.map_err(|e| session.cut_or(e, started.elapsed())) {
         Ok(lines) => {
             let text: Vec<String> = lines.into_iter().filter_map(|mut l| l.pop().flatten()).collect();
-            plan.indexes = indexes_in_plan(&text);
-            plan.index_used = Some(!plan.indexes.is_empty());
-            plan.text = Some(text.join("\n"));
+            if measured {
+                plan.indexes = indexes_in_plan(&text);
+                plan.text = Some(text.join("\n"));
+            } else {
+                match serde_json::from_str::<serde_json::Value>(&text.concat()) {
+                    Ok(json) => {
+                        plan.indexes = indexes_in_json_plan(&json);
+                        plan.json = Some(json);
+                    }
+                    Err(e) => plan.error = Some(format!("the JSON plan did not read: {e}")),
+                }
+            }
+            plan.index_used = plan.error.is_none().then_some(!plan.indexes.is_empty());
         }
         Err(e) => plan.error = Some(format!("{e:#}")),
     }
     plan
+}
+
+/// Index names in a JSON plan: every node's `Index Name`, in order, once each.
+fn indexes_in_json_plan(plan: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut stack = vec![plan];
+    while let Some(node) = stack.pop() {
+        match node {
+            serde_json::Value::Object(fields) => {
+                if let Some(serde_json::Value::String(name)) = fields.get("Index Name") {
+                    if !names.contains(name) {
+                        names.push(name.clone());
+                    }
+                }
+                stack.extend(fields.values().rev());
+            }
+            serde_json::Value::Array(items) => stack.extend(items.iter().rev()),
+            _ => {}
+        }
+    }
+    names
 }
 
 /// The settings that bound how many sessions the server takes and how much
@@ -230,11 +266,11 @@ impl Backend for PostgresBackend {
         self.client.limit_queries(limit);
     }
 
-    async fn explain(&self, query: &QueryFile) -> Plan {
+    async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {
         if let Err(e) = self.client.apply_limit().await {
-            return Plan { command: EXPLAIN.into(), error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };
+            return Plan { error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };
         }
-        explain(&self.client, &query.for_table(&self.table)).await
+        explain(&self.client, &query.for_table(&self.table), measured).await
     }
 
     fn lost_connection(&self, error: &anyhow::Error) -> bool {
@@ -303,6 +339,17 @@ mod tests {
         ];
         assert_eq!(indexes_in_plan(&plan), ["t_type", "t_repo_name"]);
         assert!(indexes_in_plan(&["Seq Scan on t".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn reads_index_use_from_json_plans() {
+        let plan = serde_json::json!([{"Plan": {"Node Type": "Aggregate", "Plans": [
+            {"Node Type": "Bitmap Heap Scan", "Plans": [{"Node Type": "Bitmap Index Scan", "Index Name": "t_type"}]},
+            {"Node Type": "Index Scan", "Index Name": "t_repo_name"},
+            {"Node Type": "Index Scan", "Index Name": "t_type"}
+        ]}}]);
+        assert_eq!(indexes_in_json_plan(&plan), ["t_type", "t_repo_name"]);
+        assert!(indexes_in_json_plan(&serde_json::json!([{"Plan": {"Node Type": "Seq Scan"}}])).is_empty());
     }
 
     #[test]

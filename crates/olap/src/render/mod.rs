@@ -273,7 +273,10 @@ pub(crate) fn single_client_tables(record: &RunRecord, style: Style) -> String {
 /// Loud lines for every mismatch and failure, the concurrency phase's
 /// included (empty when all verified).
 pub fn problems(record: &RunRecord) -> Vec<String> {
-    record.queries.iter().flat_map(query_problems).chain(concurrency::concurrency_problems(record)).collect()
+    let unfinished = (!record.finished).then(|| {
+        format!("UNFINISHED: the run stopped after {} query run(s) on every engine; this record holds those alone", record.queries.len())
+    });
+    unfinished.into_iter().chain(record.queries.iter().flat_map(query_problems)).chain(concurrency::concurrency_problems(record)).collect()
 }
 
 /// Loud lines for one query's mismatches and failures.

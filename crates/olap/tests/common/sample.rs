@@ -144,5 +144,6 @@ pub fn record() -> RunRecord {
         queries: (0..QUERIES.len()).map(query).collect(),
         published: Catalog::embedded().expect("the embedded catalog").paper(),
         concurrency: None,
+        finished: true,
     }
 }
