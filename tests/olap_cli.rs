@@ -236,6 +236,20 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     assert!(shown.contains("MISMATCH A corrected") && !shown.contains("DATA DIFFERS") && !shown.contains("cause:"));
 }
 
+/// A table of the test's own with the real hour on PostgreSQL, and a copy of
+/// the catalog in a work folder whose PostgreSQL `query` (corrected) is `sql`.
+fn postgres_with_a_query_of_its_own(name: &str, query: &str, sql: &str) -> (LoadedTable, tempfile::TempDir, std::path::PathBuf) {
+    let fixture = LoadedTable::empty(name);
+    let work = tempfile::tempdir().unwrap();
+    let quarantine = work.path().join("q");
+    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", quarantine.to_str().unwrap()]);
+    assert!(ingest.status.success());
+    let catalog = work.path().join("queries");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    std::fs::write(catalog.join(format!("postgres/corrected/{query}.sql")), sql).unwrap();
+    (fixture, work, catalog)
+}
+
 /// A query is run exactly as often as asked: --repeat times (counted on the
 /// server, by a sequence each run of the test's query advances), its plan
 /// estimated without running it; --analyze-plans adds one run, said in the
@@ -245,14 +259,8 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     if real_hour().is_none() {
         return;
     }
-    let fixture = LoadedTable::empty("runs");
+    let (fixture, work, catalog) = postgres_with_a_query_of_its_own("runs", "A", "-- A, counting its runs\nSELECT 'runs' AS repo, nextval('{table}_runs') AS count\n");
     let table = fixture.table.as_str().to_string();
-    let work = tempfile::tempdir().unwrap();
-    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
-    assert!(ingest.status.success());
-    let catalog = work.path().join("queries");
-    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
-    std::fs::write(catalog.join("postgres/corrected/A.sql"), "-- A, counting its runs\nSELECT 'runs' AS repo, nextval('{table}_runs') AS count\n").unwrap();
     let runs = || -> i64 {
         tokio::runtime::Runtime::new().unwrap().block_on(async {
             let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table}_runs");
@@ -293,15 +301,10 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished() {
     if real_hour().is_none() {
         return;
     }
-    let fixture = LoadedTable::empty("killed_run");
-    let table = fixture.table.as_str().to_string();
-    let work = tempfile::tempdir().unwrap();
-    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
-    assert!(ingest.status.success());
-    let catalog = work.path().join("queries");
-    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
     // B runs for ten minutes: A finishes, then the run is killed during B.
-    std::fs::write(catalog.join("postgres/corrected/B.sql"), "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN pg_sleep(600) GROUP BY 1\n").unwrap();
+    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN pg_sleep(600) GROUP BY 1\n";
+    let (fixture, work, catalog) = postgres_with_a_query_of_its_own("killed_run", "B", slow_b);
+    let table = fixture.table.as_str().to_string();
     let results = work.path().join("results");
     let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
     let mut child = command(&fixture, &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
