@@ -295,21 +295,28 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
 
 /// A run killed part way (SIGKILL: nothing of it runs after) leaves a whole
 /// record of the queries it finished, marked unfinished: written after every
-/// query, each time whole (written beside, then renamed).
+/// query, each time whole (written beside, then renamed). `--resume` goes on
+/// from it, keeping what it finished; not once the data changed.
 #[test]
-fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished() {
+fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes() {
     if real_hour().is_none() {
         return;
     }
-    // B runs for ten minutes: A finishes, then the run is killed during B.
-    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN pg_sleep(600) GROUP BY 1\n";
+    // B sleeps as long as the table `<table>_delay` says: ten minutes at
+    // first (A finishes, then the run is killed during B), none for the resume.
+    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN (SELECT pg_sleep(max(seconds)) FROM {table}_delay) AS d GROUP BY 1\n";
     let (fixture, work, catalog) = postgres_with_a_query_of_its_own("killed_run", "B", slow_b);
     let table = fixture.table.as_str().to_string();
+    let delay = |seconds: i32| {
+        let sql = format!("DROP TABLE IF EXISTS {table}_delay; CREATE TABLE {table}_delay AS SELECT {seconds} AS seconds");
+        tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&sql).await.unwrap() });
+    };
+    delay(600);
     let results = work.path().join("results");
     let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
     let mut child = command(&fixture, &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(600)%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
+    let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(max(seconds))%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
     let slow = |table: &str| -> Vec<i32> { rt.block_on(async { common::pg().await.query(running, &[&table]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
     let started = std::time::Instant::now();
     while slow(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
@@ -332,10 +339,50 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished() {
     assert_eq!(queries.len(), 1, "A, finished before the kill, and nothing of B: {queries:?}");
     assert_eq!(queries[0]["query"], "A");
     assert_eq!(queries[0]["engines"][0]["iterations"].as_array().unwrap().len(), 1, "{}", queries[0]);
+    // What A read, from the server's counters around its run: at least the
+    // whole table once (it has no index here), read or found in the buffers.
+    let read = &queries[0]["engines"][0]["read"];
+    let relpages: i32 = rt.block_on(async { common::pg().await.query_one("SELECT relpages FROM pg_class WHERE oid = to_regclass($1)", &[&table]).await.unwrap().get(0) });
+    let counted = |name: &str| read["counters"][name].as_u64().unwrap_or_else(|| panic!("{name} in {read}"));
+    assert_eq!(read["runs"], 1, "{read}");
+    assert!(relpages > 0 && counted("heap_blks_read") + counted("heap_blks_hit") >= relpages as u64, "{relpages} pages, {read}");
     let leftovers: Vec<_> = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).filter(|n| n.ends_with(".writing")).collect();
     assert!(leftovers.is_empty() || leftovers.len() == 1, "at most the one being written when killed: {leftovers:?}");
     // The report reads it and says so.
     let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(common::newest_file(&results, "olap")).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
     assert!(said.contains("UNFINISHED: the run stopped after 1 query run(s)"), "{said}");
+
+    // The same command with --resume finishes the record in place, A kept as timed then.
+    let unfinished = common::newest_file(&results, "olap");
+    let copy = work.path().join("unfinished-copy.json");
+    std::fs::copy(&unfinished, &copy).unwrap();
+    delay(0);
+    let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
+    let out = ghbench(&fixture, &resumed);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let finished = json(&unfinished);
+    assert_eq!(finished["finished"], true);
+    let names: Vec<&str> = finished["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap()).collect();
+    assert_eq!(names, ["A", "B", "C", "D"]);
+    assert_eq!(finished["queries"][0], record["queries"][0], "A kept as it was timed");
+    assert_eq!(finished["context"]["resumed"]["kept"], serde_json::json!(["A corrected"]));
+    assert_eq!(finished["context"]["resumed"]["from_started_at"], record["context"]["started_at"]);
+
+    // Once finished, or once the data changed, there is nothing to go on from.
+    let again: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
+    let refused = ghbench(&fixture, &again);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("that run finished"));
+    let more = work.path().join("more");
+    let gen = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(["gen", "--from", "2015-01-02T00", "--hours", "1", "--events", "50", "--out", more.to_str().unwrap()]).output().unwrap();
+    assert!(gen.status.success());
+    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", more.to_str().unwrap(), "--from", "2015-01-02T00", "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
+    assert!(ingest.status.success());
+    let from_copy: Vec<&str> = args.iter().copied().chain(["--resume", copy.to_str().unwrap()]).collect();
+    let refused = ghbench(&fixture, &from_copy);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{said}");
+    assert!(said.contains("cannot resume the run of") && said.contains("postgres's data: 1 hours, 7702 events"), "{said}");
+    assert!(said.contains("then, 2 hours, 7752 events"), "{said}");
+    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("DROP TABLE {table}_delay")).await.unwrap() });
 }

@@ -10,4 +10,5 @@ pub mod polars_worker;
 pub mod olap;
 pub mod query;
 pub mod report;
+pub mod resume;
 pub mod serve;

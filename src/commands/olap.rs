@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
-use ghbench_olap::record::{ColdRecord, Context, EngineRecord, RunRecord, SCHEMA};
+use ghbench_olap::record::{ColdRecord, Context, EngineRecord, QueryRecord, Resumed, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
@@ -50,8 +50,9 @@ pub struct TimingArgs {
     pub variant: String,
 
     /// Stop each run of a query (and its plan) past this long, e.g. 90s, 2h,
-    /// 1h30m, 500ms: PostgreSQL's statement_timeout, MongoDB's maxTimeMS, polars
-    /// stops waiting. A query cut by it is recorded and said as such. Without
+    /// 1h30m, 500ms (from 1ms to 24 days): PostgreSQL's statement_timeout,
+    /// MongoDB's maxTimeMS, polars' worker process killed. A query cut by it is
+    /// recorded and said as such. Without
     /// it no limit applies, not even a server's or a role's default (ghbench's
     /// sessions turn those off): the paper's queries ran for hours.
     #[arg(long, value_name = "DURATION", value_parser = ghbench_core::limit::parse_limit)]
@@ -82,6 +83,7 @@ impl TimingArgs {
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
             analyze_plans: self.analyze_plans,
+            skip: Vec::new(),
         })
     }
 }
@@ -126,6 +128,8 @@ pub struct RunPlan {
     /// marked unfinished (the caller writes the finished one there); None:
     /// only at the end, by the caller.
     pub record_to: Option<PathBuf>,
+    /// An unfinished record to go on from (`--resume`): its queries are kept.
+    pub resume: Option<RunRecord>,
 }
 
 /// Passes every event on, and writes the record so far after each query.
@@ -170,7 +174,9 @@ pub async fn measure(
     progress: &dyn Progress,
     cooler: &dyn Cooler,
 ) -> Result<(RunRecord, Vec<String>)> {
-    let RunPlan { queries: options, baseline, concurrency, record_to } = plan;
+    let RunPlan { queries: mut options, baseline, concurrency, record_to, resume } = plan;
+    let kept: Vec<QueryRecord> = resume.as_ref().map(|r| r.queries.clone()).unwrap_or_default();
+    options.skip = kept.iter().map(|q| (q.variant.clone(), q.query.clone())).collect();
     let options = &options;
     // The mix is checked before anything is timed: a typo must not cost a run.
     let concurrency = plan_concurrency(catalog, options, concurrency)?;
@@ -180,6 +186,7 @@ pub async fn measure(
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
     context.baseline = baseline;
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
+    context.catalog_digest = Some(catalog_digest(catalog, options, backends)?);
     for engine in &context.engines {
         if let Some(error) = &engine.data_error {
             anyhow::bail!("{} cannot read its ingest ledger for '{table}': {error}", engine.engine);
@@ -190,11 +197,19 @@ pub async fn measure(
         }
     }
     context.data_consistency = Some(data_consistency.clone());
+    if let Some(then) = &resume {
+        let changed = super::resume::changes(&then.context, &context);
+        if !changed.is_empty() {
+            anyhow::bail!("cannot resume the run of {}: {}; its numbers would not be about this run (start it anew)", then.context.started_at, changed.join("; "));
+        }
+        let kept = kept.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
+        context.resumed = Some(Resumed { from_started_at: then.context.started_at.clone(), kept });
+    }
     let warning = data_warning(&context);
     for line in &warning {
         eprintln!("{line}");
     }
-    let unfinished = RunRecord { schema: SCHEMA.into(), context: context.clone(), queries: Vec::new(), published: catalog.paper(), concurrency: None, finished: false };
+    let unfinished = RunRecord { schema: SCHEMA.into(), context: context.clone(), queries: kept.clone(), published: catalog.paper(), concurrency: None, finished: false };
     let checkpoints = record_to.as_deref().map(|path| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), path });
     let progress: &dyn Progress = match &checkpoints {
         Some(checkpoints) => checkpoints,
@@ -203,11 +218,29 @@ pub async fn measure(
     let (mut queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     explain_mismatches(&mut queries, &data_consistency);
     context.cold = cold;
+    // Under load only the queries this run timed have answers to check against.
     let concurrency = match concurrency {
         Some(load) => Some(run_concurrency(backends, catalog, &queries, &answers, &load, progress).await),
         None => None,
     };
+    let queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();
     Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
+}
+
+/// A digest of every query text the run times, on every engine: a resumed
+/// run is refused when it changed.
+fn catalog_digest(catalog: &Catalog, options: &QueryOptions, backends: &[Box<dyn Backend>]) -> Result<String> {
+    let mut texts = Vec::new();
+    for (variant, query, _) in select(catalog, options)? {
+        for backend in backends {
+            let file = catalog.query(backend.dialect(), &variant, &query)?;
+            texts.extend_from_slice(file.path.as_bytes());
+            texts.push(0);
+            texts.extend_from_slice(file.text.as_bytes());
+            texts.push(0);
+        }
+    }
+    Ok(ghbench_core::digest::of_bytes(&texts))
 }
 
 /// Everything but the queries' results: who, what, where, when.
@@ -229,6 +262,8 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         baseline: None,
         data_consistency: None,
         query_timeout_seconds: None,
+        catalog_digest: None,
+        resumed: None,
     }
 }
 

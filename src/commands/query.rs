@@ -68,6 +68,14 @@ pub struct QueryArgs {
     /// (`olap-<time>.json`, `.md` and `-charts/`).
     #[arg(long, default_value = "results")]
     pub output: PathBuf,
+
+    /// Go on with the unfinished run of this record (a run stopped part way
+    /// leaves one, written after every query): its queries are kept, the rest
+    /// run, and the record is finished in place. Give the same command it was
+    /// started with; refused, saying what changed, when the data, the servers,
+    /// their settings, the query texts, the timing options or ghbench differ.
+    #[arg(long, value_name = "RECORD")]
+    pub resume: Option<PathBuf>,
 }
 
 pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
@@ -88,9 +96,14 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     };
     let mut backends = connect_backends(&selected, &table).await?;
     let progress = QueryProgress::new();
-    // Written after every query (unfinished) and again at the end.
-    let json_path = output_path(&args.output, "olap", "json");
-    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()) };
+    // Written after every query (unfinished) and again at the end; a resumed
+    // run finishes the record it went on from.
+    let resume = args.resume.as_deref().map(super::resume::unfinished).transpose()?;
+    let json_path = match &args.resume {
+        Some(path) => path.clone(),
+        None => output_path(&args.output, "olap", "json"),
+    };
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume };
     let measured = measure(&mut backends, &catalog, plan, &table, &progress, &ClearCaches).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;

@@ -72,6 +72,15 @@ pub trait Backend: Send + Sync {
     /// [`QueryTimedOut`] in its chain.
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>>;
 
+    /// What the server has read so far, as counters that only grow
+    /// (PostgreSQL: blocks of the engine's tables and indexes read and found
+    /// in its buffers; MongoDB: bytes and pages read into WiredTiger's
+    /// cache): taken before and after a query's runs, their difference is
+    /// what the runs read, with no run of its own. Err: why nothing is counted.
+    async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
+        Err(format!("{} counts no reads", self.engine()))
+    }
+
     /// `--query-timeout`: from the next [`Backend::prepare`] on, the engine
     /// stops each query (its plan included) that runs longer than `limit`,
     /// in the engine itself where it can (PostgreSQL `statement_timeout`,

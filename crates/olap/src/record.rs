@@ -124,6 +124,23 @@ pub struct Context {
     /// applied, not even a server's default (ghbench's sessions turn those off).
     #[serde(default)]
     pub query_timeout_seconds: Option<f64>,
+    /// A digest of the query texts the run times (every engine's), so a
+    /// resumed run can tell the catalog did not change; None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_digest: Option<String>,
+    /// This run went on from an unfinished record (`--resume`): which queries
+    /// it kept from there, timed then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<Resumed>,
+}
+
+/// What a resumed run kept from the run it went on from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Resumed {
+    /// When the run it went on from started (RFC 3339, UTC).
+    pub from_started_at: String,
+    /// The queries kept from it, e.g. `A corrected`: timed in that run.
+    pub kept: Vec<String>,
 }
 
 /// Do the engines hold the same data? Their ingest ledgers compared hour by
@@ -419,6 +436,47 @@ pub struct EngineResult {
     /// after it are not made; `error` says which run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<f64>,
+    /// What the query's runs read (the cold run included), from the server's
+    /// counters before and after them; None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<Reads>,
+}
+
+/// What a query's runs read, as the engine counts it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reads {
+    /// Runs the counters span (the cold run included).
+    pub runs: usize,
+    /// Each counter's growth over those runs, e.g. `heap_blks_read`.
+    pub counters: BTreeMap<String, u64>,
+    /// Why nothing (or not everything) was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+impl Reads {
+    /// The counters' growth from `before` to `after` over `runs` runs; a
+    /// counter missing from either side is left out, a reading that failed said.
+    pub fn between(before: Result<BTreeMap<String, u64>, String>, after: Result<BTreeMap<String, u64>, String>, runs: usize) -> Reads {
+        match (before, after) {
+            (Ok(before), Ok(after)) => {
+                let counters = after.iter().filter_map(|(k, a)| Some((k.clone(), a.saturating_sub(*before.get(k)?)))).collect();
+                Reads { runs, counters, unavailable: None }
+            }
+            (Err(why), _) | (_, Err(why)) => Reads { runs, counters: BTreeMap::new(), unavailable: Some(why) },
+        }
+    }
+
+    /// `heap_blks_hit 240, heap_blks_read 12 over 3 runs`, or why not counted.
+    pub fn said(&self) -> String {
+        match &self.unavailable {
+            Some(why) => format!("not counted: {why}"),
+            None => {
+                let counters: Vec<String> = self.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                format!("{} over {} run(s)", counters.join(", "), self.runs)
+            }
+        }
+    }
 }
 
 impl EngineResult {
@@ -444,6 +502,7 @@ impl EngineResult {
             reconnects: Vec::new(),
             connection_gone: false,
             timed_out: None,
+            read: None,
         }
     }
 }

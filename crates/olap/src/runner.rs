@@ -14,7 +14,7 @@ use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
 use crate::ledger::Ledger;
-use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reconnect, ServerRecord, Stats};
+use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reads, Reconnect, ServerRecord, Stats};
 use crate::rows::Row;
 use crate::verify::verify;
 
@@ -75,6 +75,8 @@ pub struct QueryOptions {
     /// `--analyze-plans`: each query's plan as it ran, by one more run of it
     /// (said in the progress); else the estimated plan, with no extra run.
     pub analyze_plans: bool,
+    /// Queries (variant, query) not run: a resumed run has them already.
+    pub skip: Vec<(String, String)>,
 }
 
 /// How long past `--query-timeout` ghbench still waits for an engine to stop
@@ -241,7 +243,8 @@ pub async fn run_queries_keeping_answers(
     cooler: &dyn Cooler,
 ) -> anyhow::Result<(Vec<QueryRecord>, ColdRecord, Answers)> {
     let mut answers = Answers::default();
-    let selected = select(catalog, options)?;
+    let mut selected = select(catalog, options)?;
+    selected.retain(|(variant, query, _)| !options.skip.iter().any(|(v, q)| v == variant && q == query));
     for backend in backends.iter_mut() {
         backend.limit_queries(options.query_timeout);
     }
@@ -441,6 +444,8 @@ async fn run_one(
     result.file = file.path.clone();
     let mut prepared = None;
     let mut first_rows = None;
+    // Read before the runs and after them: their reads, with no run of their own.
+    let reads_before = backend.read_counters().await;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
     let mut i = 0;
@@ -483,6 +488,8 @@ async fn run_one(
         }
     }
     result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
+    let runs = result.iterations.len() + usize::from(result.cold_run.is_some());
+    result.read = Some(Reads::between(reads_before, backend.read_counters().await, runs));
     if let Some(rows) = &first_rows {
         result.rows = Some(rows.len() as u64);
         result.head = rows.iter().take(HEAD_ROWS).cloned().collect();

@@ -216,7 +216,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None }, &table, &progress, &cooler).await;
+        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;

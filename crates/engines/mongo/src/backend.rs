@@ -342,6 +342,14 @@ impl Backend for MongoBackend {
         self.limit = limit;
     }
 
+    /// WiredTiger's cache counters of the node the queries read (the whole
+    /// server's: a collection's own would need `$collStats` per query).
+    async fn read_counters(&self) -> Result<std::collections::BTreeMap<String, u64>, String> {
+        let admin = self.db.client().database("admin");
+        let reply = admin.run_command(doc! {"serverStatus": 1}).selection_criteria(crate::connect::queries_node(&self.db)).await.map_err(|e| format!("serverStatus: {}", refusal("serverStatus", &e)))?;
+        crate::stats::cache_reads(&reply)
+    }
+
     /// `queryPlanner` (the winning plan, without running it), or, measured,
     /// `executionStats` (which runs it).
     async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {

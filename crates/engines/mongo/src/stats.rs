@@ -45,6 +45,20 @@ pub fn concurrency_limits(reply: &Document) -> BTreeMap<String, String> {
     limits
 }
 
+/// WiredTiger's `bytes read into cache` and `pages read into cache` from a
+/// `serverStatus` reply, or why they are not there.
+pub fn cache_reads(reply: &Document) -> Result<BTreeMap<String, u64>, String> {
+    let cache = reply.get_document("wiredTiger").and_then(|w| w.get_document("cache")).map_err(|_| "the server's serverStatus has no wiredTiger.cache (SecantusDB 0.7 reports none)".to_string())?;
+    let counters: BTreeMap<String, u64> = ["bytes read into cache", "pages read into cache"]
+        .iter()
+        .filter_map(|name| Some((name.to_string(), number(cache, name)?)))
+        .collect();
+    match counters.is_empty() {
+        true => Err("wiredTiger.cache has no read counters".into()),
+        false => Ok(counters),
+    }
+}
+
 /// A collection's sizes, summed over its shards.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct CollectionSizes {
@@ -157,6 +171,16 @@ mod tests {
         let bare = concurrency_limits(&mongodb::bson::doc! {"ok": 1});
         assert_eq!(bare["connections"], "not in serverStatus");
         assert!(bare["tickets"].starts_with("not in serverStatus"));
+    }
+
+    #[test]
+    fn wiredtiger_cache_reads_come_from_server_status_or_are_said_missing() {
+        let reads = cache_reads(&server_status("mongodb_8")).unwrap();
+        assert_eq!(reads["bytes read into cache"], 52_428_800_000);
+        assert_eq!(reads["pages read into cache"], 1_600_000);
+        assert_eq!(reads.len(), 2, "only the read counters: {reads:?}");
+        let none = cache_reads(&server_status("mongodb_6")).unwrap_err();
+        assert!(none.contains("no wiredTiger.cache"), "{none}");
     }
 
     /// A reply shaped as MongoDB's documentation shows it (see tests/replies/README.md).

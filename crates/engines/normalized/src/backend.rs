@@ -142,6 +142,11 @@ impl Backend for NormalizedBackend {
         self.client.limit_queries(limit);
     }
 
+    async fn read_counters(&self) -> Result<std::collections::BTreeMap<String, u64>, String> {
+        let tables = self.tables().await.map_err(|e| format!("{e:#}"))?;
+        pg::read_counters(&self.client, &tables).await
+    }
+
     async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {
         if let Err(e) = self.client.apply_limit().await {
             return Plan { error: Some(format!("setting --query-timeout: {e}")), ..Plan::default() };

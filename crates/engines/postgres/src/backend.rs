@@ -151,6 +151,22 @@ fn indexes_in_json_plan(plan: &serde_json::Value) -> Vec<String> {
     names
 }
 
+/// The block counters of `tables` (qualified where needed) and their
+/// indexes and TOAST, summed, as the statistics have them once this session's
+/// own are flushed (PostgreSQL 15's `pg_stat_force_next_flush`; older servers
+/// flush within a second, so their last run's reads may be missing).
+pub async fn read_counters(client: &Client, tables: &[String]) -> Result<BTreeMap<String, u64>, String> {
+    // Flushed as the session goes idle after this statement.
+    let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
+    let sql = "SELECT coalesce(sum(heap_blks_read), 0)::bigint, coalesce(sum(heap_blks_hit), 0)::bigint,
+                      coalesce(sum(idx_blks_read), 0)::bigint, coalesce(sum(idx_blks_hit), 0)::bigint,
+                      coalesce(sum(toast_blks_read), 0)::bigint, coalesce(sum(toast_blks_hit), 0)::bigint
+               FROM pg_statio_all_tables WHERE relid = ANY (SELECT to_regclass(t) FROM unnest($1::text[]) t)";
+    let row = client.query_one(sql, &[&tables]).await.map_err(|e| format!("pg_statio_all_tables: {e}"))?;
+    let names = ["heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read", "toast_blks_hit"];
+    Ok(names.iter().enumerate().map(|(i, name)| (name.to_string(), row.get::<_, i64>(i).max(0) as u64)).collect())
+}
+
 /// The settings that bound how many sessions the server takes and how much
 /// of the machine each query may use, and how many client sessions it has.
 pub const CONCURRENCY_SETTINGS: [&str; 7] = [
@@ -264,6 +280,10 @@ impl Backend for PostgresBackend {
 
     fn limit_queries(&mut self, limit: Option<Duration>) {
         self.client.limit_queries(limit);
+    }
+
+    async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
+        read_counters(&self.client, &[self.setup.table(&self.table)]).await
     }
 
     async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {

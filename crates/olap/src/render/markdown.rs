@@ -236,6 +236,9 @@ fn plans_section(record: &RunRecord) -> String {
                 "<details><summary>{} {} on {} ({})</summary>\n\n```text\n{}\n```\n</details>\n",
                 q.query, q.variant, r.engine, plan.command, body
             );
+            if let Some(read) = &r.read {
+                let _ = writeln!(md, "Read: {}.\n", read.said());
+            }
         }
     }
     md

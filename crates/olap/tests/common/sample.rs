@@ -90,6 +90,7 @@ fn result(q: usize, e: usize) -> EngineResult {
         reconnects: vec![],
         connection_gone: false,
         timed_out: None,
+        read: None,
     }
 }
 
@@ -140,6 +141,8 @@ pub fn record() -> RunRecord {
             baseline: Some("postgres".into()),
             data_consistency: Some(DataConsistency { agree: true, differences: vec![] }),
             query_timeout_seconds: None,
+            catalog_digest: None,
+            resumed: None,
         },
         queries: (0..QUERIES.len()).map(query).collect(),
         published: Catalog::embedded().expect("the embedded catalog").paper(),
