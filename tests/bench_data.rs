@@ -332,3 +332,61 @@ fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
     assert!(!out.status.success() && said.contains("_idx_issue_comments' would be 76 bytes, more than the 63"), "{said}");
     assert!(said.contains("choose a --table of at most 27 characters") && !data.exists(), "{said}");
 }
+
+/// A bench killed during its second size keeps the first: its record is
+/// written after every size (unfinished until the report), whole each time.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bench_killed_during_its_second_size_keeps_the_first() {
+    let bench = Bench::new("bench_killed");
+    let catalog = bench.path("queries");
+    copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    // B sleeps ten minutes on the second size's table alone.
+    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN (SELECT pg_sleep(CASE WHEN strpos('{table}', '_2h_') > 0 THEN 600 ELSE 0 END)) AS d GROUP BY 1\n";
+    std::fs::write(catalog.join("postgres/corrected/B.sql"), slow_b).unwrap();
+    let results = bench.path("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["bench", "--engines", "postgres", "--table", &bench.base, "--variant", "corrected", "--repeat", "1", "--scale", "1,2", "--events-per-hour", "200"])
+        .arg("--catalog")
+        .arg(&catalog)
+        .arg("--data-dir")
+        .arg(bench.path("data"))
+        .arg("--quarantine-dir")
+        .arg(bench.path("q"))
+        .arg("--output")
+        .arg(&results)
+        .env("DATABASE_URL", pg_url())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The markers go in as parameters: in the text, this very query would match them.
+    let slow = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' AND query LIKE '%' || $2 || '%'";
+    let (marker, second) = ("pg_sleep(CASE", format!("{}_2h_", bench.base));
+    let watcher = pg().await;
+    let started = std::time::Instant::now();
+    let mut running = Vec::new();
+    while running.is_empty() && started.elapsed() < Duration::from_secs(240) {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        running = watcher.query(slow, &[&marker, &second]).await.unwrap().iter().map(|r| r.get::<_, i32>(0)).collect();
+    }
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+    let _ = child.wait();
+    let client = pg().await;
+    for pid in &running {
+        let _ = client.execute("SELECT pg_terminate_backend($1)", &[pid]).await;
+    }
+    let tables: Vec<String> = client.query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND strpos(relname, $1) = 1", &[&bench.base]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    for t in &tables {
+        let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
+        let _ = client.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[t]).await;
+    }
+    eprintln!("B of the second size ran after {:?}: {running:?}", started.elapsed());
+    assert!(!running.is_empty(), "the second size's B never ran");
+    let (_, record) = bench_record(&results);
+    assert_eq!(record["finished"], false, "marked unfinished");
+    let sizes = record["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 1, "the first size, whole, and nothing of the second");
+    assert_eq!(sizes[0]["hours"], 1);
+    assert_eq!(sizes[0]["run"]["queries"].as_array().unwrap().len(), 4, "{}", sizes[0]["run"]["queries"]);
+}

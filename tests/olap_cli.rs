@@ -316,8 +316,10 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
     let mut child = command(&fixture, &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%pg_sleep(max(seconds))%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
-    let slow = |table: &str| -> Vec<i32> { rt.block_on(async { common::pg().await.query(running, &[&table]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
+    // The marker goes in as a parameter: in the text, this very query would match it.
+    let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $2 || '%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
+    let watcher = rt.block_on(common::pg());
+    let slow = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
     let started = std::time::Instant::now();
     while slow(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(200));
