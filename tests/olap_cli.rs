@@ -360,9 +360,13 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let copy = work.path().join("unfinished-copy.json");
     std::fs::copy(&unfinished, &copy).unwrap();
     delay(0);
-    let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
+    // With a phase under load, whose answers for A are checked against A's kept ones.
+    let under_load = ["--clients", "1", "--duration", "1", "--warmup", "0"];
+    let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).chain(under_load).collect();
     let out = ghbench(&fixture, &resumed);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a record made in two runs is said by the exit status: {said}");
+    assert!(said.contains("RESUMED: A corrected timed by the run started"), "{said}");
     let finished = json(&unfinished);
     assert_eq!(finished["finished"], true);
     let names: Vec<&str> = finished["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap()).collect();
@@ -370,6 +374,9 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     assert_eq!(finished["queries"][0], record["queries"][0], "A kept as it was timed");
     assert_eq!(finished["context"]["resumed"]["kept"], serde_json::json!(["A corrected"]));
     assert_eq!(finished["context"]["resumed"]["from_started_at"], record["context"]["started_at"]);
+    let a_under_load = &finished["concurrency"]["phases"][0]["per_query"][0];
+    assert_eq!(a_under_load["query"], "A", "{a_under_load}");
+    assert!(a_under_load["left_out"].is_null() && a_under_load["checked_against"].is_string(), "A's kept answers are checked against: {a_under_load}");
 
     // Once finished, or once the data changed, there is nothing to go on from.
     let again: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();

@@ -10,7 +10,7 @@ use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, EngineRecord, QueryRecord, Resumed, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
-use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
+use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
@@ -128,8 +128,9 @@ pub struct RunPlan {
     /// marked unfinished (the caller writes the finished one there); None:
     /// only at the end, by the caller.
     pub record_to: Option<PathBuf>,
-    /// An unfinished record to go on from (`--resume`): its queries are kept.
-    pub resume: Option<RunRecord>,
+    /// An unfinished record to go on from (`--resume`), and where it is: its
+    /// queries are kept, with their answers from beside it.
+    pub resume: Option<(RunRecord, PathBuf)>,
 }
 
 /// Passes every event on, and writes the record so far after each query.
@@ -141,16 +142,37 @@ struct Checkpoints<'a> {
 
 impl Progress for Checkpoints<'_> {
     fn event(&self, event: RunEvent<'_>) {
-        if let RunEvent::QueryDone(query) = &event {
+        if let RunEvent::QueryDone { record: query, rows } = &event {
+            // The answers first: a record never lists a query whose answers are not kept.
+            let kept = serde_json::to_string(rows).map_err(anyhow::Error::from).and_then(|json| write(&answers_file(self.path, query), &json));
             let mut record = self.record.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             record.queries.push((*query).clone());
-            let written = serde_json::to_string_pretty(&*record).map_err(anyhow::Error::from).and_then(|json| write(self.path, &json));
+            let written = kept.and_then(|()| serde_json::to_string_pretty(&*record).map_err(anyhow::Error::from)).and_then(|json| write(self.path, &json));
             if let Err(e) = written {
                 eprintln!("warning: the record of the queries so far was not written to {} ({e:#}); the run goes on", self.path.display());
             }
         }
         self.inner.event(event);
     }
+}
+
+/// Where a record written as the run goes keeps one query's answers, every
+/// engine's rows, for a resumed run to check its answers under load against:
+/// `<record>.answers/<query>-<variant>.json`.
+fn answers_file(record: &Path, query: &QueryRecord) -> PathBuf {
+    record.with_extension("answers").join(format!("{}-{}.json", query.query, query.variant))
+}
+
+/// The kept answers of a resumed run's queries; a query whose file is gone
+/// gets none (its answers under load are then not checked, said there).
+fn kept_answers(record: &Path, queries: &[QueryRecord]) -> Vec<Vec<Option<Vec<ghbench_olap::rows::Row>>>> {
+    queries
+        .iter()
+        .map(|q| {
+            let read = std::fs::read_to_string(answers_file(record, q)).ok().and_then(|json| serde_json::from_str(&json).ok());
+            read.unwrap_or_else(|| vec![None; q.engines.len()])
+        })
+        .collect()
 }
 
 /// The concurrency phase's options with its mix resolved against the queries
@@ -175,7 +197,8 @@ pub async fn measure(
     cooler: &dyn Cooler,
 ) -> Result<(RunRecord, Vec<String>)> {
     let RunPlan { queries: mut options, baseline, concurrency, record_to, resume } = plan;
-    let kept: Vec<QueryRecord> = resume.as_ref().map(|r| r.queries.clone()).unwrap_or_default();
+    let kept: Vec<QueryRecord> = resume.as_ref().map(|(r, _)| r.queries.clone()).unwrap_or_default();
+    let mut answers_kept = resume.as_ref().map(|(_, path)| kept_answers(path, &kept)).unwrap_or_default();
     options.skip = kept.iter().map(|q| (q.variant.clone(), q.query.clone())).collect();
     let options = &options;
     // The mix is checked before anything is timed: a typo must not cost a run.
@@ -197,7 +220,7 @@ pub async fn measure(
         }
     }
     context.data_consistency = Some(data_consistency.clone());
-    if let Some(then) = &resume {
+    if let Some((then, _)) = &resume {
         let changed = super::resume::changes(&then.context, &context);
         if !changed.is_empty() {
             anyhow::bail!("cannot resume the run of {}: {}; its numbers would not be about this run (start it anew)", then.context.started_at, changed.join("; "));
@@ -218,12 +241,14 @@ pub async fn measure(
     let (mut queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     explain_mismatches(&mut queries, &data_consistency);
     context.cold = cold;
-    // Under load only the queries this run timed have answers to check against.
+    // The kept queries first, as in the record, with their answers from beside it.
+    let queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();
+    answers_kept.extend(answers.rows);
+    let answers = Answers { rows: answers_kept };
     let concurrency = match concurrency {
         Some(load) => Some(run_concurrency(backends, catalog, &queries, &answers, &load, progress).await),
         None => None,
     };
-    let queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();
     Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
 }
 

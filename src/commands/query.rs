@@ -98,7 +98,10 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     let progress = QueryProgress::new();
     // Written after every query (unfinished) and again at the end; a resumed
     // run finishes the record it went on from.
-    let resume = args.resume.as_deref().map(super::resume::unfinished).transpose()?;
+    let resume = match &args.resume {
+        Some(path) => Some((super::resume::unfinished(path)?, path.clone())),
+        None => None,
+    };
     let json_path = match &args.resume {
         Some(path) => path.clone(),
         None => output_path(&args.output, "olap", "json"),
@@ -179,7 +182,7 @@ impl Progress for QueryProgress {
                 self.bar.inc(1);
                 self.bar.set_message(format!("{engine}: {} s", seconds(s)));
             }
-            RunEvent::QueryDone(_) => {}
+            RunEvent::QueryDone { .. } => {}
             RunEvent::Loading { engine, clients, seconds } => {
                 self.say(&format!("{engine}: {} at once for {seconds:.0} s (concurrency phase, warm-up included)", ghbench_olap::concurrency::clients_said(clients)), true)
             }

@@ -46,8 +46,9 @@ pub enum RunEvent<'a> {
     /// (warm-up and duration).
     Loading { engine: &'a Engine, clients: usize, seconds: f64 },
     /// A query ran on every engine and its answers were compared: what the
-    /// record keeps of it (for a record written as the run goes).
-    QueryDone(&'a QueryRecord),
+    /// record keeps of it, and every engine's rows (None: it failed), for a
+    /// record written as the run goes.
+    QueryDone { record: &'a QueryRecord, rows: &'a [Option<Vec<Row>>] },
 }
 
 pub trait Progress: Send + Sync {
@@ -295,9 +296,9 @@ pub async fn run_queries_keeping_answers(
             rows.push(result_rows);
         }
         let verification = verify(spec, &mut results, &rows);
-        answers.rows.push(rows);
         records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
-        progress.event(RunEvent::QueryDone(records.last().expect("just pushed")));
+        progress.event(RunEvent::QueryDone { record: records.last().expect("just pushed"), rows: &rows });
+        answers.rows.push(rows);
     }
     cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
     cold.true_cold = options.cold && true_cold.iter().all(|t| *t);

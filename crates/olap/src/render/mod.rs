@@ -276,7 +276,11 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
     let unfinished = (!record.finished).then(|| {
         format!("UNFINISHED: the run stopped after {} query run(s) on every engine; this record holds those alone", record.queries.len())
     });
-    unfinished.into_iter().chain(record.queries.iter().flat_map(query_problems)).chain(concurrency::concurrency_problems(record)).collect()
+    // Not wrong, but made in two runs: a reader (and a script, by the exit status) must know.
+    let resumed = record.context.resumed.as_ref().map(|r| {
+        format!("RESUMED: {} timed by the run started {}, which stopped; the rest by this one, on the same data, servers and settings", r.kept.join(", "), r.from_started_at)
+    });
+    unfinished.into_iter().chain(resumed).chain(record.queries.iter().flat_map(query_problems)).chain(concurrency::concurrency_problems(record)).collect()
 }
 
 /// Loud lines for one query's mismatches and failures.
