@@ -334,31 +334,41 @@ fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
 }
 
 /// A bench killed during its second size keeps the first: its record is
-/// written after every size (unfinished until the report), whole each time.
+/// written after every size (unfinished until the report), whole each time;
+/// `--resume` keeps that size and measures the second.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_bench_killed_during_its_second_size_keeps_the_first() {
+async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     let bench = Bench::new("bench_killed");
     let catalog = bench.path("queries");
     copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
-    // B sleeps ten minutes on the second size's table alone.
-    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN (SELECT pg_sleep(CASE WHEN strpos('{table}', '_2h_') > 0 THEN 600 ELSE 0 END)) AS d GROUP BY 1\n";
+    // B sleeps on the second size's table alone, as long as `<base>_delay` says.
+    let delay_table = format!("{}_delay", bench.base);
+    let slow_b = format!(
+        "SELECT 'slow' AS key, count(*) AS n FROM {{table}} CROSS JOIN (SELECT pg_sleep(CASE WHEN strpos('{{table}}', '_2h_') > 0 THEN (SELECT max(seconds) FROM {delay_table}) ELSE 0 END)) AS d GROUP BY 1\n"
+    );
     std::fs::write(catalog.join("postgres/corrected/B.sql"), slow_b).unwrap();
+    let delay = |seconds: i32| {
+        let sql = format!("DROP TABLE IF EXISTS {delay_table}; CREATE TABLE {delay_table} AS SELECT {seconds} AS seconds");
+        async move { pg().await.batch_execute(&sql).await.unwrap() }
+    };
+    delay(600).await;
     let results = bench.path("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["bench", "--engines", "postgres", "--table", &bench.base, "--variant", "corrected", "--repeat", "1", "--scale", "1,2", "--events-per-hour", "200"])
-        .arg("--catalog")
-        .arg(&catalog)
-        .arg("--data-dir")
-        .arg(bench.path("data"))
-        .arg("--quarantine-dir")
-        .arg(bench.path("q"))
-        .arg("--output")
-        .arg(&results)
-        .env("DATABASE_URL", pg_url())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let command = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command
+            .args(["bench", "--engines", "postgres", "--table", &bench.base, "--variant", "corrected", "--repeat", "1", "--scale", "1,2", "--events-per-hour", "200"])
+            .arg("--catalog")
+            .arg(&catalog)
+            .arg("--data-dir")
+            .arg(bench.path("data"))
+            .arg("--quarantine-dir")
+            .arg(bench.path("q"))
+            .arg("--output")
+            .arg(&results)
+            .env("DATABASE_URL", pg_url());
+        command
+    };
+    let mut child = command().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     // The markers go in as parameters: in the text, this very query would match them.
     let slow = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' AND query LIKE '%' || $2 || '%'";
     let (marker, second) = ("pg_sleep(CASE", format!("{}_2h_", bench.base));
@@ -372,21 +382,36 @@ async fn a_bench_killed_during_its_second_size_keeps_the_first() {
     // SAFETY: kill(2) on the child this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
     let _ = child.wait();
-    let client = pg().await;
     for pid in &running {
-        let _ = client.execute("SELECT pg_terminate_backend($1)", &[pid]).await;
+        let _ = watcher.execute("SELECT pg_terminate_backend($1)", &[pid]).await;
     }
-    let tables: Vec<String> = client.query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND strpos(relname, $1) = 1", &[&bench.base]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    let (file, record) = bench_record(&results);
+    let killed = (record["finished"].clone(), record["sizes"].as_array().unwrap().len(), record["sizes"][0].clone());
+
+    // The same command with --resume: the first size kept, the second measured.
+    delay(0).await;
+    let resumed = output_within(command().arg("--resume").arg(&file), Duration::from_secs(300));
+    let finished = bench_record(&results).1;
+    let again = output_within(command().arg("--resume").arg(&file), Duration::from_secs(60));
+    let tables: Vec<String> = watcher.query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND strpos(relname, $1) = 1", &[&bench.base]).await.unwrap().iter().map(|r| r.get(0)).collect();
     for t in &tables {
-        let _ = client.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
-        let _ = client.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[t]).await;
+        let _ = watcher.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
+        let _ = watcher.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[t]).await;
     }
+
     eprintln!("B of the second size ran after {:?}: {running:?}", started.elapsed());
     assert!(!running.is_empty(), "the second size's B never ran");
-    let (_, record) = bench_record(&results);
-    assert_eq!(record["finished"], false, "marked unfinished");
-    let sizes = record["sizes"].as_array().unwrap();
-    assert_eq!(sizes.len(), 1, "the first size, whole, and nothing of the second");
-    assert_eq!(sizes[0]["hours"], 1);
-    assert_eq!(sizes[0]["run"]["queries"].as_array().unwrap().len(), 4, "{}", sizes[0]["run"]["queries"]);
+    assert_eq!(killed.0, false, "marked unfinished");
+    assert_eq!(killed.1, 1, "the first size, whole, and nothing of the second");
+    assert_eq!(killed.2["hours"], 1);
+    assert_eq!(killed.2["run"]["queries"].as_array().unwrap().len(), 4, "{}", killed.2["run"]["queries"]);
+    let said = text(&resumed);
+    assert_eq!(resumed.status.code(), Some(1), "a bench made in two runs is said by the exit status: {said}");
+    assert!(said.contains("RESUMED: sizes 1 h measured by the bench started"), "{said}");
+    assert_eq!(finished["finished"], true);
+    let hours: Vec<u64> = finished["sizes"].as_array().unwrap().iter().map(|s| s["hours"].as_u64().unwrap()).collect();
+    assert_eq!(hours, [1, 2]);
+    assert_eq!(finished["sizes"][0], killed.2, "the first size kept as it was measured");
+    assert_eq!(finished["resumed"]["kept"], serde_json::json!(["1 h"]));
+    assert!(!again.status.success() && text(&again).contains("that bench finished"), "{}", text(&again));
 }

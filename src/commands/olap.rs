@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
-use ghbench_olap::record::{ColdRecord, Context, EngineRecord, QueryRecord, Resumed, RunRecord, SCHEMA};
+use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, QueryRecord, Resumed, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
@@ -138,6 +138,8 @@ struct Checkpoints<'a> {
     inner: &'a dyn Progress,
     record: std::sync::Mutex<RunRecord>,
     path: &'a Path,
+    /// What the engines hold: the cause of a mismatch, said as the final record says it.
+    data: &'a DataConsistency,
 }
 
 impl Progress for Checkpoints<'_> {
@@ -146,7 +148,9 @@ impl Progress for Checkpoints<'_> {
             // The answers first: a record never lists a query whose answers are not kept.
             let kept = serde_json::to_string(rows).map_err(anyhow::Error::from).and_then(|json| write(&answers_file(self.path, query), &json));
             let mut record = self.record.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            record.queries.push((*query).clone());
+            let mut query = (*query).clone();
+            explain_mismatches(std::slice::from_mut(&mut query), self.data);
+            record.queries.push(query);
             let written = kept.and_then(|()| serde_json::to_string_pretty(&*record).map_err(anyhow::Error::from)).and_then(|json| write(self.path, &json));
             if let Err(e) = written {
                 eprintln!("warning: the record of the queries so far was not written to {} ({e:#}); the run goes on", self.path.display());
@@ -209,6 +213,8 @@ pub async fn measure(
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
     context.baseline = baseline;
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
+    // Known before the runs: an unfinished record says it, a resume compares it.
+    context.cold.requested = options.cold;
     context.catalog_digest = Some(catalog_digest(catalog, options, backends)?);
     for engine in &context.engines {
         if let Some(error) = &engine.data_error {
@@ -233,16 +239,17 @@ pub async fn measure(
         eprintln!("{line}");
     }
     let unfinished = RunRecord { schema: SCHEMA.into(), context: context.clone(), queries: kept.clone(), published: catalog.paper(), concurrency: None, finished: false };
-    let checkpoints = record_to.as_deref().map(|path| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), path });
+    let checkpoints = record_to.as_deref().map(|path| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), path, data: &data_consistency });
     let progress: &dyn Progress = match &checkpoints {
         Some(checkpoints) => checkpoints,
         None => progress,
     };
-    let (mut queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
-    explain_mismatches(&mut queries, &data_consistency);
+    let (queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     context.cold = cold;
-    // The kept queries first, as in the record, with their answers from beside it.
-    let queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();
+    // The kept queries first, as in the record, with their answers from beside it;
+    // every mismatch's cause said as this run's data check says it.
+    let mut queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();
+    explain_mismatches(&mut queries, &data_consistency);
     answers_kept.extend(answers.rows);
     let answers = Answers { rows: answers_kept };
     let concurrency = match concurrency {
@@ -258,10 +265,15 @@ fn catalog_digest(catalog: &Catalog, options: &QueryOptions, backends: &[Box<dyn
     let mut texts = Vec::new();
     for (variant, query, _) in select(catalog, options)? {
         for backend in backends {
-            let file = catalog.query(backend.dialect(), &variant, &query)?;
-            texts.extend_from_slice(file.path.as_bytes());
-            texts.push(0);
-            texts.extend_from_slice(file.text.as_bytes());
+            // A missing file fails that engine's query when it runs, not the run.
+            match catalog.query(backend.dialect(), &variant, &query) {
+                Ok(file) => {
+                    texts.extend_from_slice(file.path.as_bytes());
+                    texts.push(0);
+                    texts.extend_from_slice(file.text.as_bytes());
+                }
+                Err(e) => texts.extend_from_slice(format!("missing: {e}").as_bytes()),
+            }
             texts.push(0);
         }
     }

@@ -31,6 +31,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
     differs("ghbench's commit", format!("{:?} (uncommitted changes: {:?})", then.git_commit, then.git_dirty), format!("{:?} (uncommitted changes: {:?})", now.git_commit, now.git_dirty));
     differs("the table", then.table.clone(), now.table.clone());
     differs("--repeat", then.repeat.to_string(), now.repeat.to_string());
+    differs("--cold", then.cold.requested.to_string(), now.cold.requested.to_string());
     differs("--query-timeout (seconds)", format!("{:?}", then.query_timeout_seconds), format!("{:?}", now.query_timeout_seconds));
     differs("the query texts (digest)", format!("{:?}", then.catalog_digest), format!("{:?}", now.catalog_digest));
     let names = |c: &Context| c.engines.iter().map(|e| e.engine.to_string()).collect::<Vec<_>>().join(",");
@@ -38,7 +39,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
     for (a, b) in then.engines.iter().zip(&now.engines).filter(|(a, b)| a.engine == b.engine) {
         differs(&format!("{}'s data", a.engine), data(a), data(b));
         differs(&format!("{}'s server", a.engine), server(a), server(b));
-        differs(&format!("{}'s settings", a.engine), settings(a), settings(b));
+        differs(&format!("{}'s settings", a.engine), settings(a, &then.table), settings(b, &now.table));
     }
     changed
 }
@@ -54,6 +55,76 @@ fn server(e: &EngineRecord) -> String {
     e.server.as_ref().map_or_else(|| "unknown".into(), |s| format!("{} {} ({})", s.product, s.version, s.build))
 }
 
-fn settings(e: &EngineRecord) -> String {
-    e.server.as_ref().map_or_else(String::new, |s| s.settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "))
+/// The settings, the table's own name in them (a setup's collection options
+/// are keyed by it) said as `{table}`: a bench's sizes each have a table. A
+/// setup's server parameter is compared by what it sets, not by the value it
+/// found to restore: a run killed between setting and restoring leaves the
+/// setup's own value there, which must not refuse the resume made for it.
+fn settings(e: &EngineRecord, table: &str) -> String {
+    let setting = |(k, v): (&String, &String)| match k.starts_with("setParameter ") {
+        true => format!("{k}={}", v.split(" (the server's value").next().unwrap_or(v)),
+        false => format!("{k}={v}"),
+    };
+    let said = e.server.as_ref().map_or_else(String::new, |s| s.settings.iter().map(setting).collect::<Vec<_>>().join(" "));
+    replace_name(&said, table, "{table}")
+}
+
+/// `text` with `name` replaced where it stands as a whole name (not inside a
+/// longer identifier: table `t` is not in `tuned`).
+fn replace_name(text: &str, name: &str, with: &str) -> String {
+    let part = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    for (at, _) in text.match_indices(name) {
+        let (before, after) = (text[..at].chars().next_back(), text[at + name.len()..].chars().next());
+        if at >= rest && !part(before) && !part(after) {
+            out.push_str(&text[rest..at]);
+            out.push_str(with);
+            rest = at + name.len();
+        }
+    }
+    out.push_str(&text[rest..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghbench_olap::record::ServerRecord;
+
+    fn context(table: &str, settings: &[(&str, &str)], events: u64) -> Context {
+        let mut engine: EngineRecord = serde_json::from_value(serde_json::json!({
+            "engine": "mongo-tuned", "server": null, "data": {"hours": 1, "events": events, "first_hour": null, "last_hour": null},
+            "data_error": null, "storage": null, "storage_error": null
+        }))
+        .unwrap();
+        engine.server = Some(ServerRecord {
+            product: "MongoDB".into(),
+            version: "8.0.4".into(),
+            label: "MongoDB 8.0.4".into(),
+            build: "8.0.4".into(),
+            url: "mongodb://db".into(),
+            settings: settings.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            caveat: None,
+        });
+        let mut context = crate::commands::olap::context(table.into(), &ghbench_olap::Catalog::embedded().unwrap(), 3, vec![engine]);
+        context.started_at = "2026-11-25T20:00:00Z".into();
+        context
+    }
+
+    #[test]
+    fn what_changed_is_said_and_what_a_killed_run_leaves_behind_is_not() {
+        let param = "setParameter internalQueryFrameworkControl";
+        let then = context("t", &[(param, "trySbeEngine for this setup's queries only (the server's value, forceClassicEngine, restored after each)"), ("collection tuned.t options", "{zstd}")], 7702);
+        // Killed between setting and restoring: the setup's value is what was found.
+        let found = "trySbeEngine for this setup's queries only (the server's value, trySbeEngine, restored after each)";
+        assert!(changes(&then, &context("t", &[(param, found), ("collection tuned.t options", "{zstd}")], 7702)).is_empty());
+        // A bench size's table of its own names the collection otherwise: the same setting.
+        let size = context("u", &[(param, found), ("collection tuned.u options", "{zstd}")], 7702);
+        assert_eq!(changes(&then, &size), ["the table: t then, u now"]);
+        let more = context("t", &[(param, found), ("collection tuned.t options", "{snappy}")], 7752);
+        let said = changes(&then, &more);
+        assert!(said.iter().any(|c| c.starts_with("mongo-tuned's data: 1 hours, 7702 events")), "{said:?}");
+        assert!(said.iter().any(|c| c.starts_with("mongo-tuned's settings:") && c.contains("{snappy}")), "{said:?}");
+    }
 }

@@ -25,6 +25,10 @@ pub struct BenchRecord {
     /// that stops keeps the sizes it finished. Files from before are finished.
     #[serde(default = "finished")]
     pub finished: bool,
+    /// This bench went on from an unfinished record (`--resume`): the sizes it
+    /// kept from there (`1 h`), measured then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<crate::record::Resumed>,
 }
 
 fn finished() -> bool {

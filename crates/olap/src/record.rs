@@ -460,7 +460,11 @@ impl Reads {
     pub fn between(before: Result<BTreeMap<String, u64>, String>, after: Result<BTreeMap<String, u64>, String>, runs: usize) -> Reads {
         match (before, after) {
             (Ok(before), Ok(after)) => {
-                let counters = after.iter().filter_map(|(k, a)| Some((k.clone(), a.saturating_sub(*before.get(k)?)))).collect();
+                if let Some(k) = after.keys().find(|k| before.get(*k).is_some_and(|b| after[*k] < *b)) {
+                    let why = format!("{k} went down (the server restarted or its statistics were reset during the runs)");
+                    return Reads { runs, counters: BTreeMap::new(), unavailable: Some(why) };
+                }
+                let counters = after.iter().filter_map(|(k, a)| Some((k.clone(), a - *before.get(k)?))).collect();
                 Reads { runs, counters, unavailable: None }
             }
             (Err(why), _) | (_, Err(why)) => Reads { runs, counters: BTreeMap::new(), unavailable: Some(why) },
@@ -596,5 +600,17 @@ mod tests {
         assert!((a - -0.2211).abs() < 1e-4, "{a}"); // the paper shows two decimals of a percent
         assert!((b - 0.4380).abs() < 1e-4, "{b}");
         assert!(faster_by(0.0, 0.0).is_none());
+    }
+
+    #[test]
+    fn reads_are_each_counters_growth_and_a_counter_that_went_down_is_said() {
+        let at = |read: u64, hit: u64| Ok(BTreeMap::from([("heap_blks_read".to_string(), read), ("heap_blks_hit".to_string(), hit)]));
+        let reads = Reads::between(at(10, 100), at(15, 400), 3);
+        assert_eq!(reads.counters, BTreeMap::from([("heap_blks_read".to_string(), 5), ("heap_blks_hit".to_string(), 300)]));
+        assert_eq!(reads.said(), "heap_blks_hit 300, heap_blks_read 5 over 3 run(s)");
+        let restarted = Reads::between(at(10, 100), at(2, 40), 3);
+        assert!(restarted.counters.is_empty() && restarted.unavailable.as_deref().is_some_and(|w| w.contains("went down")), "{restarted:?}");
+        let unread = Reads::between(at(1, 1), Err("no statistics".into()), 1);
+        assert_eq!(unread.said(), "not counted: no statistics");
     }
 }

@@ -300,8 +300,10 @@ pub async fn run_queries_keeping_answers(
         progress.event(RunEvent::QueryDone { record: records.last().expect("just pushed"), rows: &rows });
         answers.rows.push(rows);
     }
-    cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| **t).map(|(b, _)| b.engine().clone()).collect();
-    cold.true_cold = options.cold && true_cold.iter().all(|t| *t);
+    // No query run (a resumed run with every query kept): nothing was made cold.
+    let ran = !records.is_empty();
+    cold.true_cold_engines = backends.iter().zip(&true_cold).filter(|(_, t)| ran && **t).map(|(b, _)| b.engine().clone()).collect();
+    cold.true_cold = options.cold && ran && true_cold.iter().all(|t| *t);
     let afresh: Vec<Engine> = backends.iter().zip(&started_afresh).filter(|(_, a)| **a).map(|(b, _)| b.engine().clone()).collect();
     cold.label = cold_label(&cold, &afresh);
     Ok((records, cold, answers))
@@ -422,6 +424,18 @@ pub async fn within_limit<T>(work: impl std::future::Future<Output = anyhow::Res
     }
 }
 
+/// How long reading an engine's counters may take: a session still busy
+/// with a query it was not stopped in would hold the read behind it.
+const COUNTERS_LIMIT: Duration = Duration::from_secs(10);
+
+/// [`Backend::read_counters`], bounded by [`COUNTERS_LIMIT`].
+async fn read_counters(backend: &dyn Backend) -> Result<std::collections::BTreeMap<String, u64>, String> {
+    match tokio::time::timeout(COUNTERS_LIMIT, backend.read_counters()).await {
+        Ok(read) => read,
+        Err(_) => Err(format!("the counters were not read within {} s", COUNTERS_LIMIT.as_secs())),
+    }
+}
+
 /// One engine's runs of one query; the rows of its first run (None if it
 /// failed). A run whose connection is lost is made again on a new one (the
 /// lost attempt is recorded, not timed).
@@ -446,7 +460,7 @@ async fn run_one(
     let mut prepared = None;
     let mut first_rows = None;
     // Read before the runs and after them: their reads, with no run of their own.
-    let reads_before = backend.read_counters().await;
+    let reads_before = read_counters(backend.as_ref()).await;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
     let mut i = 0;
@@ -490,7 +504,11 @@ async fn run_one(
     }
     result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
     let runs = result.iterations.len() + usize::from(result.cold_run.is_some());
-    result.read = Some(Reads::between(reads_before, backend.read_counters().await, runs));
+    let reads_after = match result.connection_gone || !result.reconnects.is_empty() {
+        true => Err("the connection was lost during the runs: a restarted server's counters start anew".to_string()),
+        false => read_counters(backend.as_ref()).await,
+    };
+    result.read = Some(Reads::between(reads_before, reads_after, runs));
     if let Some(rows) = &first_rows {
         result.rows = Some(rows.len() as u64);
         result.head = rows.iter().take(HEAD_ROWS).cloned().collect();

@@ -6,6 +6,7 @@
 
 mod cold;
 mod data;
+mod resume;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,7 +19,7 @@ use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts, largest};
+use ghbench_olap::render::bench::{bench_markdown, resumed_line, size_text, BenchCharts, largest};
 use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
 use ghbench_olap::runner::create_indexes;
@@ -133,6 +134,14 @@ pub struct BenchArgs {
     /// Folder for the results (`bench-<time>.json`, `.md`, `-charts/`, `.html`).
     #[arg(long, default_value = "results")]
     pub output: PathBuf,
+
+    /// Go on with the unfinished bench of this record (a bench stopped part way
+    /// keeps the sizes it finished): those sizes are kept, the rest measured,
+    /// the record finished in place. Give the same command; refused, saying
+    /// what changed, when the data, the engines, ghbench, the timing options,
+    /// the query texts or the servers and their settings differ.
+    #[arg(long, value_name = "RECORD")]
+    pub resume: Option<PathBuf>,
 }
 
 impl BenchArgs {
@@ -183,11 +192,18 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
-    let mut record = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false };
+    let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None };
     // Written after every size (unfinished until the report): a bench that
-    // stops keeps the sizes it measured.
-    let json_path = output_path(&args.output, "bench", "json");
+    // stops keeps the sizes it measured; a resumed one finishes its record.
+    let (mut record, json_path) = match &args.resume {
+        Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines)?, path.clone()),
+        None => (fresh, output_path(&args.output, "bench", "json")),
+    };
     for (hours, table) in sizes.into_iter().zip(tables) {
+        if record.sizes.iter().any(|s| s.hours == hours) {
+            eprintln!("[bench {hours} h] kept from the record it resumes");
+            continue;
+        }
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
         phase(&format!("load into '{table}' on {}", names(&engines)));
         let range = HourRange::starting_at(data.first, hours)?;
@@ -222,6 +238,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             backend.close().await;
         }
         let (run, _) = measured?;
+        if let Some(kept) = record.sizes.first() {
+            resume::same_run(&kept.run.context, &run.context)?;
+        }
         let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
         println!("{}", size_text(&size));
         if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
@@ -344,8 +363,8 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<Exit
         };
         println!("growth {} {} {}: {fit}", g.query, g.variant, g.engine);
     }
-    let problems: Vec<String> =
-        record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours))).collect();
+    let sizes = record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours)));
+    let problems: Vec<String> = resumed_line(record).into_iter().chain(sizes).collect();
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
     for line in reconnects.chain(problems.iter().cloned()) {
         eprintln!("{line}");

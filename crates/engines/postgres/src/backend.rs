@@ -156,8 +156,14 @@ fn indexes_in_json_plan(plan: &serde_json::Value) -> Vec<String> {
 /// own are flushed (PostgreSQL 15's `pg_stat_force_next_flush`; older servers
 /// flush within a second, so their last run's reads may be missing).
 pub async fn read_counters(client: &Client, tables: &[String]) -> Result<BTreeMap<String, u64>, String> {
-    // Flushed as the session goes idle after this statement.
-    let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
+    let version: i32 = client.query_one("SELECT current_setting('server_version_num')::int", &[]).await.map_err(|e| format!("server_version_num: {e}"))?.get(0);
+    if version >= 150_000 {
+        // Flushed as the session goes idle after this statement.
+        let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
+    } else {
+        // Before 15 the statistics reach others every half second at most.
+        tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    }
     let sql = "SELECT coalesce(sum(heap_blks_read), 0)::bigint, coalesce(sum(heap_blks_hit), 0)::bigint,
                       coalesce(sum(idx_blks_read), 0)::bigint, coalesce(sum(idx_blks_hit), 0)::bigint,
                       coalesce(sum(toast_blks_read), 0)::bigint, coalesce(sum(toast_blks_hit), 0)::bigint

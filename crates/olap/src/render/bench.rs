@@ -331,11 +331,20 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
 
 /// The bench's own part of the Markdown report: the data, per size the loads
 /// and the queries, the growth with its charts (linked as `<dir>/<name>.svg`).
+/// A bench made in two runs (`--resume`), said: which sizes the first measured.
+pub fn resumed_line(record: &BenchRecord) -> Option<String> {
+    let r = record.resumed.as_ref()?;
+    Some(format!("RESUMED: sizes {} measured by the bench started {}, which stopped; the rest by this one, on the same data, servers and settings", r.kept.join(", "), r.from_started_at))
+}
+
 pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> String {
     let mut md = String::new();
     let Some(run) = largest(record) else { return md };
     let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
     let _ = writeln!(md, "Data: {}.\n\nFirst runs: {}.\n", data_line(record), run.context.cold.label);
+    if let Some(line) = resumed_line(record) {
+        let _ = writeln!(md, "**{line}**\n");
+    }
     // The answer first: the largest size's summary (its full report follows the sizes).
     let (events, summary) = (run.context.engines.first().and_then(|e| e.data.as_ref()).map_or(0, |d| d.events), summary_table(&ResultsView::of(run)));
     let _ = writeln!(md, "## Summary at the largest size ({events} events)\n\n{}\n", summary.render(Style::Markdown));

@@ -1,0 +1,54 @@
+//! `ghbench bench --resume RECORD`: an unfinished bench goes on from its
+//! record (written after every size), the sizes it finished kept, the rest
+//! measured; only on what the record was made on.
+
+use std::path::Path;
+
+use anyhow::{bail, Context as _, Result};
+use ghbench_olap::bench::BenchRecord;
+use ghbench_olap::record::{Context, Resumed};
+
+use crate::options::Selected;
+
+/// The record at `path`, if this bench (`fresh`: its data; `sizes`, `engines`)
+/// can go on from it, marked as resumed.
+pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines: &[Selected]) -> Result<BenchRecord> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading --resume {}", path.display()))?;
+    let mut record: BenchRecord = serde_json::from_str(&text).with_context(|| format!("--resume {}: not a ghbench bench record", path.display()))?;
+    if record.finished {
+        bail!("--resume {}: that bench finished; there is nothing to resume (run it again for new numbers)", path.display());
+    }
+    let (then, now) = (serde_json::to_string(&record.data)?, serde_json::to_string(&fresh.data)?);
+    if then != now {
+        bail!("cannot resume {}: the data differs ({then} then, {now} now); start the bench anew", path.display());
+    }
+    if let Some(extra) = record.sizes.iter().find(|s| !sizes.contains(&s.hours)) {
+        bail!("cannot resume {}: it holds a size of {} h this command does not ask for; give the same --scale", path.display(), extra.hours);
+    }
+    let now: Vec<String> = engines.iter().map(|e| e.engine().to_string()).collect();
+    for size in &record.sizes {
+        let then: Vec<String> = size.loads.iter().map(|l| l.engine.to_string()).collect();
+        if then != now {
+            bail!("cannot resume {}: the engines were {} then, {} now", path.display(), then.join(","), now.join(","));
+        }
+    }
+    if let Some(first) = record.sizes.first() {
+        let kept = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
+        record.resumed = Some(Resumed { from_started_at: first.run.context.started_at.clone(), kept });
+    }
+    Ok(record)
+}
+
+/// A size measured now was measured as the kept ones were: the same ghbench,
+/// timing options, query texts, engines, servers and settings (its data and
+/// table are its own). Checked once the first new size ran: what it measured
+/// is not kept when anything changed.
+pub fn same_run(then: &Context, now: &Context) -> Result<()> {
+    let changed: Vec<String> =
+        crate::commands::resume::changes(then, now).into_iter().filter(|c| !c.starts_with("the table:") && !c.contains("'s data:")).collect();
+    if !changed.is_empty() {
+        bail!("cannot resume the bench of {}: {}; the sizes it kept would not be comparable (start it anew)", then.started_at, changed.join("; "));
+    }
+    Ok(())
+}
+
