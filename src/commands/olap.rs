@@ -213,8 +213,9 @@ pub async fn measure(
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
     context.baseline = baseline;
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
-    // Known before the runs: an unfinished record says it, a resume compares it.
+    // Known before the runs: an unfinished record says them, a resume compares them.
     context.cold.requested = options.cold;
+    context.analyze_plans = options.analyze_plans;
     context.catalog_digest = Some(catalog_digest(catalog, options, backends)?);
     for engine in &context.engines {
         if let Some(error) = &engine.data_error {
@@ -300,6 +301,7 @@ pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<Eng
         data_consistency: None,
         query_timeout_seconds: None,
         catalog_digest: None,
+        analyze_plans: false,
         resumed: None,
     }
 }

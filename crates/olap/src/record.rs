@@ -128,6 +128,10 @@ pub struct Context {
     /// resumed run can tell the catalog did not change; None in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog_digest: Option<String>,
+    /// `--analyze-plans`: each query ran once more, after its timed runs, for
+    /// its measured plan (false in older files).
+    #[serde(default)]
+    pub analyze_plans: bool,
     /// This run went on from an unfinished record (`--resume`): which queries
     /// it kept from there, timed then.
     #[serde(default, skip_serializing_if = "Option::is_none")]

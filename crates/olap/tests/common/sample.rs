@@ -142,6 +142,7 @@ pub fn record() -> RunRecord {
             data_consistency: Some(DataConsistency { agree: true, differences: vec![] }),
             query_timeout_seconds: None,
             catalog_digest: None,
+            analyze_plans: false,
             resumed: None,
         },
         queries: (0..QUERIES.len()).map(query).collect(),
