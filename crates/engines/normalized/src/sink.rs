@@ -248,7 +248,6 @@ impl EngineSink for NormalizedSink {
 
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables: Vec<String> = meta::table_names(&self.client, self.table.as_str()).await.sink()?.iter().map(|t| meta::qualified(t)).collect();
-        let upkeep = ghbench_postgres::sink::vacuum_analyze(&self.client, self.ledger(), &tables);
-        Ok(Some(self.client.cancellable(&format!("VACUUM (ANALYZE) of {}'s tables", self.table), upkeep).await?))
+        Ok(Some(ghbench_postgres::sink::vacuum_analyze(&self.client, self.ledger(), &tables).await?))
     }
 }

@@ -72,7 +72,7 @@ pub async fn result_rows(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_p
 /// an index found nowhere else after its statement ran is an error, so a
 /// setup never takes another's index for its own.
 pub async fn create_indexes(
-    client: &Client,
+    client: &Session,
     file: &QueryFile,
     text: &str,
     schema: Option<&str>,
@@ -85,7 +85,8 @@ pub async fn create_indexes(
         let exists = "SELECT to_regclass($1) IS NOT NULL";
         let existed: bool = client.query_one(exists, &[&regclass]).await?.get(0);
         let started = Instant::now();
-        client.batch_execute(&statement).await.with_context(|| format!("creating {name}"))?;
+        // Cancelled on the server if dropped unfinished (Ctrl-C): a build of hours.
+        client.cancellable(&format!("building {name}"), client.batch_execute(&statement)).await.with_context(|| format!("creating {name}"))?;
         let seconds = started.elapsed().as_secs_f64();
         let size = "SELECT pg_relation_size(to_regclass($1))";
         let bytes: Option<i64> = client.query_one(size, &[&regclass]).await?.get(0);
@@ -269,9 +270,7 @@ impl Backend for PostgresBackend {
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        let text = file.for_table(&self.table);
-        let building = create_indexes(&self.client, file, &text, self.setup.schema(), built);
-        self.client.cancellable("building the indexes", building).await
+        create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), built).await
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {

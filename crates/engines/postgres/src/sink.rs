@@ -64,11 +64,13 @@ impl ToSql for JsonbText<'_> {
 
 /// `VACUUM (ANALYZE)` of `tables`, timed and recorded in `ledger`'s upkeep:
 /// without statistics the planner guesses, and without a visibility map no
-/// index-only scan happens, so nothing is timed before it.
-pub async fn vacuum_analyze(client: &Client, ledger: PgLedger<'_>, tables: &[String]) -> Result<Upkeep, SinkError> {
+/// index-only scan happens, so nothing is timed before it. Cancelled on the
+/// server if dropped unfinished (`--whole-table-timeout`, Ctrl-C).
+pub async fn vacuum_analyze(client: &Session, ledger: PgLedger<'_>, tables: &[String]) -> Result<Upkeep, SinkError> {
     const STEP: &str = "VACUUM (ANALYZE)";
     let started = std::time::Instant::now();
-    client.batch_execute(&format!("{STEP} {}", tables.join(", "))).await.sink()?;
+    let statement = format!("{STEP} {}", tables.join(", "));
+    client.cancellable(&statement, client.batch_execute(&statement)).await.sink()?;
     let seconds = started.elapsed().as_secs_f64();
     ledger.record_upkeep(client, STEP, seconds).await.sink()?;
     let what = match tables {
@@ -222,8 +224,7 @@ impl EngineSink for PostgresSink {
 
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables = [self.data_table()];
-        let upkeep = vacuum_analyze(&self.client, self.ledger(), &tables);
-        Ok(Some(self.client.cancellable(&format!("VACUUM (ANALYZE) {}", tables[0]), upkeep).await?))
+        Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
     }
 }
 
