@@ -11,7 +11,7 @@ use crate::commands;
 use crate::options::Engines;
 
 #[derive(Parser)]
-#[command(name = "ghbench", version, about, long_about = "\
+#[command(name = "ghbench", version = env!("GHBENCH_VERSION"), about, long_about = "\
 Benchmark PostgreSQL jsonb against MongoDB (or a MongoDB-wire server) on GitHub Archive \
 analytics, reproducing the OLAP part of the 2019 OnGres benchmark.
 

@@ -2,6 +2,7 @@
 //! runs a command with the engines of a [`ghbench_engine::Registry`], so a
 //! test can run the real commands with an engine of its own.
 
+pub mod built;
 pub mod cli;
 pub mod commands;
 pub mod interrupt;

@@ -1,5 +1,7 @@
-//! Progress bars for ingest, fed by the pipeline's events. indicatif draws only
-//! on a terminal, so logs and CI stay clean.
+//! Progress for ingest, fed by the pipeline's events: bars on a terminal;
+//! off one (a log, CI), where indicatif draws nothing and drops what is
+//! printed through its bars, a timestamped line for each hour loaded, each
+//! retry and failure, and each tick of a long step (see [`Log`]).
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -8,8 +10,43 @@ use ghbench_core::Engine;
 use ghbench_ingest::{Event, HourStatus, Observer};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-pub struct IngestProgress {
+/// Lines worth keeping in a log: printed above the bars on a terminal, and
+/// off one on standard error, each with the time of day (UTC) and the time
+/// since the command started.
+pub struct Log {
     multi: MultiProgress,
+    started: Instant,
+}
+
+impl Log {
+    pub fn new(multi: MultiProgress) -> Log {
+        Log { multi, started: Instant::now() }
+    }
+
+    /// The bars are drawn (standard error is a terminal).
+    pub fn on_terminal(&self) -> bool {
+        !self.multi.is_hidden()
+    }
+
+    /// `line` on the terminal above the bars, or as a log line.
+    pub fn line(&self, line: impl AsRef<str>) {
+        if self.on_terminal() {
+            let _ = self.multi.println(line.as_ref());
+        } else {
+            self.log_only(line);
+        }
+    }
+
+    /// `line` only where no bar shows it (off a terminal).
+    pub fn log_only(&self, line: impl AsRef<str>) {
+        if !self.on_terminal() {
+            eprintln!("{} (+{:.0} s) {}", chrono::Utc::now().format("%H:%M:%S"), self.started.elapsed().as_secs_f64(), line.as_ref());
+        }
+    }
+}
+
+pub struct IngestProgress {
+    log: Log,
     hours: ProgressBar,
     engines: BTreeMap<Engine, (ProgressBar, std::sync::atomic::AtomicU64)>,
     started: Instant,
@@ -36,7 +73,7 @@ impl IngestProgress {
                 (engine.clone(), (bar, std::sync::atomic::AtomicU64::new(0)))
             })
             .collect();
-        IngestProgress { multi, hours, engines, started: Instant::now() }
+        IngestProgress { log: Log::new(multi), hours, engines, started: Instant::now() }
     }
 
     pub fn finish(&self) {
@@ -65,26 +102,22 @@ impl Observer for IngestProgress {
                 }
             }
             Event::WholeTable { engine, step, elapsed, progress } => {
-                let line = ghbench_core::ticking::so_far(&format!("{engine}: {step}"), elapsed, progress);
-                // Off a terminal the bars are hidden and drop what is printed through them.
-                if self.hours.is_hidden() {
-                    eprintln!("{line}");
-                } else {
-                    let _ = self.multi.println(line);
-                }
+                self.log.line(ghbench_core::ticking::so_far(&format!("{engine}: {step}"), elapsed, progress));
             }
             Event::Retrying { hour, attempt, reason } => {
-                let _ = self.multi.println(format!("retrying {hour} (attempt {attempt} failed: {reason})"));
+                self.log.line(format!("retrying {hour} (attempt {attempt} failed: {reason})"));
             }
             Event::HourDone(report) => {
                 self.hours.inc(1);
+                let done = format!("{}/{} hours", self.hours.position(), self.hours.length().unwrap_or(0));
                 match report.status {
-                    HourStatus::Loaded => {}
-                    HourStatus::Missing => {
-                        let _ = self.multi.println(format!("{}: missing at the source", report.hour));
+                    HourStatus::Loaded => {
+                        let engines: Vec<String> = report.engines.iter().map(|(engine, o)| format!("{engine} {}", o.stored)).collect();
+                        self.log.log_only(format!("{} loaded in {:.1} s ({}); {done}", report.hour, report.seconds, engines.join(", ")));
                     }
+                    HourStatus::Missing => self.log.line(format!("{}: missing at the source; {done}", report.hour)),
                     HourStatus::Failed | HourStatus::Partial => {
-                        let _ = self.multi.println(format!("{}: {:?}: {}", report.hour, report.status, report.reasons().join("; ")));
+                        self.log.line(format!("{}: {:?}: {}; {done}", report.hour, report.status, report.reasons().join("; ")))
                     }
                 }
             }

@@ -244,7 +244,8 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
     let md = std::fs::read_to_string(file.with_extension("md")).unwrap();
     let html = std::fs::read_to_string(file.with_extension("html")).unwrap();
     for (view, text) in [("terminal", &said), ("Markdown", &md), ("HTML", &html)] {
-        assert!(text.contains("ledger, hours summed") && text.contains(&note), "the {view} says the reused load time includes the retries");
+        let from_ledger = "from its ingest ledger, the wall time of the runs that loaded them";
+        assert!(text.contains(from_ledger) && text.contains(&note), "the {view} says the reused load time is the ledger's wall time and includes the retries");
     }
     let charts = file.with_file_name(format!("{}-charts", file.file_stem().unwrap().to_string_lossy()));
     let chart = std::fs::read_to_string(charts.join("load.svg")).unwrap();
@@ -387,6 +388,7 @@ async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     }
     let (file, record) = bench_record(&results);
     let killed = (record["finished"].clone(), record["sizes"].as_array().unwrap().len(), record["sizes"][0].clone());
+    let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&file).output().unwrap();
 
     // The same command with --resume: the first size kept, the second measured.
     delay(0).await;
@@ -405,6 +407,8 @@ async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     assert_eq!(killed.1, 1, "the first size, whole, and nothing of the second");
     assert_eq!(killed.2["hours"], 1);
     assert_eq!(killed.2["run"]["queries"].as_array().unwrap().len(), 4, "{}", killed.2["run"]["queries"]);
+    assert!(text(&shown).contains("UNFINISHED: the bench stopped after size(s) 1 h"), "{}", text(&shown));
+    assert_eq!(shown.status.code(), Some(1), "a partial bench, said by the exit status");
     let said = text(&resumed);
     assert_eq!(resumed.status.code(), Some(1), "a bench made in two runs is said by the exit status: {said}");
     assert!(said.contains("RESUMED: sizes 1 h measured by the bench started"), "{said}");

@@ -169,7 +169,7 @@ impl Backend for Memory {
 
     async fn ledger(&self) -> BackendResult<Ledger> {
         let store = self.store.lock().unwrap();
-        Ok(Ledger::from_entries(store.ledger.iter().map(|(hour, n)| (hour.clone(), *n as i64, None))))
+        Ok(Ledger::from_entries(store.ledger.iter().map(|(hour, n)| ghbench_olap::ledger::Entry::new(hour.clone(), *n as i64))))
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {

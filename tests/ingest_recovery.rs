@@ -77,6 +77,13 @@ async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
     let line = said.lines().find(|l| l.starts_with("FAILED 2015-01-01T01")).expect("the failed hour is said");
     assert_eq!((line.matches("rerun").count(), line.matches("attempt").count()), (1, 1), "each said once: {line}");
     assert_eq!(server.hits("2015-01-01-1.json.gz"), 2);
+    // Off a terminal (standard error is a pipe here) the log says each step
+    // as it happens, with the time: the retry, the failure, the hour loaded.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let stamped = |what: &str| log.lines().any(|l| l.contains(what) && l.get(2..3) == Some(":") && l.get(8..11) == Some(" (+"));
+    assert!(stamped("retrying 2015-01-01T01 (attempt 1 failed: "), "{log}");
+    assert!(stamped("2015-01-01T01: Failed: "), "{log}");
+    assert!(stamped("2015-01-01T00 loaded in "), "{log}");
     // Nothing of the damaged hour is recorded: the engines agree on hour 00 alone.
     assert_exact(&table, LINES as u64).await;
     assert_eq!(ledger_hours(&table).await, (vec!["2015-01-01-0".into()], vec!["2015-01-01-0".into()]));

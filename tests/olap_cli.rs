@@ -38,9 +38,11 @@ fn ghbench_interleaved(fixture: &LoadedTable, args: &[&str], log: &Path) -> (Exi
     (status, text)
 }
 
-fn report(files: &[&Path]) -> Output {
+/// `ghbench report FILES`, which must exit with `status` (1: a record whose
+/// results cannot be trusted as they stand, as its run exited).
+fn report(files: &[&Path], status: i32) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").args(files).output().expect("run ghbench report");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(output.status.code(), Some(status), "{}", String::from_utf8_lossy(&output.stderr));
     output
 }
 
@@ -107,6 +109,10 @@ fn ingest_index_query_report_in_one_go() {
         for e in q["engines"].as_array().unwrap() {
             assert_eq!(e["iterations"].as_array().unwrap().len(), 1);
             assert!(e["stats"]["median"].as_f64().unwrap() > 0.0);
+            // Each server on this machine found by its port, its kernel counters read.
+            let kernel = &e["read"]["kernel"];
+            assert!(kernel["unavailable"].is_null() && kernel["counters"]["rchar"].is_u64(), "{kernel}");
+            assert!(kernel["processes"].as_str().is_some_and(|p| p.contains("(pid ")), "{kernel}");
         }
     }
     assert_eq!(record["context"]["data_consistency"], serde_json::json!({"agree": true, "differences": []}));
@@ -128,9 +134,9 @@ fn ingest_index_query_report_in_one_go() {
     }
     assert!(stdout.contains("Each engine's median ÷ postgres's") && stdout.contains("geometric mean"), "{stdout}");
 
-    let shown = report(&[&results]);
+    let shown = report(&[&results], 0);
     assert_eq!(String::from_utf8_lossy(&shown.stdout).matches('✓').count(), 8);
-    let compared = String::from_utf8_lossy(&report(&[&results, &results]).stdout).to_string();
+    let compared = String::from_utf8_lossy(&report(&[&results, &results], 0).stdout).to_string();
     assert_eq!(compared.matches("same within 10%").count(), 8, "{compared}");
     assert!(compared.contains("new/old") && compared.contains("\nnew: "), "old and new, not A and B (Queries A and B): {compared}");
 
@@ -142,7 +148,9 @@ fn ingest_index_query_report_in_one_go() {
             engine.as_object_mut().unwrap().remove(field);
         }
         engine["server"].as_object_mut().unwrap().remove("caveat");
-        engine["data"].as_object_mut().unwrap().remove("load_seconds");
+        for field in ["load_seconds", "wall_seconds"] {
+            engine["data"].as_object_mut().unwrap().remove(field);
+        }
     }
     old["context"].as_object_mut().unwrap().remove("baseline");
     let published = old["published"].as_object_mut().unwrap();
@@ -151,7 +159,7 @@ fn ingest_index_query_report_in_one_go() {
     published.insert("postgres_faster_by".into(), faster_by);
     let old_path = tmp.path().join("v1.json");
     std::fs::write(&old_path, serde_json::to_string(&old).unwrap()).unwrap();
-    let shown = String::from_utf8_lossy(&report(&[&old_path]).stdout).to_string();
+    let shown = String::from_utf8_lossy(&report(&[&old_path], 0).stdout).to_string();
     assert!(shown.contains("Each engine's median ÷ postgres's"), "{shown}");
     if mongo["settings"].get("reported_mongodb_version").is_some() {
         assert!(shown.contains("is a MongoDB-wire server, not MongoDB"), "the caveat survives: {shown}");
@@ -221,7 +229,7 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     assert!(markdown[warning..].contains(lacks_00) && markdown.contains(&lacks_01));
     assert!(markdown.contains("- **postgres**") && markdown.contains("- **mongo**"));
 
-    let shown = String::from_utf8_lossy(&report(&[&results]).stdout).to_string();
+    let shown = String::from_utf8_lossy(&report(&[&results], 1).stdout).to_string();
     assert!(shown.contains("DATA DIFFERS") && shown.contains(lacks_00) && shown.contains("cause: the engines hold different data"));
 
     // A file from before the check: no data_consistency, no cause. Still shown, without the warning.
@@ -232,8 +240,43 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     }
     let old_path = tmp.path().join("old.json");
     std::fs::write(&old_path, serde_json::to_string(&old).unwrap()).unwrap();
-    let shown = String::from_utf8_lossy(&report(&[&old_path]).stdout).to_string();
+    let shown = String::from_utf8_lossy(&report(&[&old_path], 1).stdout).to_string();
     assert!(shown.contains("MISMATCH A corrected") && !shown.contains("DATA DIFFERS") && !shown.contains("cause:"));
+}
+
+/// An engine's load time is the wall time its hours covered, not their sum:
+/// 8 generated hours loaded 4 at a time take about the ingest's own elapsed
+/// time (less its upkeep), while their own times add up to far more. Every
+/// view says the wall time, and its rate comes from it.
+#[test]
+fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() {
+    let fixture = LoadedTable::empty("wall");
+    let work = tempfile::tempdir().unwrap();
+    let (source, results, report_path) = (work.path().join("gen"), work.path().join("results"), work.path().join("ingest.json"));
+    let gen = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(["gen", "--from", "2015-03-01T00", "--hours", "8", "--events", "4000", "--out", source.to_str().unwrap()]).output().unwrap();
+    assert!(gen.status.success(), "{}", String::from_utf8_lossy(&gen.stderr));
+    let ingest = ghbench(&fixture, &[
+        "ingest", "--engines", "postgres", "--source", source.to_str().unwrap(), "--from", "2015-03-01T00", "--hours", "8", "--concurrency", "4",
+        "--quarantine-dir", work.path().join("q").to_str().unwrap(), "--report", report_path.to_str().unwrap(),
+    ]);
+    assert!(ingest.status.success());
+    // Off a terminal, a line for each hour loaded.
+    let log = String::from_utf8_lossy(&ingest.stderr);
+    assert_eq!(log.lines().filter(|l| l.contains(" loaded in ") && l.contains("postgres 4000")).count(), 8, "{log}");
+    let report = json(&report_path);
+    let elapsed = report["elapsed_seconds"].as_f64().unwrap();
+    let query = ghbench(&fixture, &["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres", "--output", results.to_str().unwrap()]);
+    assert!(query.status.success());
+    let record = json(&common::newest_file(&results, "olap"));
+    let data = &record["context"]["engines"][0]["data"];
+    let (wall, upkeep) = (data["wall_seconds"].as_f64().expect("the wall time"), data["upkeep_seconds"].as_f64().unwrap_or(0.0));
+    let summed = data["load_seconds"].as_f64().unwrap() - upkeep;
+    eprintln!("ingest elapsed {elapsed:.2} s, upkeep {upkeep:.2} s; wall {wall:.2} s, hours summed {summed:.2} s");
+    assert!(wall <= elapsed && wall >= 0.8 * (elapsed - upkeep), "the wall time within 20% of the ingest's own, less its upkeep");
+    assert!(summed > 1.5 * wall, "four hours at a time: their own times add up to far more than the wall time");
+    let said = String::from_utf8_lossy(&query.stdout).to_string() + &String::from_utf8_lossy(&query.stderr);
+    let rate = format!("{:.0} events/s", data["events"].as_f64().unwrap() / wall);
+    assert!(said.contains(&rate) && !said.contains("summed over hours"), "the rate from the wall time: {rate}\n{said}");
 }
 
 /// A table of the test's own with the real hour on PostgreSQL, and a copy of
@@ -293,47 +336,95 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("DROP SEQUENCE {table}_runs")).await.unwrap() });
 }
 
+/// What a query read from storage, as the kernel counted it for the
+/// server's processes (found by the port it listens on): a query that reads
+/// a file of 8 MiB, evicted from the page cache first, has 8 MiB from
+/// storage counted, and 16 MiB through read calls over its two runs. The
+/// server's own counters cannot tell the two apart.
+#[test]
+fn the_kernel_counts_what_a_query_read_from_storage() {
+    use std::os::unix::fs::PermissionsExt;
+    if real_hour().is_none() {
+        return;
+    }
+    const SIZE: u64 = 8 << 20;
+    // Where the server (another user) may read it.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.path().join("blob");
+    let bytes: Vec<u8> = (0..SIZE).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&path, bytes).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let sql = format!("-- A, reading a file\nSELECT 'file' AS repo, length(pg_read_binary_file('{}')) AS count\n", path.display());
+    let (fixture, work, catalog) = postgres_with_a_query_of_its_own("kernel_reads", "A", &sql);
+    // Written out, then out of the page cache: the first run reads it from storage.
+    let file = std::fs::File::open(&path).unwrap();
+    file.sync_all().unwrap();
+    // SAFETY: posix_fadvise(2) on a descriptor this test holds open.
+    assert_eq!(unsafe { libc::posix_fadvise(std::os::fd::AsRawFd::as_raw_fd(&file), 0, 0, libc::POSIX_FADV_DONTNEED) }, 0);
+    let results = work.path().join("results");
+    let args = ["query", "A", "--variant", "corrected", "--engines", "postgres", "--repeat", "2", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
+    let out = ghbench(&fixture, &args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let record = json(&common::newest_file(&results, "olap"));
+    let kernel = &record["queries"][0]["engines"][0]["read"]["kernel"];
+    assert!(kernel["unavailable"].is_null(), "{kernel}");
+    assert!(kernel["processes"].as_str().unwrap().starts_with("postgres (pid "), "{kernel}");
+    let counted = |name: &str| kernel["counters"][name].as_u64().unwrap_or_else(|| panic!("{name} in {kernel}"));
+    assert!(counted("rchar") >= 2 * SIZE, "two runs read the file through read calls: {kernel}");
+    assert!(counted("read_bytes") >= SIZE, "the first from storage: {kernel}");
+    assert!(counted("read_bytes") < 2 * SIZE, "the second from the page cache: {kernel}");
+}
+
 /// A run killed part way (SIGKILL: nothing of it runs after) leaves a whole
 /// record of the queries it finished, marked unfinished: written after every
 /// query, each time whole (written beside, then renamed). `--resume` goes on
-/// from it, keeping what it finished; not once the data changed.
+/// from it, keeping what it finished; killed again, the next `--resume`
+/// credits each kept query to the run that timed it; not once the data changed.
 #[test]
 fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes() {
     if real_hour().is_none() {
         return;
     }
-    // B sleeps as long as the table `<table>_delay` says: ten minutes at
-    // first (A finishes, then the run is killed during B), none for the resume.
-    let slow_b = "SELECT 'slow' AS key, count(*) AS n FROM {table} CROSS JOIN (SELECT pg_sleep(max(seconds)) FROM {table}_delay) AS d GROUP BY 1\n";
-    let (fixture, work, catalog) = postgres_with_a_query_of_its_own("killed_run", "B", slow_b);
+    // B and C sleep as long as their tables `<table>_delay_b` and `_c` say:
+    // ten minutes for the query a run is killed in, none otherwise.
+    let slow = |which: &str| format!("SELECT 'slow' AS key, count(*) AS n FROM {{table}} CROSS JOIN (SELECT pg_sleep(max(seconds)) FROM {{table}}_delay_{which}) AS d GROUP BY 1\n");
+    let (fixture, work, catalog) = postgres_with_a_query_of_its_own("killed_run", "B", &slow("b"));
+    std::fs::write(catalog.join("postgres/corrected/C.sql"), slow("c")).unwrap();
     let table = fixture.table.as_str().to_string();
-    let delay = |seconds: i32| {
-        let sql = format!("DROP TABLE IF EXISTS {table}_delay; CREATE TABLE {table}_delay AS SELECT {seconds} AS seconds");
+    let delay = |which: &str, seconds: i32| {
+        let sql = format!("DROP TABLE IF EXISTS {table}_delay_{which}; CREATE TABLE {table}_delay_{which} AS SELECT {seconds} AS seconds");
         tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&sql).await.unwrap() });
     };
-    delay(600);
+    delay("b", 600);
+    delay("c", 600);
     let results = work.path().join("results");
     let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
-    let mut child = command(&fixture, &args).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     // The marker goes in as a parameter: in the text, this very query would match it.
     let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $2 || '%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
     let watcher = rt.block_on(common::pg());
-    let slow = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
-    let started = std::time::Instant::now();
-    while slow(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    // SAFETY: kill(2) on the child this test started.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
-    let _ = child.wait();
-    let left = slow(&table);
-    rt.block_on(async {
-        let pg = common::pg().await;
-        for pid in left {
-            let _ = pg.execute("SELECT pg_terminate_backend($1)", &[&pid]).await;
+    let sleeping = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
+    // Runs ghbench with `args` and kills it (SIGKILL) once a query sleeps; its sleeping query is ended.
+    let killed_while_sleeping = |args: &[&str]| {
+        // Outside any checkout: the ghbench a record names is the one built, not the directory's.
+        let mut child = command(&fixture, args).current_dir(work.path()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let started = std::time::Instant::now();
+        while sleeping(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
+            std::thread::sleep(std::time::Duration::from_millis(200));
         }
-    });
+        // SAFETY: kill(2) on the child this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+        let _ = child.wait();
+        let left = sleeping(&table);
+        rt.block_on(async {
+            let pg = common::pg().await;
+            for pid in left {
+                let _ = pg.execute("SELECT pg_terminate_backend($1)", &[&pid]).await;
+            }
+        });
+    };
+    killed_while_sleeping(&args);
 
     let record = json(&common::newest_file(&results, "olap"));
     assert_eq!(record["finished"], false, "marked unfinished");
@@ -354,26 +445,57 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(common::newest_file(&results, "olap")).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
     assert!(said.contains("UNFINISHED: the run stopped after 1 query run(s)"), "{said}");
+    assert_eq!(shown.status.code(), Some(1), "a partial record, said by the exit status as its run's would have");
 
-    // The same command with --resume finishes the record in place, A kept as timed then.
+    let head = Command::new("git").args(["rev-parse", "HEAD"]).current_dir(env!("CARGO_MANIFEST_DIR")).output().unwrap();
+    if head.status.success() {
+        assert_eq!(record["context"]["git_commit"].as_str(), Some(String::from_utf8_lossy(&head.stdout).trim()), "the commit built, run outside the checkout");
+    }
+    // Another ghbench cannot go on with it.
+    let mut other = record.clone();
+    other["context"]["git_commit"] = "0123456789abcdef0123456789abcdef01234567".into();
+    let other_path = work.path().join("other-build.json");
+    std::fs::write(&other_path, serde_json::to_string(&other).unwrap()).unwrap();
+    let refused = ghbench(&fixture, &args.iter().copied().chain(["--resume", other_path.to_str().unwrap()]).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains(&format!("ghbench's build: {} 0123456789abcdef0123456789abcdef01234567 (", env!("CARGO_PKG_VERSION"))), "{said}");
+
+    // The same command with --resume goes on in place, A kept as timed then;
+    // killed again, during C, it leaves A and B.
     let unfinished = common::newest_file(&results, "olap");
     let copy = work.path().join("unfinished-copy.json");
     std::fs::copy(&unfinished, &copy).unwrap();
-    delay(0);
-    // With a phase under load, whose answers for A are checked against A's kept ones.
+    delay("b", 0);
+    let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
+    killed_while_sleeping(&resumed);
+    let second = json(&unfinished);
+    assert_eq!(second["finished"], false);
+    assert_eq!(second["queries"].as_array().unwrap().len(), 2, "A kept and B timed: {}", second["queries"]);
+    assert_eq!(second["queries"][0], record["queries"][0], "A kept as it was timed");
+    assert_eq!(second["context"]["resumed"]["kept"], serde_json::json!(["A corrected"]));
+    assert_eq!(second["context"]["resumed"]["from_started_at"], record["context"]["started_at"]);
+
+    // The third run finishes it, each kept query credited to the run that timed it;
+    // with a phase under load, whose answers for A and B are checked against the kept ones.
+    delay("c", 0);
     let under_load = ["--clients", "1", "--duration", "1", "--warmup", "0"];
-    let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).chain(under_load).collect();
+    let resumed: Vec<&str> = resumed.iter().copied().chain(under_load).collect();
     let out = ghbench(&fixture, &resumed);
     let said = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "a record made in two runs is said by the exit status: {said}");
-    assert!(said.contains("RESUMED: A corrected timed by the run started"), "{said}");
+    assert_eq!(out.status.code(), Some(1), "a record made in several runs is said by the exit status: {said}");
+    let (first_run, second_run) = (record["context"]["started_at"].as_str().unwrap(), second["context"]["started_at"].as_str().unwrap());
+    let credited = format!("RESUMED: A corrected timed by the run started {first_run}; B corrected by the run started {second_run}, each of which stopped");
+    assert!(said.contains(&credited), "{credited}\n{said}");
     let finished = json(&unfinished);
     assert_eq!(finished["finished"], true);
     let names: Vec<&str> = finished["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap()).collect();
     assert_eq!(names, ["A", "B", "C", "D"]);
-    assert_eq!(finished["queries"][0], record["queries"][0], "A kept as it was timed");
-    assert_eq!(finished["context"]["resumed"]["kept"], serde_json::json!(["A corrected"]));
-    assert_eq!(finished["context"]["resumed"]["from_started_at"], record["context"]["started_at"]);
+    assert_eq!(finished["queries"].as_array().unwrap()[..2], second["queries"].as_array().unwrap()[..], "A and B kept as they were timed");
+    let resumed = &finished["context"]["resumed"];
+    assert_eq!(resumed["kept"], serde_json::json!(["A corrected", "B corrected"]));
+    assert_eq!(resumed["from_started_at"], second_run);
+    let timed_by = serde_json::json!([{"started_at": first_run, "kept": ["A corrected"]}, {"started_at": second_run, "kept": ["B corrected"]}]);
+    assert_eq!(resumed["timed_by"], timed_by);
     let a_under_load = &finished["concurrency"]["phases"][0]["per_query"][0];
     assert_eq!(a_under_load["query"], "A", "{a_under_load}");
     assert!(a_under_load["left_out"].is_null() && a_under_load["checked_against"].is_string(), "A's kept answers are checked against: {a_under_load}");
@@ -393,5 +515,6 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     assert!(!refused.status.success(), "{said}");
     assert!(said.contains("cannot resume the run of") && said.contains("postgres's data: 1 hours, 7702 events"), "{said}");
     assert!(said.contains("then, 2 hours, 7752 events"), "{said}");
-    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("DROP TABLE {table}_delay")).await.unwrap() });
+    let drop = format!("DROP TABLE {table}_delay_b, {table}_delay_c");
+    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&drop).await.unwrap() });
 }

@@ -13,7 +13,9 @@ use ghbench_olap::render::seconds;
 use ghbench_olap::render::print_servers;
 use ghbench_olap::runner::create_indexes;
 use ghbench_olap::Backend;
-use indicatif::ProgressBar;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use crate::progress::Log;
 
 use super::olap::{check_index_room, context, ensure_output_dir, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
@@ -50,12 +52,16 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
             engines.push(IndexEngineRecord { engine, indexes: Vec::new(), error: None });
             continue;
         }
-        let bar = ProgressBar::new_spinner().with_prefix(engine.to_string());
+        let multi = MultiProgress::new();
+        let bar = multi.add(ProgressBar::new_spinner().with_prefix(engine.to_string()));
+        bar.set_style(ProgressStyle::with_template("{prefix} {spinner} {elapsed_precise}  {msg}").expect("template"));
         bar.set_message(format!("creating indexes on {table}"));
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        let (shown, name) = (bar.clone(), engine.clone());
+        // Each index said as it is built, in a log too (indicatif drops what
+        // is printed through a hidden bar).
+        let (log, name) = (Log::new(multi), engine.clone());
         let on_built = move |b: &ghbench_olap::record::IndexBuild| {
-            shown.println(format!("{name:<10} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
+            log.line(format!("{name:<10} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
         };
         let result = with_progress(backend.as_ref(), &bar, &format!("creating indexes on {table}"), create_indexes(backend.as_ref(), &catalog, &on_built)).await;
         bar.finish_and_clear();
@@ -106,7 +112,7 @@ async fn with_progress<T>(backend: &dyn Backend, bar: &ProgressBar, what: &str, 
             };
             let line = ghbench_core::ticking::so_far(what, elapsed, progress.as_deref());
             if bar.is_hidden() {
-                eprintln!("{} {line}", bar.prefix());
+                eprintln!("{} (+{:.0} s) {} {line}", chrono::Utc::now().format("%H:%M:%S"), elapsed.as_secs_f64(), bar.prefix());
             }
             bar.set_message(line);
         }

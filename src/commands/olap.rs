@@ -233,7 +233,7 @@ pub async fn measure(
             anyhow::bail!("cannot resume the run of {}: {}; its numbers would not be about this run (start it anew)", then.context.started_at, changed.join("; "));
         }
         let kept = kept.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
-        context.resumed = Some(Resumed { from_started_at: then.context.started_at.clone(), kept });
+        context.resumed = Some(Resumed::going_on_from(&then.context.started_at, then.context.resumed.as_ref(), kept));
     }
     let warning = data_warning(&context);
     for line in &warning {
@@ -284,11 +284,11 @@ fn catalog_digest(catalog: &Catalog, options: &QueryOptions, backends: &[Box<dyn
 /// Everything but the queries' results: who, what, where, when.
 /// `cold` starts as not requested and the data check as not done; the query run fills them in.
 pub fn context(table: String, catalog: &Catalog, repeat: usize, engines: Vec<EngineRecord>) -> Context {
-    let (git_commit, git_dirty) = environment::git_commit();
     Context {
         ghbench_version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit,
-        git_dirty,
+        git_commit: crate::built::COMMIT.map(String::from),
+        git_dirty: crate::built::DIRTY.map(|dirty| dirty == "true"),
+        git_changes: crate::built::CHANGES.map(String::from),
         started_at: now(),
         arguments: environment::redacted_arguments(std::env::args()),
         table,

@@ -8,9 +8,9 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
-use ghbench_olap::render::bench::{bench_markdown, largest, size_text, BenchCharts};
+use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
-use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, no_disagreement, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
 
@@ -28,7 +28,12 @@ Examples:
   ghbench report --html results/bench-20260101T120000Z.json      # a whole `ghbench bench` (sizes, growth)
 
 The HTML page needs nothing else to be read: charts are inline SVG, styles are in
-the page, nothing is fetched from the network.")]
+the page, nothing is fetched from the network.
+
+Exit status, showing one file: 0 when its results are whole and verified; 1 when
+they cannot be trusted as they stand (engines disagree, a failure, or a partial
+record: unfinished, or resumed from a run that stopped), as the run that wrote it
+exited. Comparing two files exits 0.")]
 pub struct ReportArgs {
     /// One results JSON file to show, or two to compare (the second against the first).
     #[arg(required = true, num_args = 1..=2, value_name = "FILE.json")]
@@ -97,7 +102,12 @@ pub fn run(args: ReportArgs) -> Result<ExitCode> {
         [a, b] => print!("{}", comparison(a, b, args.noise, style)),
         _ => unreachable!("clap allows one or two files"),
     }
-    Ok(ExitCode::SUCCESS)
+    // One record: the status its run exited with, so a script can tell a
+    // partial or unverified record from its file alone.
+    Ok(match records.as_slice() {
+        [one] if !(problems(one).is_empty() && no_disagreement(one)) => ExitCode::FAILURE,
+        _ => ExitCode::SUCCESS,
+    })
 }
 
 /// The run of `bench`'s size that holds as many events as `run` (the first
@@ -170,9 +180,11 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
         }
         print_servers(&run.context);
         println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);
-        for line in bench.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run))) {
+        for line in bench_problems(bench) {
             println!("{line}");
         }
     }
-    Ok(ExitCode::SUCCESS)
+    let verified = bench.sizes.iter().all(|s| s.verdict().1);
+    Ok(if bench_problems(bench).is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
+

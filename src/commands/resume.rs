@@ -28,7 +28,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
             changed.push(format!("{what}: {a} then, {b} now"));
         }
     };
-    differs("ghbench's commit", format!("{:?} (uncommitted changes: {:?})", then.git_commit, then.git_dirty), format!("{:?} (uncommitted changes: {:?})", now.git_commit, now.git_dirty));
+    differs("ghbench's build", build(then), build(now));
     differs("the table", then.table.clone(), now.table.clone());
     differs("--repeat", then.repeat.to_string(), now.repeat.to_string());
     differs("--cold", then.cold.requested.to_string(), now.cold.requested.to_string());
@@ -44,6 +44,27 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
         differs(&format!("{}'s settings", a.engine), settings(a, &then.table), settings(b, &now.table));
     }
     changed
+}
+
+/// The ghbench a record was made by: version, commit and uncommitted
+/// changes (a build from no checkout is known by its version alone).
+pub fn build(c: &Context) -> String {
+    build_said(&c.ghbench_version, c.git_commit.as_deref(), c.git_dirty, c.git_changes.as_deref())
+}
+
+/// This ghbench, said as [`build`] says a record's.
+pub fn this_build() -> String {
+    build_said(env!("CARGO_PKG_VERSION"), crate::built::COMMIT, crate::built::DIRTY.map(|d| d == "true"), crate::built::CHANGES)
+}
+
+fn build_said(version: &str, commit: Option<&str>, dirty: Option<bool>, changes: Option<&str>) -> String {
+    let changes = match (dirty, changes) {
+        (Some(true), Some(digest)) => format!("uncommitted changes {digest}"),
+        (Some(true), None) => "uncommitted changes".into(),
+        (Some(false), _) => "no uncommitted changes".into(),
+        (None, _) => "changes unknown".into(),
+    };
+    format!("{version} {} ({changes})", commit.unwrap_or("from no checkout"))
 }
 
 fn data(e: &EngineRecord) -> String {

@@ -72,6 +72,34 @@ fn is_this_machine(host: &str) -> bool {
     !own.is_empty() && host == own
 }
 
+/// `host:port` of a `scheme://[user@]host[:port][/...]` URL, with the
+/// scheme's default port; None for other forms (e.g. libpq's `key=value`).
+pub fn address_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // A replica set's list names several servers: not one ghbench can restart.
+    // A Unix socket's path (percent-encoded) is no TCP address.
+    if host_port.contains(',') || host_port.is_empty() || host_port.to_ascii_lowercase().starts_with("%2f") {
+        return None;
+    }
+    let default_port = match scheme {
+        "postgres" | "postgresql" => 5432,
+        "mongodb" => 27017,
+        _ => return None,
+    };
+    Some(match host_port.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => host_port.to_string(),
+        _ => format!("{host_port}:{default_port}"),
+    })
+}
+
+/// Two `host:port` addresses name the same server (`localhost` is 127.0.0.1).
+pub fn same_address(a: &str, b: &str) -> bool {
+    let loopback = |s: &str| s.replace("localhost:", "127.0.0.1:");
+    loopback(a) == loopback(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +122,16 @@ mod tests {
         assert_eq!(Place::of("mongodb+srv://u:p@cluster0.ab1cd.mongodb.net/ghbench"), Place::Elsewhere(vec!["cluster0.ab1cd.mongodb.net".into()]));
         assert_eq!(Place::of("mongodb://127.0.0.1,10.1.2.3:27017/?replicaSet=rs0"), Place::Elsewhere(vec!["10.1.2.3".into()]));
         assert_eq!(Place::of("host=db.example dbname=x"), Place::Elsewhere(vec!["db.example".into()]));
+    }
+
+    #[test]
+    fn addresses_come_from_urls_with_default_ports() {
+        assert_eq!(address_of("postgres://ghbench@127.0.0.1:54320/ghbench").as_deref(), Some("127.0.0.1:54320"));
+        assert_eq!(address_of("postgresql://u:p@db.example/x?sslmode=require").as_deref(), Some("db.example:5432"));
+        assert_eq!(address_of("mongodb://127.0.0.1:27017/ghbench?directConnection=true").as_deref(), Some("127.0.0.1:27017"));
+        assert_eq!(address_of("mongodb://a:1,b:2/x"), None, "a replica set is not one server");
+        assert_eq!(address_of("host=localhost port=5432"), None);
+        assert_eq!(address_of("mongodb://%2Ftmp%2Fmongodb-27017.sock/ghbench"), None, "a Unix socket");
+        assert!(same_address("127.0.0.1:5432", "localhost:5432"));
     }
 }

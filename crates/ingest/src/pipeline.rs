@@ -146,20 +146,29 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
         control.push((loader.clone(), sink));
     }
     let mut locks = Vec::new();
+    let mut refused = None;
     for (_, sink) in &control {
-        let engine = sink.engine().clone();
         match sink.lock().await {
             Ok(lock) => locks.push(lock),
             Err(e) => {
-                for lock in locks {
-                    lock.release().await;
-                }
-                return Err(match e {
-                    SinkError::Locked(why) => IngestError::Locked(why),
-                    other => IngestError::Prepare { engine, detail: other.detail() },
-                });
+                refused = Some((sink.engine().clone(), e));
+                break;
             }
         }
+    }
+    if let Some((engine, e)) = refused {
+        for lock in locks {
+            lock.release().await;
+        }
+        // Closed, not dropped: the MongoDB driver ends a dropped client's
+        // sessions in a task of its own, which can panic as ghbench exits.
+        for (_, sink) in control {
+            sink.close().await;
+        }
+        return Err(match e {
+            SinkError::Locked(why) => IngestError::Locked(why),
+            other => IngestError::Prepare { engine, detail: other.detail() },
+        });
     }
     let ctx = Arc::new(Ctx { options, observer, locks: locks.iter().map(TableLock::watch).collect() });
     let mut finished = Vec::new();

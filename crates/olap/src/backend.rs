@@ -113,6 +113,15 @@ pub trait Backend: Send + Sync {
         !self.spec().capabilities.server
     }
 
+    /// The process on this machine that does this engine's reads when
+    /// ghbench runs it itself (polars' worker, or ghbench's own process):
+    /// the kernel's I/O counters of it and the processes under it are read
+    /// around each query's runs. None: the server [`Backend::server_url`]
+    /// points at is looked up by its port instead.
+    async fn own_process(&self) -> Option<u32> {
+        None
+    }
+
     /// The server's connection string (None for an engine without a server):
     /// tells whether it runs on this machine (see `ghbench_core::Place`).
     fn server_url(&self) -> Option<&str> {

@@ -117,7 +117,7 @@ mod tests {
     use crate::record::Verification;
 
     fn ledger(entries: &[(&str, i64)]) -> Ledger {
-        Ledger::from_entries(entries.iter().map(|(stem, n)| (stem.to_string(), *n, None)))
+        Ledger::from_entries(entries.iter().map(|(stem, n)| crate::ledger::Entry::new(*stem, *n)))
     }
 
     fn holding<'a>(engine: &'a str, ledger: &'a Ledger) -> Holding<'a> {
@@ -156,8 +156,8 @@ mod tests {
 
         // Many differing hours: four listed, the rest counted, the totals exact.
         let stems: Vec<String> = (0..6).map(|h| format!("2015-01-01-{h}")).collect();
-        let pg = Ledger::from_entries(stems.iter().map(|s| (s.clone(), 10, None)));
-        let mongo = Ledger::from_entries(stems.iter().map(|s| (s.clone(), 9, None)));
+        let pg = Ledger::from_entries(stems.iter().map(|s| crate::ledger::Entry::new(s.clone(), 10)));
+        let mongo = Ledger::from_entries(stems.iter().map(|s| crate::ledger::Entry::new(s.clone(), 9)));
         let data = check(&[holding("postgres", &pg), holding("mongo", &mongo)]);
         assert!(data.differences[0].starts_with("postgres and mongo list different event counts for 6 hours: 2015-01-01T00 postgres 10 vs mongo 9,"));
         assert!(data.differences[0].ends_with("and 2 more (postgres 60 vs mongo 54 events in all 6)"), "{:?}", data.differences);

@@ -1,4 +1,4 @@
-//! The machine and checkout a run happened on, read from /proc and git (Linux;
+//! The machine a run happened on, read from /proc (Linux;
 //! anything unreadable is left out rather than guessed).
 
 use std::process::Command;
@@ -25,17 +25,6 @@ fn field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
         let (k, v) = line.split_once(':')?;
         (k.trim() == key).then(|| v.trim())
     })
-}
-
-/// The commit of the current directory's checkout and whether it has uncommitted changes.
-pub fn git_commit() -> (Option<String>, Option<bool>) {
-    let git = |args: &[&str]| {
-        let out = Command::new("git").args(args).output().ok().filter(|o| o.status.success())?;
-        Some(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    };
-    let commit = git(&["rev-parse", "HEAD"]);
-    let dirty = commit.as_ref().and_then(|_| git(&["status", "--porcelain", "--untracked-files=no"])).map(|s| !s.is_empty());
-    (commit, dirty)
 }
 
 /// The command line for the record, with anything that may hold a password hidden.

@@ -7,6 +7,8 @@
 //! - [`runner`]: the timed runs and the cross-engine verification ([`verify`]).
 //! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
 //!   whether the engines hold the same data, checked before timing.
+//! - [`kernel_io`]: what the kernel counted for a server's processes on this
+//!   machine (bytes from storage), read around each query's runs.
 //! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown,
 //!   comparison, SVG charts, the HTML page).
 
@@ -16,6 +18,7 @@ pub mod catalog;
 pub mod concurrency;
 pub mod consistency;
 pub mod environment;
+pub mod kernel_io;
 pub mod ledger;
 pub mod record;
 pub mod render;

@@ -97,9 +97,14 @@ fn finished() -> bool {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Context {
     pub ghbench_version: String,
+    /// The commit ghbench was built from (compiled in); None: not built from a checkout.
     pub git_commit: Option<String>,
-    /// Uncommitted changes in the checkout the run came from.
+    /// Uncommitted changes to the sources it was built from.
     pub git_dirty: Option<bool>,
+    /// A digest of those changes (`blake3:…`): two builds of one commit with
+    /// different changes are different ghbenches. None without changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_changes: Option<String>,
     /// RFC 3339, UTC.
     pub started_at: String,
     /// The command line, URLs with their passwords hidden.
@@ -143,8 +148,56 @@ pub struct Context {
 pub struct Resumed {
     /// When the run it went on from started (RFC 3339, UTC).
     pub from_started_at: String,
-    /// The queries kept from it, e.g. `A corrected`: timed in that run.
+    /// The queries (a bench: the sizes) kept from it, e.g. `A corrected`.
     pub kept: Vec<String>,
+    /// Which earlier run timed each kept one, oldest first: a record resumed
+    /// more than once holds the work of several runs. Empty in older files:
+    /// then all of `kept` was timed by the run started `from_started_at`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timed_by: Vec<TimedBy>,
+}
+
+/// The kept work one earlier run did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimedBy {
+    /// When that run started (RFC 3339, UTC).
+    pub started_at: String,
+    pub kept: Vec<String>,
+}
+
+impl Resumed {
+    /// Going on from the run started `then_started_at`, itself resumed
+    /// (`then_resumed`) or not, keeping `kept`: each kept one credited to
+    /// the run that timed it.
+    pub fn going_on_from(then_started_at: &str, then_resumed: Option<&Resumed>, kept: Vec<String>) -> Resumed {
+        let mut timed_by: Vec<TimedBy> = then_resumed.map(Resumed::runs).unwrap_or_default();
+        let earlier: Vec<&String> = timed_by.iter().flat_map(|run| &run.kept).collect();
+        let its_own: Vec<String> = kept.iter().filter(|k| !earlier.contains(k)).cloned().collect();
+        if !its_own.is_empty() {
+            timed_by.push(TimedBy { started_at: then_started_at.to_string(), kept: its_own });
+        }
+        Resumed { from_started_at: then_started_at.to_string(), kept, timed_by }
+    }
+
+    /// The earlier runs and what each timed, oldest first.
+    pub fn runs(&self) -> Vec<TimedBy> {
+        match self.timed_by.is_empty() {
+            true => vec![TimedBy { started_at: self.from_started_at.clone(), kept: self.kept.clone() }],
+            false => self.timed_by.clone(),
+        }
+    }
+
+    /// `A corrected timed by the run started T1; B corrected by the run
+    /// started T2` (`verb` timed, `what` run), for the views.
+    pub fn said(&self, verb: &str, what: &str) -> String {
+        let runs: Vec<String> = self
+            .runs()
+            .iter()
+            .enumerate()
+            .map(|(i, run)| format!("{} {}by the {what} started {}", run.kept.join(", "), if i == 0 { format!("{verb} ") } else { String::new() }, run.started_at))
+            .collect();
+        runs.join("; ")
+    }
 }
 
 /// Do the engines hold the same data? Their ingest ledgers compared hour by
@@ -247,9 +300,15 @@ pub struct DataLoaded {
     /// Seconds the engine spent loading these hours, summed hour by hour (each
     /// from starting the hour to committing it; hours load side by side, so the
     /// wall time was shorter), plus `upkeep_seconds`. None when some hour was
-    /// not timed.
+    /// not timed. A sum, never a rate: see `wall_seconds`.
     #[serde(default)]
     pub load_seconds: Option<f64>,
+    /// The load's wall time: the span during which at least one hour was
+    /// loading (first write to last commit, the pauses between runs left
+    /// out), upkeep apart. None in older files and when some hour's ledger
+    /// entry does not say when it finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wall_seconds: Option<f64>,
     /// Of `load_seconds`: work on the whole table after loading it (PostgreSQL
     /// engines: `VACUUM (ANALYZE)`, so the planner has statistics and a
     /// visibility map before anything is timed).
@@ -267,9 +326,15 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl DataLoaded {
-    /// Events per second of loading time, when it was timed.
+    /// Events per second of the load's wall time, when it is known (never of
+    /// the hours' times summed).
     pub fn events_per_second(&self) -> Option<f64> {
-        self.load_seconds.filter(|s| *s > 0.0).map(|s| self.events as f64 / s)
+        self.wall_seconds.filter(|s| *s > 0.0).map(|s| self.events as f64 / s)
+    }
+
+    /// The hours' own times summed, without the upkeep.
+    pub fn hours_summed_seconds(&self) -> Option<f64> {
+        self.load_seconds.map(|s| s - self.upkeep_seconds.unwrap_or(0.0))
     }
 }
 
@@ -446,7 +511,8 @@ pub struct EngineResult {
     pub read: Option<Reads>,
 }
 
-/// What a query's runs read, as the engine counts it.
+/// What a query's runs read, as the engine counts it and, for processes on
+/// this machine, as the kernel does.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reads {
     /// Runs the counters span (the cold run included).
@@ -456,33 +522,70 @@ pub struct Reads {
     /// Why nothing (or not everything) was counted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// The kernel's I/O counters of the server's processes (or polars'
+    /// worker) over the same runs; None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<KernelReads>,
+}
+
+/// The growth of `/proc/<pid>/io` summed over a process and those under it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct KernelReads {
+    /// Whose, e.g. `postgres (pid 812) and the 9 processes under it`.
+    pub processes: String,
+    /// `read_bytes`: from storage (what the page cache did not hold);
+    /// `rchar`: asked of read calls, page cache hits included; `syscr`: read calls.
+    pub counters: BTreeMap<String, u64>,
+    /// Why nothing was counted (another machine, no permission, restarted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
+}
+
+/// Each counter's growth from `before` to `after`; a counter missing from
+/// either side is left out; Err: one went down (a restart, a reset).
+pub fn growth(before: &BTreeMap<String, u64>, after: &BTreeMap<String, u64>) -> Result<BTreeMap<String, u64>, String> {
+    if let Some(k) = after.keys().find(|k| before.get(*k).is_some_and(|b| after[*k] < *b)) {
+        return Err(format!("{k} went down (the server restarted or its statistics were reset during the runs)"));
+    }
+    Ok(after.iter().filter_map(|(k, a)| Some((k.clone(), a - *before.get(k)?))).collect())
 }
 
 impl Reads {
     /// The counters' growth from `before` to `after` over `runs` runs; a
     /// counter missing from either side is left out, a reading that failed said.
     pub fn between(before: Result<BTreeMap<String, u64>, String>, after: Result<BTreeMap<String, u64>, String>, runs: usize) -> Reads {
-        match (before, after) {
-            (Ok(before), Ok(after)) => {
-                if let Some(k) = after.keys().find(|k| before.get(*k).is_some_and(|b| after[*k] < *b)) {
-                    let why = format!("{k} went down (the server restarted or its statistics were reset during the runs)");
-                    return Reads { runs, counters: BTreeMap::new(), unavailable: Some(why) };
-                }
-                let counters = after.iter().filter_map(|(k, a)| Some((k.clone(), a - *before.get(k)?))).collect();
-                Reads { runs, counters, unavailable: None }
-            }
-            (Err(why), _) | (_, Err(why)) => Reads { runs, counters: BTreeMap::new(), unavailable: Some(why) },
-        }
+        let grown = before.and_then(|before| growth(&before, &after?));
+        let (counters, unavailable) = match grown {
+            Ok(counters) => (counters, None),
+            Err(why) => (BTreeMap::new(), Some(why)),
+        };
+        Reads { runs, counters, unavailable, kernel: None }
     }
 
-    /// `heap_blks_hit 240, heap_blks_read 12 over 3 runs`, or why not counted.
+    /// `heap_blks_hit 240, heap_blks_read 12 over 3 runs`, or why not
+    /// counted; then the kernel's, when read.
+    pub fn said(&self) -> String {
+        let engine = match &self.unavailable {
+            Some(why) => format!("not counted: {why}"),
+            None => format!("{} over {} run(s)", counters_said(&self.counters), self.runs),
+        };
+        match &self.kernel {
+            None => engine,
+            Some(kernel) => format!("{engine}; the kernel: {}", kernel.said()),
+        }
+    }
+}
+
+fn counters_said(counters: &BTreeMap<String, u64>) -> String {
+    counters.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")
+}
+
+impl KernelReads {
+    /// `read_bytes 0, rchar 81920, syscr 10 (postgres (pid 812) and …)`, or why not counted.
     pub fn said(&self) -> String {
         match &self.unavailable {
             Some(why) => format!("not counted: {why}"),
-            None => {
-                let counters: Vec<String> = self.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
-                format!("{} over {} run(s)", counters.join(", "), self.runs)
-            }
+            None => format!("{} ({})", counters_said(&self.counters), self.processes),
         }
     }
 }
@@ -616,5 +719,19 @@ mod tests {
         assert!(restarted.counters.is_empty() && restarted.unavailable.as_deref().is_some_and(|w| w.contains("went down")), "{restarted:?}");
         let unread = Reads::between(at(1, 1), Err("no statistics".into()), 1);
         assert_eq!(unread.said(), "not counted: no statistics");
+    }
+
+    #[test]
+    fn a_record_resumed_twice_credits_each_kept_query_to_the_run_that_timed_it() {
+        let kept = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let first = Resumed::going_on_from("T1", None, kept(&["A corrected"]));
+        assert_eq!(first.said("timed", "run"), "A corrected timed by the run started T1");
+        let second = Resumed::going_on_from("T2", Some(&first), kept(&["A corrected", "B corrected"]));
+        assert_eq!(second.said("timed", "run"), "A corrected timed by the run started T1; B corrected by the run started T2");
+        assert_eq!(second.from_started_at, "T2");
+        // A record of before `timed_by`: all it kept was timed by the run it names.
+        let old: Resumed = serde_json::from_value(serde_json::json!({"from_started_at": "T0", "kept": ["A corrected"]})).unwrap();
+        let third = Resumed::going_on_from("T3", Some(&old), kept(&["A corrected", "C corrected"]));
+        assert_eq!(third.runs().iter().map(|r| r.started_at.as_str()).collect::<Vec<_>>(), ["T0", "T3"]);
     }
 }

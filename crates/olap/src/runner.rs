@@ -13,6 +13,7 @@ use crate::catalog::{Catalog, QuerySpec};
 use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
+use crate::kernel_io;
 use crate::ledger::Ledger;
 use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reads, Reconnect, ServerRecord, Stats};
 use crate::rows::Row;
@@ -428,12 +429,58 @@ pub async fn within_limit<T>(work: impl std::future::Future<Output = anyhow::Res
 /// with a query it was not stopped in would hold the read behind it.
 const COUNTERS_LIMIT: Duration = Duration::from_secs(10);
 
-/// [`Backend::read_counters`], bounded by [`COUNTERS_LIMIT`].
-async fn read_counters(backend: &dyn Backend) -> Result<std::collections::BTreeMap<String, u64>, String> {
-    match tokio::time::timeout(COUNTERS_LIMIT, backend.read_counters()).await {
-        Ok(read) => read,
-        Err(_) => Err(format!("the counters were not read within {} s", COUNTERS_LIMIT.as_secs())),
+/// What the engine and the kernel had counted at one moment.
+struct Counted {
+    engine: Result<std::collections::BTreeMap<String, u64>, String>,
+    kernel: Result<kernel_io::Snapshot, String>,
+}
+
+/// [`Backend::read_counters`], bounded by [`COUNTERS_LIMIT`], and the
+/// kernel's counters of the engine's processes on this machine. The
+/// engine's are read by a query of their own, kept out of the kernel's
+/// span: read first `before` the runs, last after them.
+async fn read_counters(backend: &dyn Backend, before: bool) -> Counted {
+    let engine = || async {
+        match tokio::time::timeout(COUNTERS_LIMIT, backend.read_counters()).await {
+            Ok(read) => read,
+            Err(_) => Err(format!("the counters were not read within {} s", COUNTERS_LIMIT.as_secs())),
+        }
+    };
+    match before {
+        true => {
+            let engine = engine().await;
+            Counted { engine, kernel: kernel_counters(backend).await }
+        }
+        false => {
+            let kernel = kernel_counters(backend).await;
+            Counted { engine: engine().await, kernel }
+        }
     }
+}
+
+/// The kernel's counters of the engine's processes (read off the runtime's
+/// threads: it lists every process of the machine).
+async fn kernel_counters(backend: &dyn Backend) -> Result<kernel_io::Snapshot, String> {
+    let whose = match (backend.own_process().await, backend.server_url()) {
+        (Some(pid), _) => Ok(pid),
+        (None, Some(url)) => Err(url.to_string()),
+        (None, None) => return Err(format!("{} has no process of its own running to count (none started, or it was stopped)", backend.engine())),
+    };
+    let read = tokio::task::spawn_blocking(move || match &whose {
+        Ok(pid) => kernel_io::snapshot(kernel_io::Whose::Process(*pid)),
+        Err(url) => kernel_io::snapshot(kernel_io::Whose::Server(url)),
+    });
+    read.await.unwrap_or_else(|e| Err(format!("reading the kernel's counters failed: {e}")))
+}
+
+/// What the runs between `before` and `after` read; `after` is Err when
+/// the counters cannot be compared (a lost connection).
+fn reads(before: Counted, after: Result<Counted, String>, runs: usize) -> Reads {
+    let (engine, kernel) = match after {
+        Ok(after) => (after.engine, after.kernel),
+        Err(why) => (Err(why.clone()), Err(why)),
+    };
+    Reads { kernel: Some(kernel_io::reads_between(before.kernel, kernel)), ..Reads::between(before.engine, engine, runs) }
 }
 
 /// One engine's runs of one query; the rows of its first run (None if it
@@ -459,8 +506,9 @@ async fn run_one(
     result.file = file.path.clone();
     let mut prepared = None;
     let mut first_rows = None;
-    // Read before the runs and after them: their reads, with no run of their own.
-    let reads_before = read_counters(backend.as_ref()).await;
+    // Read before the runs (once the query is prepared: polars' worker starts
+    // then) and after them: their reads, with no run of their own.
+    let mut reads_before = None;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
     let mut i = 0;
@@ -476,6 +524,9 @@ async fn run_one(
                 },
             },
         };
+        if reads_before.is_none() {
+            reads_before = Some(read_counters(backend.as_ref(), true).await);
+        }
         progress.event(RunEvent::Running { engine: &engine, variant, query, label });
         // The clock: the same for every engine, around the engine's execute alone.
         let started = Instant::now();
@@ -504,11 +555,13 @@ async fn run_one(
     }
     result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
     let runs = result.iterations.len() + usize::from(result.cold_run.is_some());
-    let reads_after = match result.connection_gone || !result.reconnects.is_empty() {
-        true => Err("the connection was lost during the runs: a restarted server's counters start anew".to_string()),
-        false => read_counters(backend.as_ref()).await,
-    };
-    result.read = Some(Reads::between(reads_before, reads_after, runs));
+    if let Some(before) = reads_before {
+        let after = match result.connection_gone || !result.reconnects.is_empty() {
+            true => Err("the connection was lost during the runs: a restarted server's counters start anew".to_string()),
+            false => Ok(read_counters(backend.as_ref(), false).await),
+        };
+        result.read = Some(reads(before, after, runs));
+    }
     if let Some(rows) = &first_rows {
         result.rows = Some(rows.len() as u64);
         result.head = rows.iter().take(HEAD_ROWS).cloned().collect();

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
+use ghbench_core::place::{address_of, same_address};
 use ghbench_core::{Place, TableName};
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
@@ -70,32 +71,6 @@ impl ManagedServers {
         let address = address_of(url)?;
         self.servers.iter().find(|s| same_address(&s.address, &address))
     }
-}
-
-/// `host:port` of a `scheme://[user@]host[:port][/...]` URL, with the
-/// scheme's default port; None for other forms (e.g. libpq's `key=value`).
-pub fn address_of(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split(['/', '?']).next()?;
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    // A replica set's list names several servers: not one ghbench can restart.
-    if host_port.contains(',') || host_port.is_empty() {
-        return None;
-    }
-    let default_port = match scheme {
-        "postgres" | "postgresql" => 5432,
-        "mongodb" => 27017,
-        _ => return None,
-    };
-    Some(match host_port.rsplit_once(':') {
-        Some((_, port)) if port.parse::<u16>().is_ok() => host_port.to_string(),
-        _ => format!("{host_port}:{default_port}"),
-    })
-}
-
-fn same_address(a: &str, b: &str) -> bool {
-    let loopback = |s: &str| s.replace("localhost:", "127.0.0.1:");
-    loopback(a) == loopback(b)
 }
 
 /// What makes each engine cold, in the run's order of engines.
@@ -248,17 +223,3 @@ async fn restart(server: &ManagedServer) -> Result<()> {
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn addresses_come_from_urls_with_default_ports() {
-        assert_eq!(address_of("postgres://ghbench@127.0.0.1:54320/ghbench").as_deref(), Some("127.0.0.1:54320"));
-        assert_eq!(address_of("postgresql://u:p@db.example/x?sslmode=require").as_deref(), Some("db.example:5432"));
-        assert_eq!(address_of("mongodb://127.0.0.1:27017/ghbench?directConnection=true").as_deref(), Some("127.0.0.1:27017"));
-        assert_eq!(address_of("mongodb://a:1,b:2/x"), None, "a replica set is not one server");
-        assert_eq!(address_of("host=localhost port=5432"), None);
-        assert!(same_address("127.0.0.1:5432", "localhost:5432"));
-    }
-}

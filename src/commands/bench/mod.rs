@@ -19,9 +19,9 @@ use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_markdown, resumed_line, size_text, BenchCharts, largest};
+use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
-use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, problems, reconnect_notes, seconds};
+use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, reconnect_notes, seconds};
 use ghbench_olap::runner::create_indexes;
 
 use self::cold::{BenchCooler, ManagedServers};
@@ -363,8 +363,7 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<Exit
         };
         println!("growth {} {} {}: {fit}", g.query, g.variant, g.engine);
     }
-    let sizes = record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours)));
-    let problems: Vec<String> = resumed_line(record).into_iter().chain(sizes).collect();
+    let problems = bench_problems(record);
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
     for line in reconnects.chain(problems.iter().cloned()) {
         eprintln!("{line}");

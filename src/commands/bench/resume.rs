@@ -25,6 +25,13 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     if let Some(extra) = record.sizes.iter().find(|s| !sizes.contains(&s.hours)) {
         bail!("cannot resume {}: it holds a size of {} h this command does not ask for; give the same --scale", path.display(), extra.hours);
     }
+    // Known before anything is loaded: not worth a size's time to find out.
+    if let Some(first) = record.sizes.first() {
+        let (then, now) = (crate::commands::resume::build(&first.run.context), crate::commands::resume::this_build());
+        if then != now {
+            bail!("cannot resume {}: ghbench's build was {then} then, {now} now; start the bench anew", path.display());
+        }
+    }
     let now: Vec<String> = engines.iter().map(|e| e.engine().to_string()).collect();
     for size in &record.sizes {
         let then: Vec<String> = size.loads.iter().map(|l| l.engine.to_string()).collect();
@@ -32,9 +39,13 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
             bail!("cannot resume {}: the engines were {} then, {} now", path.display(), then.join(","), now.join(","));
         }
     }
-    if let Some(first) = record.sizes.first() {
-        let kept = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
-        record.resumed = Some(Resumed { from_started_at: first.run.context.started_at.clone(), kept });
+    let kept: Vec<String> = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
+    // When the bench this record was made by started: its first size's run
+    // (a resumed one's first size of its own, the ones before kept from earlier).
+    let earlier = record.resumed.as_ref().map(|r| r.kept.clone()).unwrap_or_default();
+    let its_first = record.sizes.iter().zip(&kept).find(|(_, k)| !earlier.contains(k)).or(record.sizes.first().zip(kept.first()));
+    if let Some((first, _)) = its_first {
+        record.resumed = Some(Resumed::going_on_from(&first.run.context.started_at, record.resumed.as_ref(), kept));
     }
     Ok(record)
 }

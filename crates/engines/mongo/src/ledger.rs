@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use futures_util::TryStreamExt;
 use ghbench_core::{Engine, TableName};
 use ghbench_ingest::sink::StoredHour;
-use ghbench_olap::ledger::Ledger;
+use ghbench_olap::ledger::{Entry, Ledger};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{Acknowledgment, CollectionOptions, ReadConcern, WriteConcern};
 use mongodb::{Collection, Database};
@@ -66,12 +66,12 @@ impl MongoLedger<'_> {
     /// What the reports show of the ledger: every finished hour, its load
     /// time and the retries it needed.
     pub async fn report(&self) -> Result<Ledger, mongodb::error::Error> {
-        let fields = doc! {"hour": 1, "events": 1, "seconds": 1, "retries": 1};
+        let fields = doc! {"hour": 1, "events": 1, "seconds": 1, "finished_at": 1, "retries": 1};
         let entries: Vec<Document> = self.collection().find(self.done()).projection(fields).await?.try_collect().await?;
         let retries = entries.iter().map(|d| number(d, "retries").unwrap_or(0)).sum();
-        let ledger = Ledger::from_entries(
-            entries.iter().map(|d| (d.get_str("hour").unwrap_or("").to_string(), number(d, "events").unwrap_or(0) as i64, d.get_f64("seconds").ok())),
-        );
+        let ledger = Ledger::from_entries(entries.iter().map(|d| {
+            Entry::new(d.get_str("hour").unwrap_or(""), number(d, "events").unwrap_or(0) as i64).timed(d.get_f64("seconds").ok(), d.get_f64("finished_at").ok())
+        }));
         Ok(ledger.with_retries(retries))
     }
 

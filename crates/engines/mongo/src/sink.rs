@@ -186,6 +186,7 @@ impl EngineSink for MongoSink {
             "ghbench_version": env!("CARGO_PKG_VERSION"),
             "loaded_at": mongodb::bson::DateTime::now(),
             "seconds": r.seconds(),
+            "finished_at": r.finished_at(),
             "source_digest": r.source_digest.clone(),
             "retries": i64::from(r.retries),
         };

@@ -125,7 +125,8 @@ async fn derive_locked(
     }
     let seconds = started.elapsed().as_secs_f64();
     writer.batch_execute("BEGIN").await?;
-    let _ = ledger_of(table).copy_from(&writer, &jsonb_ledger, seconds).await?;
+    let finished_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let _ = ledger_of(table).copy_from(&writer, &jsonb_ledger, seconds, finished_at).await?;
     writer.batch_execute("COMMIT").await?;
     let hours = ledger_of(table).completed_hours(&writer).await?.len() as u64;
     let upkeep = sink.after_load().await.map_err(sink_err)?.context("no upkeep")?;

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared, QueryTimedOut};
 use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::ledger::Ledger;
+use ghbench_olap::ledger::{Entry, Ledger};
 use ghbench_olap::record::{Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
 use polars::prelude::*;
@@ -222,7 +222,8 @@ impl Backend for PolarsBackend {
         let entries = self.table.ledger()?;
         self.layout(&entries)?;
         let retries = entries.values().map(|e| u64::from(e.record.retries)).sum();
-        Ok(Ledger::from_entries(entries.into_iter().map(|(stem, e)| (stem, e.events() as i64, Some(e.seconds)))).with_retries(retries))
+        let entries = entries.into_iter().map(|(stem, e)| Entry::new(stem, e.events() as i64).timed(Some(e.seconds), e.finished_at));
+        Ok(Ledger::from_entries(entries).with_retries(retries))
     }
 
     /// Rows counted from the files' own footers, not the ledger.
@@ -272,6 +273,15 @@ impl Backend for PolarsBackend {
 
     fn runs_in_process(&self) -> bool {
         matches!(self.runs_in, RunsIn::ThisProcess)
+    }
+
+    /// The worker that reads the table's files (ghbench's own process when
+    /// it runs the queries itself).
+    async fn own_process(&self) -> Option<u32> {
+        match &self.runs_in {
+            RunsIn::Worker { worker, .. } => worker.lock().await.as_ref().and_then(Worker::pid),
+            RunsIn::ThisProcess => Some(std::process::id()),
+        }
     }
 
     /// polars' optimised plan; it never runs the query (`measured` asks

@@ -234,6 +234,7 @@ impl PolarsSink {
         let entry = HourEntry {
             record: record.clone(),
             seconds: record.seconds(),
+            finished_at: Some(record.finished_at()),
             parquet_bytes: Some(bytes),
             parquet_digest: Some(digest),
             layout: Some(layout.signature()),

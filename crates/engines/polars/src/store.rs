@@ -34,6 +34,10 @@ pub struct HourEntry {
     #[serde(flatten)]
     pub record: HourRecord,
     pub seconds: f64,
+    /// When the hour committed, in seconds since the Unix epoch; None in
+    /// entries written before ghbench kept it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<f64>,
     /// The data file's size and digest as written, to tell a file that is no
     /// longer whole; None in entries written before ghbench kept them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -371,7 +375,7 @@ mod tests {
             retries: 0,
             clock: Default::default(),
         };
-        HourEntry { record, seconds: 0.5, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()) }
+        HourEntry { record, seconds: 0.5, finished_at: None, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()) }
     }
 
     #[test]

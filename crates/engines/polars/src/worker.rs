@@ -119,6 +119,11 @@ impl Worker {
         }
     }
 
+    /// The worker's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// The query's rows, computed in the worker; the outer error says the
     /// worker itself failed (it cannot be used again), the inner one that the
     /// query did (in polars' words).

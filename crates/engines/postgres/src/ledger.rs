@@ -14,7 +14,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error};
 
 use anyhow::Context as _;
-use ghbench_olap::ledger::Ledger;
+use ghbench_olap::ledger::{Entry, Ledger};
 
 /// The ledger table.
 pub const LEDGER: &str = "ghbench_ledger";
@@ -33,7 +33,7 @@ pub fn create_sql() -> String {
             engine text NOT NULL, tbl text NOT NULL, hour text NOT NULL, events bigint NOT NULL, lines bigint NOT NULL,
             quarantined bigint NOT NULL, sanitized bigint NOT NULL, compressed_bytes bigint NOT NULL,
             file_defect text, ghbench_version text NOT NULL, loaded_at timestamptz NOT NULL DEFAULT now(),
-            seconds double precision, source_digest text, retries integer,
+            seconds double precision, source_digest text, retries integer, finished_at double precision,
             PRIMARY KEY (engine, tbl, hour));
          CREATE TABLE IF NOT EXISTS {UPKEEP} (
             engine text NOT NULL, tbl text NOT NULL, step text NOT NULL, seconds double precision NOT NULL,
@@ -45,7 +45,8 @@ pub fn create_sql() -> String {
 
 /// Brings a ledger written by an older ghbench up to date, if there is one:
 /// the `engine` key (its rows were [`FIRST_OWNER`]'s) and the `seconds`,
-/// `source_digest` and `retries` columns (NULL in older rows: not known). The default stays, so an older ghbench still writes (as the
+/// `source_digest`, `retries` and `finished_at` (seconds since the Unix
+/// epoch) columns (NULL in older rows: not known). The default stays, so an older ghbench still writes (as the
 /// [`FIRST_OWNER`]) into the upgraded ledger.
 fn upgrade_sql() -> String {
     format!(
@@ -62,6 +63,9 @@ fn upgrade_sql() -> String {
             IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'source_digest') THEN
                 ALTER TABLE {LEDGER} ADD COLUMN source_digest text, ADD COLUMN retries integer;
             END IF;
+            IF NOT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('{LEDGER}') AND attname = 'finished_at') THEN
+                ALTER TABLE {LEDGER} ADD COLUMN finished_at double precision;
+            END IF;
          END $$;"
     )
 }
@@ -70,6 +74,13 @@ fn upgrade_sql() -> String {
 /// as it is: they change nothing).
 async fn keyed_by_engine(client: &Client) -> Result<bool, Error> {
     let sql = "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'engine')";
+    Ok(client.query_one(sql, &[&LEDGER]).await?.get(0))
+}
+
+/// Whether the ledger has its `finished_at` column yet (queries read an
+/// older ledger as it is).
+async fn has_finished_at(client: &Client) -> Result<bool, Error> {
+    let sql = "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'finished_at')";
     Ok(client.query_one(sql, &[&LEDGER]).await?.get(0))
 }
 
@@ -178,36 +189,40 @@ impl PgLedger<'_> {
     pub async fn record(&self, client: &Client, r: &HourRecord) -> Result<(), Error> {
         let sql = format!(
             "INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds,
-                                   source_digest, retries)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+                                   source_digest, retries, finished_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
         );
         let n = |v: u64| v as i64;
         let version = env!("CARGO_PKG_VERSION");
         let retries = i32::try_from(r.retries).unwrap_or(i32::MAX);
-        let params: [&(dyn ToSql + Sync); 13] = [
+        let (seconds, finished_at) = (r.seconds(), r.finished_at());
+        let params: [&(dyn ToSql + Sync); 14] = [
             &self.engine.name(), &self.table.as_str(), &r.hour, &n(r.events), &n(r.lines), &n(r.quarantined), &n(r.sanitized),
-            &n(r.compressed_bytes), &r.file_defect, &version, &r.seconds(), &r.source_digest, &retries,
+            &n(r.compressed_bytes), &r.file_defect, &version, &seconds, &r.source_digest, &retries, &finished_at,
         ];
         client.execute(&sql, &params).await.map(|_| ())
     }
 
     /// Lists as loaded every hour `other` lists, for a table derived from
-    /// `other`'s whole table at once: each hour's seconds are its share, by
-    /// events, of `seconds`. Returns the events listed.
-    pub async fn copy_from(&self, client: &Client, other: &PgLedger<'_>, seconds: f64) -> Result<u64, Error> {
+    /// `other`'s whole table at once, in `seconds` that ended at
+    /// `finished_at` (seconds since the Unix epoch): each hour's seconds are
+    /// its share, by events, of `seconds`, the hours laid one after another
+    /// in that span (their wall time is the derivation's). Returns the events listed.
+    pub async fn copy_from(&self, client: &Client, other: &PgLedger<'_>, seconds: f64, finished_at: f64) -> Result<u64, Error> {
         let sql = format!(
             "WITH source AS (SELECT * FROM {LEDGER} WHERE engine = $3 AND tbl = $4),
-                  total AS (SELECT greatest(sum(events), 1)::float8 AS events FROM source)
+                  total AS (SELECT greatest(sum(events), 1)::float8 AS events FROM source),
+                  shares AS (SELECT s.*, $6::float8 * s.events / total.events AS share FROM source s, total)
              INSERT INTO {LEDGER} (engine, tbl, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, ghbench_version, seconds,
-                                   source_digest, retries)
-             SELECT $1, $2, s.hour, s.events, s.lines, s.quarantined, s.sanitized, s.compressed_bytes, s.file_defect, $5,
-                    $6::float8 * s.events / total.events, s.source_digest, 0
-             FROM source s, total
+                                   source_digest, retries, finished_at)
+             SELECT $1, $2, hour, events, lines, quarantined, sanitized, compressed_bytes, file_defect, $5,
+                    share, source_digest, 0, $7::float8 - $6::float8 + sum(share) OVER (ORDER BY hour)
+             FROM shares
              RETURNING events"
         );
         let version = env!("CARGO_PKG_VERSION");
-        let params: [&(dyn ToSql + Sync); 6] =
-            [&self.engine.name(), &self.table.as_str(), &other.engine.name(), &other.table.as_str(), &version, &seconds];
+        let params: [&(dyn ToSql + Sync); 7] =
+            [&self.engine.name(), &self.table.as_str(), &other.engine.name(), &other.table.as_str(), &version, &seconds, &finished_at];
         let rows = client.query(&sql, &params).await?;
         Ok(rows.iter().map(|r| r.get::<_, i64>(0).max(0) as u64).sum())
     }
@@ -221,19 +236,26 @@ impl PgLedger<'_> {
         Ok(Ledger::from_entries(entries).with_upkeep(upkeep).with_retries(retries))
     }
 
-    /// Every entry for the reports: hour stem, events, seconds (None before
-    /// ghbench recorded them). An older ledger's entries are the first owner's.
-    pub async fn entries(&self, client: &Client) -> Result<Vec<(String, i64, Option<f64>)>, Error> {
+    /// Every entry for the reports: hour stem, events, seconds and when it
+    /// finished (None before ghbench recorded them). An older ledger's
+    /// entries are the first owner's.
+    pub async fn entries(&self, client: &Client) -> Result<Vec<Entry>, Error> {
+        let entry = |r: &tokio_postgres::Row| Entry::new(r.get::<_, String>(0), r.get(1)).timed(r.get(2), r.get(3));
         if !keyed_by_engine(client).await? {
             if self.engine.name() != FIRST_OWNER {
                 return Ok(Vec::new());
             }
-            let sql = format!("SELECT hour, events, NULL::float8 FROM {LEDGER} WHERE tbl = $1");
+            let sql = format!("SELECT hour, events, NULL::float8, NULL::float8 FROM {LEDGER} WHERE tbl = $1");
             let rows = client.query(&sql, &[&self.table.as_str()]).await?;
-            return Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect());
+            return Ok(rows.iter().map(entry).collect());
         }
-        let sql = format!("SELECT hour, events, seconds FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
+        // Read only once the ledger is up to date: `finished_at` may not be there yet.
+        let finished_at = match has_finished_at(client).await? {
+            true => "finished_at",
+            false => "NULL::float8",
+        };
+        let sql = format!("SELECT hour, events, seconds, {finished_at} FROM {LEDGER} WHERE engine = $1 AND tbl = $2");
         let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str()]).await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        Ok(rows.iter().map(entry).collect())
     }
 }

@@ -55,6 +55,13 @@ impl HourRecord {
     pub fn seconds(&self) -> f64 {
         self.clock.fed.as_secs_f64() + self.clock.committing.elapsed().as_secs_f64()
     }
+
+    /// Now, in seconds since the Unix epoch: when the hour commits, read
+    /// beside [`HourRecord::seconds`]. The ledger keeps both, so a load's wall
+    /// time is the span its hours cover, however many loaded side by side.
+    pub fn finished_at(&self) -> f64 {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+    }
 }
 
 /// What an engine's ledger says of a stored hour, for deciding on a rerun

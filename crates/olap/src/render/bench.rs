@@ -102,15 +102,16 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         };
         let no_indexes = index.is_some_and(|i| i.error.is_none() && i.indexes.is_empty());
         let opt = |v: Option<String>| v.unwrap_or_else(|| "–".into());
-        // Every hour reused: the ledger's own timing stands in, said so. It sums each
-        // hour's own time: more than the wall time when hours load side by side,
-        // less for a single hour (no connecting, no VACUUM), so never mixed with it.
+        // Every hour reused: the ledger's own timing stands in, said so: the wall
+        // time of the runs that loaded them (less than this command's for a single
+        // hour: no connecting, no VACUUM), or their sum, named so, where older.
         let data = engine.and_then(|e| e.data.as_ref()).filter(|_| load.seconds.is_none());
         let (load_seconds, retries) = match (load.seconds, data) {
             (Some(s), _) => (Some(seconds(s)), load.retries),
             (None, Some(d)) => {
-                table.notes.push(format!("{}: every hour reused; load s and events/s are from its ingest ledger, hours summed", load.engine));
-                (d.load_seconds.map(seconds), d.load_retries)
+                table.notes.push(format!("{}: every hour reused; load s and events/s are from its ingest ledger, the wall time of the runs that loaded them", load.engine));
+                // Its retries are said in the cell.
+                (super::load_cell(d), 0)
             }
             (None, None) => (None, 0),
         };
@@ -332,9 +333,27 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
 /// The bench's own part of the Markdown report: the data, per size the loads
 /// and the queries, the growth with its charts (linked as `<dir>/<name>.svg`).
 /// A bench made in two runs (`--resume`), said: which sizes the first measured.
-pub fn resumed_line(record: &BenchRecord) -> Option<String> {
+/// And a bench that stopped before its last size, said.
+pub fn partial_lines(record: &BenchRecord) -> Vec<String> {
+    let sizes = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect::<Vec<_>>().join(", ");
+    let unfinished = (!record.finished).then(|| match record.sizes.is_empty() {
+        true => "UNFINISHED: the bench stopped before its first size was measured".to_string(),
+        false => format!("UNFINISHED: the bench stopped after size(s) {sizes}; this record holds those alone"),
+    });
+    unfinished.into_iter().chain(resumed_line(record)).collect()
+}
+
+/// Loud lines for the whole bench: partial, then each size's failed
+/// indexes, mismatches and failures (`8 h: MISMATCH …`).
+pub fn bench_problems(record: &BenchRecord) -> Vec<String> {
+    let sizes = record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(super::problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours)));
+    partial_lines(record).into_iter().chain(sizes).collect()
+}
+
+fn resumed_line(record: &BenchRecord) -> Option<String> {
     let r = record.resumed.as_ref()?;
-    Some(format!("RESUMED: sizes {} measured by the bench started {}, which stopped; the rest by this one, on the same data, servers and settings", r.kept.join(", "), r.from_started_at))
+    let stopped = if r.runs().len() > 1 { "each of which stopped" } else { "which stopped" };
+    Some(format!("RESUMED: sizes {}, {stopped}; the rest by this one, on the same data, servers and settings", r.said("measured", "bench")))
 }
 
 pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> String {
@@ -342,7 +361,7 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
     let Some(run) = largest(record) else { return md };
     let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
     let _ = writeln!(md, "Data: {}.\n\nFirst runs: {}.\n", data_line(record), run.context.cold.label);
-    if let Some(line) = resumed_line(record) {
+    for line in partial_lines(record) {
         let _ = writeln!(md, "**{line}**\n");
     }
     // The answer first: the largest size's summary (its full report follows the sizes).

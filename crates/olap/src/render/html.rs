@@ -83,6 +83,8 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
     };
     let mut page = Page::with_charts(run, &charts.largest);
     page.heading = format!("ghbench bench, {}", run.context.started_at);
+    page.problems.splice(0..0, bench::partial_lines(record));
+    page.all_agree &= page.problems.is_empty();
     render(BENCH_TEMPLATE_NAME, &BenchPage { page, bench })
 }
 
@@ -319,10 +321,7 @@ fn engine_view<'a>(view: &ResultsView, e: &'a EngineRecord) -> EngineView<'a> {
         held: held_line(e),
         events: data.map(|d| d.events),
         hours: data.map(|d| d.hours),
-        load_seconds: data.and_then(|d| {
-            let note = super::retries_note(d.load_retries).map(|n| format!(" ({n})")).unwrap_or_default();
-            d.load_seconds.map(|s| format!("{}{note}", seconds(s)))
-        }),
+        load_seconds: data.and_then(super::load_cell),
         events_per_second: data.and_then(|d| d.events_per_second()).map(|r| format!("{r:.0}")),
         storage: storage_line(e),
         indexes: e.storage.iter().flat_map(|s| &s.indexes).map(|i| (i.name.as_str(), i.bytes)).collect(),

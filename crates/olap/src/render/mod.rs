@@ -24,7 +24,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use ghbench_core::Engine;
 
-use crate::record::{faster_by, Context, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
+use crate::record::{faster_by, Context, DataLoaded, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
 
 pub use charts::{charts, Chart, ChartError};
 pub use comparison::{bench_comparison, comparison, DEFAULT_NOISE};
@@ -278,7 +278,8 @@ pub fn problems(record: &RunRecord) -> Vec<String> {
     });
     // Not wrong, but made in two runs: a reader (and a script, by the exit status) must know.
     let resumed = record.context.resumed.as_ref().map(|r| {
-        format!("RESUMED: {} timed by the run started {}, which stopped; the rest by this one, on the same data, servers and settings", r.kept.join(", "), r.from_started_at)
+        let stopped = if r.runs().len() > 1 { "each of which stopped" } else { "which stopped" };
+        format!("RESUMED: {}, {stopped}; the rest by this one, on the same data, servers and settings", r.said("timed", "run"))
     });
     unfinished.into_iter().chain(resumed).chain(record.queries.iter().flat_map(query_problems)).chain(concurrency::concurrency_problems(record)).collect()
 }
@@ -415,17 +416,24 @@ pub fn no_disagreement(record: &RunRecord) -> bool {
 /// Which data an engine held: hours and events from its ingest ledger, and
 /// how long loading them took.
 pub fn data_line(engine: &EngineRecord) -> String {
-    match &engine.data {
-        Some(d) => match (d.load_seconds, d.events_per_second()) {
-            (Some(s), Some(rate)) => format!(
-                "{}, loaded in {} s ({rate:.0} events/s, summed over hours{})",
-                held_line(engine),
-                seconds(s),
-                retries_note(d.load_retries).map(|n| format!("; {n}")).unwrap_or_default()
-            ),
-            _ => held_line(engine),
-        },
-        None => held_line(engine),
+    let Some(d) = &engine.data else { return held_line(engine) };
+    let retries = retries_note(d.load_retries).map(|n| format!("; {n}")).unwrap_or_default();
+    let upkeep = d.upkeep_seconds.map(|u| format!(", then {} s of upkeep", seconds(u))).unwrap_or_default();
+    match (d.wall_seconds, d.events_per_second(), d.hours_summed_seconds()) {
+        (Some(wall), Some(rate), _) => format!("{}, loaded in {} s ({rate:.0} events/s{retries}){upkeep}", held_line(engine), seconds(wall)),
+        (_, _, Some(sum)) => format!("{}, its hours' own load times summing to {} s (the wall time was not recorded{retries}){upkeep}", held_line(engine), seconds(sum)),
+        _ => held_line(engine),
+    }
+}
+
+/// A load time's cell: the wall time (its retries said); when only the
+/// hours' own times are known, their sum, named as such.
+pub fn load_cell(d: &DataLoaded) -> Option<String> {
+    let note = retries_note(d.load_retries).map(|n| format!(" ({n})")).unwrap_or_default();
+    match (d.wall_seconds, d.hours_summed_seconds()) {
+        (Some(wall), _) => Some(format!("{}{note}", seconds(wall))),
+        (None, Some(sum)) => Some(format!("{} hours summed{note}", seconds(sum))),
+        (None, None) => None,
     }
 }
 

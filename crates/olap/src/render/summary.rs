@@ -9,7 +9,7 @@ use ghbench_core::Engine;
 
 use super::bench::TextTable;
 use super::charts::MIB;
-use super::{answered_median, result_for, retries_note, seconds, ResultsView};
+use super::{answered_median, result_for, ResultsView};
 use crate::record::{EngineRecord, QueryRecord};
 
 /// `other`'s median ÷ `baseline`'s on one query, when both answered.
@@ -111,10 +111,7 @@ pub fn summary_table(view: &ResultsView) -> TextTable {
     let mut table = TextTable::new(&["engine", &ratio_header, "answers", "load s", "events/s", "on disk MiB"]);
     for s in EngineSummary::all(view) {
         let data = s.record.and_then(|e| e.data.as_ref());
-        let load = data.and_then(|d| {
-            let note = retries_note(d.load_retries).map(|n| format!(" ({n})")).unwrap_or_default();
-            d.load_seconds.map(|secs| format!("{}{note}", seconds(secs)))
-        });
+        let load = data.and_then(super::load_cell);
         let size = s.record.and_then(|e| e.storage.as_ref()).map(|st| format!("{:.1}", (st.table_bytes + st.index_bytes) as f64 / MIB));
         let ratio = if Some(s.engine) == view.baseline { "1× (baseline)".to_string() } else { s.ratio_cell() };
         table.rows.push(vec![

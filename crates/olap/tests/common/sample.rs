@@ -55,6 +55,7 @@ fn engine(e: usize) -> EngineRecord {
             last_hour: Some("2015-01-01T00".into()),
             // The MongoDB-wire server's ledger predates load timing.
             load_seconds: [Some(0.70), None, Some(2.48)][e],
+            wall_seconds: [Some(0.70), None, Some(2.48)][e],
             upkeep_seconds: None,
             load_retries: 0,
         }),
@@ -125,6 +126,7 @@ pub fn record() -> RunRecord {
             ghbench_version: "0.1.0".into(),
             git_commit: Some("021f662".into()),
             git_dirty: Some(false),
+            git_changes: None,
             started_at: "2026-11-22T12:00:00Z".into(),
             arguments: vec!["ghbench".into(), "query".into(), "--all".into()],
             table: "github2015".into(),

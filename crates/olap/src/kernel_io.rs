@@ -1,0 +1,256 @@
+//! What the kernel counted for the processes that serve an engine on this
+//! machine, read from `/proc/<pid>/io` of the server (found by the TCP port
+//! it listens on) or of ghbench's own worker, summed over it and every
+//! process below it.
+//!
+//! Why the kernel: `read_bytes` is what came from storage, the page cache's
+//! misses, which no server's own counter tells (PostgreSQL's `heap_blks_read`
+//! counts blocks found in the page cache too). Beyond memory that is the
+//! number that decides a verdict. The sum over the process tree only grows:
+//! when a child ends (a PostgreSQL backend, a parallel worker) the kernel
+//! adds its counts to its parent's as the parent reaps it.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use ghbench_core::place::address_of;
+use ghbench_core::Place;
+use procfs::net::TcpState;
+use procfs::process::{FDTarget, Process};
+
+use crate::record::{growth, KernelReads};
+
+/// Whose counters to read.
+#[derive(Debug, Clone, Copy)]
+pub enum Whose<'a> {
+    /// A process ghbench started (polars' worker) or ghbench itself.
+    Process(u32),
+    /// The server a connection string points at, when it runs here.
+    Server(&'a str),
+}
+
+/// The counters of a process tree at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The tree's top process: counters of two snapshots of different tops
+    /// (a server restarted in between) cannot be subtracted.
+    pub top: i32,
+    /// When the top process started: a pid used again is another process.
+    pub started: u64,
+    /// For people: `postgres (pid 812) and the processes under it`.
+    pub processes: String,
+    /// `read_bytes` (from storage), `rchar` (asked of read calls, the page
+    /// cache's hits included), `syscr` (read calls).
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Reads the counters of `whose` now; Err says why they cannot be read.
+pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
+    let tree = ProcessTree::read()?;
+    let top = match whose {
+        Whose::Process(pid) => pid as i32,
+        Whose::Server(url) => tree.server_listening(url)?,
+    };
+    // A process that ends while the tree is read gives its counts to its
+    // parent, perhaps after the parent was read: read again until no
+    // process came or went meanwhile.
+    let mut tree = tree;
+    for _ in 0..ATTEMPTS {
+        let counted = tree.counters_below(top)?;
+        let again = ProcessTree::read()?;
+        if counted.as_ref().is_some_and(|c| again.same_processes_below(&tree, top, c)) {
+            return Ok(counted.expect("checked"));
+        }
+        tree = again;
+    }
+    Err(format!("the server's processes kept starting and ending while they were counted ({ATTEMPTS} tries)"))
+}
+
+/// What was read between two snapshots of the same top process.
+pub fn reads_between(before: Result<Snapshot, String>, after: Result<Snapshot, String>) -> KernelReads {
+    let not_counted = |processes: String, why: String| KernelReads { processes, counters: BTreeMap::new(), unavailable: Some(why) };
+    match (before, after) {
+        (Ok(before), Ok(after)) if (before.top, before.started) != (after.top, after.started) => {
+            let why = format!("the server's top process changed during the runs (pid {} then {}): it restarted", before.top, after.top);
+            not_counted(after.processes, why)
+        }
+        (Ok(before), Ok(after)) => match growth(&before.counters, &after.counters) {
+            Ok(counters) => KernelReads { processes: after.processes, counters, unavailable: None },
+            Err(why) => not_counted(after.processes, why),
+        },
+        (Err(why), _) | (_, Err(why)) => not_counted(String::new(), why),
+    }
+}
+
+/// Tries at a snapshot in which no process came or went.
+const ATTEMPTS: usize = 10;
+
+/// What forwards a port to a server elsewhere (a container, another
+/// machine): its own counters say nothing of the server's reads.
+const FORWARDERS: &[&str] = &["docker-proxy", "rootlessport", "slirp4netns", "ssh", "sshd", "socat", "kubectl", "systemd", "conmon", "pasta"];
+
+/// A process as this machine shows it.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    parent: i32,
+    name: String,
+    /// When it started (clock ticks after boot): a pid used again is another process.
+    started: u64,
+}
+
+/// Every process this machine shows, by pid.
+struct ProcessTree {
+    processes: HashMap<i32, Entry>,
+}
+
+impl ProcessTree {
+    fn read() -> Result<ProcessTree, String> {
+        let all = procfs::process::all_processes().map_err(|e| format!("cannot list this machine's processes: {e}"))?;
+        let processes = all
+            .flatten()
+            .filter_map(|p| p.stat().ok())
+            .map(|stat| (stat.pid, Entry { parent: stat.ppid, name: stat.comm, started: stat.starttime }))
+            .collect();
+        Ok(ProcessTree { processes })
+    }
+
+    /// The one top process of those that hold a socket listening where
+    /// `url` points (a server's children may have inherited it).
+    fn server_listening(&self, url: &str) -> Result<i32, String> {
+        if let Place::Elsewhere(hosts) = Place::of(url) {
+            return Err(format!("the server runs on another machine ({}): its kernel counters are out of ghbench's reach", hosts.join(", ")));
+        }
+        let address = address_of(url).ok_or_else(|| "the connection string names no single TCP server (a Unix socket or several hosts): its process is not looked up".to_string())?;
+        let port = address.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()).ok_or_else(|| format!("no TCP port in {address}"))?;
+        // The URL names this machine: a listener on a loopback or every address answers it.
+        let answers = |ip: std::net::IpAddr| ip.is_loopback() || ip.is_unspecified() || address.starts_with(&format!("{ip}:"));
+        let tables = [procfs::net::tcp(), procfs::net::tcp6()];
+        let sockets: BTreeSet<u64> = tables
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.state == TcpState::Listen && e.local_address.port() == port && answers(e.local_address.ip()))
+            .map(|e| e.inode)
+            .collect();
+        if sockets.is_empty() {
+            return Err(format!("no process here listens on port {port} (a server in another network namespace is out of reach)"));
+        }
+        let mut holders = BTreeSet::new();
+        let mut unreadable = 0;
+        for &pid in self.processes.keys() {
+            match Process::new(pid).and_then(|p| p.fd()) {
+                Ok(fds) => {
+                    if fds.flatten().any(|fd| matches!(fd.target, FDTarget::Socket(inode) if sockets.contains(&inode))) {
+                        holders.insert(pid);
+                    }
+                }
+                Err(_) => unreadable += 1,
+            }
+        }
+        let tops: Vec<i32> = holders.iter().copied().filter(|pid| !self.processes.get(pid).is_some_and(|e| holders.contains(&e.parent))).collect();
+        match tops.as_slice() {
+            [] => Err(format!(
+                "cannot tell which process listens on port {port}: {unreadable} processes' descriptors were not readable (run ghbench as root or as the server's user)"
+            )),
+            [top] => match self.processes.get(top).map(|e| e.name.as_str()) {
+                Some(name) if FORWARDERS.contains(&name) => {
+                    Err(format!("port {port} is forwarded by {name} (pid {top}) to a server elsewhere (a container, another machine): its processes are out of reach"))
+                }
+                _ => Ok(*top),
+            },
+            several => Err(format!("several processes listen on port {port} ({several:?}): which one is the server cannot be told")),
+        }
+    }
+
+    /// The counters of `top` and every process below it, summed; None when
+    /// one of them ended while they were read (try again).
+    fn counters_below(&self, top: i32) -> Result<Option<Snapshot>, String> {
+        let ended = |e: &procfs::ProcError| matches!(e, procfs::ProcError::NotFound(_));
+        let mut totals = [0u64; 3];
+        let mut below = 0;
+        for pid in self.below(top).into_iter().chain([top]) {
+            let io = match Process::new(pid).and_then(|p| p.io()) {
+                Ok(io) => io,
+                Err(e) if ended(&e) => return Ok(None),
+                Err(e) => return Err(format!("cannot read /proc/{pid}/io: {e} (run ghbench as root or as the server's user)")),
+            };
+            below += usize::from(pid != top);
+            for (total, value) in totals.iter_mut().zip([io.read_bytes, io.rchar, io.syscr]) {
+                *total += value;
+            }
+        }
+        let Some(entry) = self.processes.get(&top) else { return Err(format!("no process {top} on this machine")) };
+        let processes = match below {
+            0 => format!("{} (pid {top})", entry.name),
+            n => format!("{} (pid {top}) and the {n} processes under it", entry.name),
+        };
+        let counters = ["read_bytes", "rchar", "syscr"].into_iter().map(String::from).zip(totals).collect();
+        Ok(Some(Snapshot { top, started: entry.started, processes, counters }))
+    }
+
+    /// The same processes (pid and start) below `top` as in `before`, and
+    /// `top` still the one counted.
+    fn same_processes_below(&self, before: &ProcessTree, top: i32, counted: &Snapshot) -> bool {
+        let members = |tree: &ProcessTree| -> Vec<(i32, u64)> {
+            let mut all: Vec<(i32, u64)> = tree.below(top).into_iter().filter_map(|pid| Some((pid, tree.processes.get(&pid)?.started))).collect();
+            all.sort_unstable();
+            all
+        };
+        self.processes.get(&top).is_some_and(|e| e.started == counted.started) && members(self) == members(before)
+    }
+
+    /// Every process below `top`, children first.
+    fn below(&self, top: i32) -> Vec<i32> {
+        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+        for (&pid, entry) in &self.processes {
+            children.entry(entry.parent).or_default().push(pid);
+        }
+        let mut found = Vec::new();
+        let mut next = vec![top];
+        while let Some(pid) = next.pop() {
+            for &child in children.get(&pid).into_iter().flatten() {
+                if child != top && !found.contains(&child) {
+                    found.push(child);
+                    next.push(child);
+                }
+            }
+        }
+        found
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_child_that_reads_and_ends_is_counted_in_its_parent() {
+        let me = std::process::id();
+        let before = snapshot(Whose::Process(me)).expect("this process's own counters");
+        let path = std::env::temp_dir().join(format!("ghbench-kernel-io-{me}"));
+        std::fs::File::create(&path).and_then(|mut f| f.write_all(&vec![7u8; 1 << 20])).unwrap();
+        // A child reads the file through read calls and ends; it is reaped by `status()`.
+        let status = std::process::Command::new("cat").arg(&path).stdout(std::process::Stdio::null()).status().unwrap();
+        assert!(status.success());
+        let mut own = Vec::new();
+        std::fs::File::open(&path).and_then(|mut f| f.read_to_end(&mut own)).unwrap();
+        std::fs::remove_file(&path).ok();
+        let after = snapshot(Whose::Process(me)).unwrap();
+        let grew = after.counters["rchar"] - before.counters["rchar"];
+        assert!(grew >= 2 << 20, "the child's and this process's reads of 1 MiB each: {grew}");
+        assert_eq!(after.top, me as i32);
+    }
+
+    #[test]
+    fn the_process_listening_on_a_port_is_found() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let found = snapshot(Whose::Server(&format!("postgres://u@127.0.0.1:{port}/db"))).expect("this process listens");
+        assert_eq!(found.top, std::process::id() as i32, "{found:?}");
+        drop(listener);
+        let gone = snapshot(Whose::Server(&format!("postgres://u@127.0.0.1:{port}/db"))).unwrap_err();
+        assert!(gone.contains(&format!("no process here listens on port {port}")), "{gone}");
+        let away = snapshot(Whose::Server("postgres://u@db.example:5432/db")).unwrap_err();
+        assert!(away.contains("another machine (db.example)"), "{away}");
+    }
+}
