@@ -24,6 +24,10 @@ SECANTUS_VERSION=0.7.0b3
 # shared_buffers=12GB, work_mem=1GB on 64 GiB).
 PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-2GB}
 PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-256MB}
+# Index builds: PostgreSQL's defaults (64MB, 2 workers) sort a year's index in
+# many passes on disk; the builds get 1GB and half the cores (at least one).
+PG_MAINTENANCE_WORK_MEM=${GHBENCH_PG_MAINTENANCE_WORK_MEM:-1GB}
+PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
 # Where SecantusDB is installed when no mongod is on PATH (a test's own setup reuses the checkout's).
 VENV=${GHBENCH_VENV:-$GHBENCH_HOME/venv}
 
@@ -109,6 +113,8 @@ port = $PG_PORT
 unix_socket_directories = '$dir'
 shared_buffers = $PG_SHARED_BUFFERS
 work_mem = $PG_WORK_MEM
+maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
+max_parallel_maintenance_workers = $PG_MAINTENANCE_WORKERS
 max_wal_size = 8GB
 checkpoint_timeout = 30min
 EOF

@@ -93,8 +93,13 @@ fn another_source_or_first_hour_never_reuses_a_table() {
     let a = source_with(&bench.path("a"), &lines[..300]);
     let b = source_with(&bench.path("b"), &lines[300..800]);
 
-    let (_, first, ..) = bench.run(&["--source", &a, "--hours", "1"]);
+    let (_, first, md, _) = bench.run(&["--source", &a, "--hours", "1", "--concurrency", "3"]);
     assert_eq!(first["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300);
+    // The hours loaded at a time, and the server's index build settings, are recorded and said.
+    assert_eq!(load(&first, "postgres")["concurrency"], 3);
+    assert!(md.contains("hours loaded 3 at a time"), "{md}");
+    let settings = &first["sizes"][0]["run"]["context"]["engines"][0]["server"]["settings"];
+    assert!(settings["maintenance_work_mem"].is_string() && settings["max_parallel_maintenance_workers"].is_string(), "{settings}");
     let (_, second, ..) = bench.run(&["--source", &b, "--hours", "1"]);
     assert_ne!(first["sizes"][0]["table"], second["sizes"][0]["table"], "another source, another table");
     assert_eq!(load(&second, "postgres")["hours_reused"], 0, "nothing of the other source is reused");

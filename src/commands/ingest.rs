@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use chrono::Datelike;
 use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange};
@@ -53,9 +53,8 @@ pub struct IngestArgs {
     #[arg(long, default_value = DEFAULT_SOURCE)]
     pub source: String,
 
-    /// Hours loaded at the same time [default: 2 per CPU core, at most 8].
-    #[arg(long)]
-    pub concurrency: Option<usize>,
+    #[command(flatten)]
+    pub streams: LoadStreams,
 
     /// Further attempts at an hour after a fault a retry can mend: a network
     /// failure or HTTP 5xx, a damaged download, a lost or silent server (backoff 1, 2, 4 ... s).
@@ -119,10 +118,7 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         _ => args.hours.range()?,
     };
     let source = Source::parse(&args.source)?;
-    let concurrency = args.concurrency.unwrap_or_else(default_concurrency);
-    if concurrency == 0 {
-        bail!("--concurrency must be at least 1");
-    }
+    let concurrency = args.streams.hours_at_once();
     let table = args.conn.table_or(range.first.date().year());
     // A table its indexes cannot be named after is refused before it is loaded.
     if registry.select(&args.conn)?.iter().any(|s| s.plugin.spec().capabilities.indexes) {
@@ -252,9 +248,22 @@ fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Hours fetched and loaded side by side when --concurrency is not given.
-pub(crate) fn default_concurrency() -> usize {
-    std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(8)
+/// How many hours load side by side: `ingest` and `bench` take the same option.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct LoadStreams {
+    /// Hours loaded at the same time, each on its own connection to every
+    /// engine [default: 2 per CPU core, at most 64]. Recorded with the load.
+    #[arg(long, value_parser = crate::options::at_least_one::<usize>)]
+    pub concurrency: Option<usize>,
+}
+
+impl LoadStreams {
+    /// Two hours per core keep every core busy while others wait on the
+    /// network or a commit; 64 stays well inside PostgreSQL's default 100
+    /// connections with two engines on one server.
+    pub fn hours_at_once(&self) -> usize {
+        self.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(64))
+    }
 }
 
 fn join(items: &[impl std::fmt::Display]) -> String {

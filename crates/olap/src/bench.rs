@@ -111,8 +111,12 @@ pub struct LoadRecord {
     /// Wall seconds of this run's load, including the table's upkeep (PostgreSQL:
     /// `VACUUM (ANALYZE)`); None when every hour was reused.
     pub seconds: Option<f64>,
-    /// `events_loaded / seconds`.
+    /// `events_loaded` over `seconds` less the upkeep.
     pub events_per_second: Option<f64>,
+    /// Hours loaded side by side (`--concurrency`, no more than there were
+    /// to load); 0 in older files.
+    #[serde(default)]
+    pub concurrency: usize,
     /// Of `seconds`: the upkeep after loading, and what it was.
     pub upkeep: Option<String>,
     pub upkeep_seconds: Option<f64>,

@@ -90,6 +90,7 @@ fn a_bench_size_with_two_engines_fits_eighty_columns() {
         events_loaded: 1_000_000,
         seconds: Some(123.4),
         events_per_second: Some(8103.0),
+        concurrency: 4,
         upkeep: Some("VACUUM (ANALYZE)".into()),
         upkeep_seconds: Some(4.2),
         retries: 2,

@@ -79,6 +79,9 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub concurrency: ConcurrencyArgs,
 
+    #[command(flatten)]
+    pub streams: super::ingest::LoadStreams,
+
     /// Generated data (`ghbench gen`'s realistic events): this many hours.
     #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = crate::options::at_least_one::<u32>)]
     pub gen: Option<u32>,
@@ -265,7 +268,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         engines: vec![engine.loader()],
         policy: registry.policy(),
         table: table.clone(),
-        concurrency: super::ingest::default_concurrency(),
+        concurrency: args.streams.hours_at_once(),
         retries: 4,
         timeout: Duration::from_secs(120),
         whole_table_timeout: None,
@@ -314,7 +317,9 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         hours_reused: t.hours_skipped as u64,
         events_loaded: events,
         seconds: (loaded > 0).then_some(wall),
-        events_per_second: (loaded > 0 && wall > 0.0).then(|| events as f64 / wall),
+        // Upkeep apart, as every load rate is.
+        events_per_second: (loaded > 0 && wall - upkeep.map_or(0.0, |u| u.seconds) > 0.0).then(|| events as f64 / (wall - upkeep.map_or(0.0, |u| u.seconds))),
+        concurrency: args.streams.hours_at_once(),
         upkeep: upkeep.map(|u| u.step.clone()),
         upkeep_seconds: upkeep.map(|u| u.seconds),
         retries: t.retries,

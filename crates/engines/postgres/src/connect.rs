@@ -148,7 +148,9 @@ pub async fn describe(spec: &EngineSpec, client: &tokio_postgres::Client, url: &
     let build: String = client.query_one("SELECT version()", &[]).await?.get(0);
     let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
     let mut settings = BTreeMap::new();
-    for name in ["shared_buffers", "work_mem", "max_parallel_workers_per_gather", "jit", "server_encoding", "lc_collate"] {
+    // The index builds' too: `ghbench index` times them.
+    let named = ["shared_buffers", "work_mem", "max_parallel_workers_per_gather", "maintenance_work_mem", "max_parallel_maintenance_workers", "max_wal_size", "jit", "server_encoding", "lc_collate"];
+    for name in named {
         let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.get(0);
         settings.insert(name.to_string(), value);
     }

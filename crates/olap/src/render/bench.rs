@@ -136,6 +136,11 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             opt(storage.filter(|s| !(no_indexes && s.index_bytes == 0)).map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
         ]);
     }
+    let mut at_once: Vec<usize> = size.loads.iter().filter(|l| l.seconds.is_some()).map(|l| l.concurrency).filter(|n| *n > 0).collect();
+    at_once.dedup();
+    if let [n] = at_once.as_slice() {
+        table.notes.push(format!("hours loaded {n} at a time; events/s over the load's wall time less its upkeep"));
+    }
     table
 }
 
