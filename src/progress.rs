@@ -116,6 +116,8 @@ impl Observer for IngestProgress {
                         self.log.log_only(format!("{} loaded in {:.1} s ({}); {done}", report.hour, report.seconds, engines.join(", ")));
                     }
                     HourStatus::Missing => self.log.line(format!("{}: missing at the source; {done}", report.hour)),
+                    // A stopped run's untried hours: said once, in the summary.
+                    HourStatus::Failed if report.attempts == 0 => {}
                     HourStatus::Failed | HourStatus::Partial => {
                         self.log.line(format!("{}: {:?}: {}; {done}", report.hour, report.status, report.reasons().join("; ")))
                     }

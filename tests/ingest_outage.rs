@@ -105,7 +105,7 @@ async fn a_restart_mid_run_is_survived_with_exact_counts_and_a_summary() {
     let said = text(&query);
     assert!(query.status.success(), "{said}");
     let retries = if recorded == 1 { "includes 1 retry".to_string() } else { format!("includes {recorded} retries") };
-    assert!(said.contains(&format!("summed over hours; {retries})")), "the load time says it includes the retries: {said}");
+    assert!(said.contains(&format!("events/s; {retries})")), "the load time says it includes the retries: {said}");
 }
 
 #[tokio::test]
@@ -194,4 +194,72 @@ async fn a_mongodb_restart_mid_run_is_survived_with_exact_counts() {
     eprintln!("hours retried after the restart: {}", t["hours_retried"]);
     assert_eq!(t["engines"]["mongo"]["table_events"], HOURS * per_hour);
     assert_eq!(documents(&url).await, HOURS * per_hour, "no hour lost or doubled");
+}
+
+/// A small file system mounted for a test, unmounted when dropped.
+struct SmallDisk {
+    dir: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    /// A tmpfs of `megabytes` owned by user postgres; None (said) where
+    /// this process may not mount (not root).
+    fn mount(name: &str, megabytes: u32) -> Option<SmallDisk> {
+        let dir = std::env::temp_dir().join(format!("ghbench-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let size = format!("size={megabytes}m,mode=0700");
+        let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", &size, "tmpfs"]).arg(&dir).status().is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root)");
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        let disk = SmallDisk { dir };
+        let owned = Command::new("chown").args(["postgres:postgres"]).arg(&disk.dir).status().is_ok_and(|s| s.success());
+        assert!(owned || !throwaway_pg::is_root(), "chown of {}", disk.dir.display());
+        Some(disk)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+/// A full disk (PostgreSQL's 53100) stops the run at once: no other hour is
+/// downloaded and tried after it, and one line says what to do; the hours
+/// loaded before it are kept, and a rerun with space loads the rest.
+#[tokio::test]
+async fn a_full_disk_stops_the_run_with_one_clear_message() {
+    let Some(real) = real_hour() else { return };
+    // The disk first: it is dropped (unmounted) after the server that writes to it.
+    let Some(disk) = SmallDisk::mount("full-disk", 24) else { return };
+    let Some(pg) = ThrowawayPg::start("full") else { return };
+    let admin = pg.url();
+    let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    // Every table ghbench makes goes on the small disk; WAL stays where it was.
+    client.batch_execute(&format!("CREATE TABLESPACE small LOCATION '{}'", disk.dir.display())).await.unwrap();
+    client.batch_execute("ALTER DATABASE postgres SET default_tablespace = small").await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = hours_dir(work.path(), &real);
+    let out = ingest_into(&pg, &dir, work.path(), &[]).output().unwrap();
+    let said = text(&out);
+    eprintln!("{said}");
+    assert!(!out.status.success(), "{said}");
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(work.path().join("report.json")).unwrap()).unwrap();
+    let hours = report["hours"].as_array().unwrap();
+    let attempts: Vec<u64> = hours.iter().map(|h| h["attempts"].as_u64().unwrap()).collect();
+    let loaded = report["totals"]["hours_loaded"].as_u64().unwrap();
+    eprintln!("attempts per hour: {attempts:?}, {loaded} loaded");
+    assert!(loaded >= 1 && loaded < HOURS, "some hours fit: {said}");
+    assert!(attempts.iter().all(|a| *a <= 1), "a full disk is not retried: {attempts:?}");
+    assert!(attempts.iter().filter(|a| **a == 0).count() >= 1, "the hours after it are not tried: {attempts:?}");
+    assert_eq!(said.matches("STOPPED: postgres's storage is full (PostgreSQL: ").count(), 1, "{said}");
+    assert!(said.contains("No space left on device") || said.contains("could not extend"), "in the server's own words: {said}");
+    assert!(said.contains("NOT TRIED ") && !said.contains("FAILED 2015-01-01T07"), "the untried hours in one line: {said}");
+    assert!(report["stopped"].as_str().is_some_and(|s| s.starts_with("postgres's storage is full")), "{}", report["stopped"]);
+    assert_eq!(rows(&admin, "outage").await, loaded * real_lines(&real).len() as u64, "the hours loaded are kept whole");
 }

@@ -348,9 +348,20 @@ fn print_summary(s: &IngestSummary) {
         let d = h.decode.as_ref().expect("filtered");
         println!("damaged file {}: {} ({} lines kept)", h.hour, d.file_defect.as_deref().unwrap_or(""), d.events);
     }
-    for h in s.failed() {
+    // Hours a stopped run did not try are one line, not one each (a year has 8,760).
+    let (untried, tried): (Vec<_>, Vec<_>) = s.failed().partition(|h| h.attempts == 0);
+    for h in tried {
         let label = if h.status == HourStatus::Partial { "PARTIAL" } else { "FAILED" };
         println!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; "));
+    }
+    let mut reasons: Vec<String> = untried.iter().map(|h| h.reasons().join("; ")).collect();
+    reasons.dedup();
+    for reason in reasons {
+        let hours: Vec<_> = untried.iter().filter(|h| h.reasons().join("; ") == reason).map(|h| h.hour).collect();
+        println!("NOT TRIED {} hour(s) ({}): {reason}", hours.len(), summarise_hours(hours.into_iter(), 10));
+    }
+    if let Some(why) = &s.stopped {
+        println!("STOPPED: {why}");
     }
     for warning in &s.warnings {
         println!("warning: {warning}");

@@ -109,12 +109,20 @@ struct Ctx {
     options: IngestOptions,
     observer: Arc<dyn Observer>,
     locks: Vec<LockWatch>,
+    /// Why the run stopped taking hours, for every worker: an engine's storage is full.
+    stopped: Mutex<Option<String>>,
 }
 
 impl Ctx {
-    /// Why this run must stop loading: a lock lost to another run.
-    fn lock_lost(&self) -> Option<String> {
-        self.locks.iter().find_map(LockWatch::lost)
+    /// Why this run must stop loading: a lock lost to another run, or an
+    /// engine with no space left.
+    fn must_stop(&self) -> Option<String> {
+        self.locks.iter().find_map(LockWatch::lost).or_else(|| self.stopped.lock().unwrap_or_else(|p| p.into_inner()).clone())
+    }
+
+    /// Stops the run: no worker takes another hour (the first reason stays).
+    fn stop(&self, why: String) {
+        self.stopped.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(why);
     }
 
     async fn connect(&self, loader: &dyn Loader) -> Result<Sink, ConnectError> {
@@ -170,7 +178,7 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
             other => IngestError::Prepare { engine, detail: other.detail() },
         });
     }
-    let ctx = Arc::new(Ctx { options, observer, locks: locks.iter().map(TableLock::watch).collect() });
+    let ctx = Arc::new(Ctx { options, observer, locks: locks.iter().map(TableLock::watch).collect(), stopped: Mutex::new(None) });
     let mut finished = Vec::new();
     let result = load(&ctx, control, &mut finished).await;
     for lock in locks {
@@ -250,6 +258,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
         warnings: plan.notes,
+        stopped: ctx.must_stop(),
     };
     summary.tally(run_hours.len());
     for (loader, sink) in control {
@@ -343,8 +352,9 @@ async fn worker(ctx: Arc<Ctx>, loaders: Vec<Arc<dyn Loader>>, queue: Arc<Queue>)
         let next = queue.lock().map(|mut q| q.pop_front()).unwrap_or_else(|poisoned| poisoned.into_inner().pop_front());
         let Some(planned) = next else { break };
         let hour = planned.hour;
-        let report = match ctx.lock_lost() {
-            Some(reason) => HourReport::failed(hour, format!("not loaded: {reason}")),
+        // Why, said once in the summary's `stopped`, not with each of thousands of hours.
+        let report = match ctx.must_stop() {
+            Some(_) => HourReport::failed(hour, "not loaded: the run stopped before it (see why it stopped)".into()),
             None => {
                 let mut selected: Vec<&mut Slot> = slots.iter_mut().filter(|s| planned.needed.contains(&s.engine)).collect();
                 load_hour(&ctx, hour, &mut selected, &planned.replacing).await
@@ -410,6 +420,10 @@ async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], replacing: &[
                         Err(e) if e.is_transient() && !last => {
                             reasons.push(format!("{engine}: {}", e.detail()));
                             pending.push(engine);
+                        }
+                        Err(e @ SinkError::NoSpace(_)) => {
+                            ctx.stop(format!("{engine}'s storage is full ({}): free space where it keeps its data, then rerun (the hours loaded are kept)", e.detail()));
+                            outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(e.detail()) });
                         }
                         Err(e) => {
                             outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(e.detail()) });

@@ -17,8 +17,16 @@ impl<T> OrSink<T> for Result<T, mongodb::error::Error> {
 }
 
 pub fn to_sink_error(e: &mongodb::error::Error) -> SinkError {
-    SinkError::Engine { message: format!("MongoDB-wire server: {}", crate::connect::short_error(e)), transient: is_transient(e) }
+    let message = format!("MongoDB-wire server: {}", crate::connect::short_error(e));
+    // 14031 OutOfDiskSpace; WiredTiger's own says the OS's words.
+    match code(e) == Some(OUT_OF_DISK_SPACE) || message.contains("No space left on device") {
+        true => SinkError::NoSpace(message),
+        false => SinkError::Engine { message, transient: is_transient(e) },
+    }
 }
+
+/// MongoDB's code for a server whose disk is full (error_codes.yml).
+const OUT_OF_DISK_SPACE: i32 = 14031;
 
 /// The server's code for a failed command or write, if it gave one.
 pub fn code(e: &mongodb::error::Error) -> Option<i32> {

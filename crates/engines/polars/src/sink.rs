@@ -54,7 +54,7 @@ impl PolarsSink {
     }
 
     fn io(error: std::io::Error) -> SinkError {
-        SinkError::Other(error.to_string())
+        SinkError::from_io(&error)
     }
 
     fn polars(error: PolarsError, doing: &str) -> SinkError {

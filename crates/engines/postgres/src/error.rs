@@ -15,7 +15,12 @@ impl<T> OrSink<T> for Result<T, tokio_postgres::Error> {
 }
 
 pub fn to_sink_error(e: &tokio_postgres::Error) -> SinkError {
-    SinkError::Engine { message: format!("PostgreSQL: {}", ghbench_core::error_chain(e)), transient: is_transient(e) }
+    let message = format!("PostgreSQL: {}", ghbench_core::error_chain(e));
+    // 53100 disk_full: "could not extend file …: No space left on device".
+    match e.as_db_error().is_some_and(|db| db.code().code() == "53100") {
+        true => SinkError::NoSpace(message),
+        false => SinkError::Engine { message, transient: is_transient(e) },
+    }
 }
 
 /// A lost connection, an I/O error, a server going away or not yet back

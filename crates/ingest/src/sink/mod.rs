@@ -136,11 +136,25 @@ pub enum SinkError {
     /// Another run holds the table.
     #[error("{0}")]
     Locked(String),
+    /// The engine's storage is full (PostgreSQL 53100, MongoDB
+    /// OutOfDiskSpace, a file system with no space left): no hour after
+    /// this one can go in either, so the run stops.
+    #[error("{0}")]
+    NoSpace(String),
     #[error("{0}")]
     Other(String),
 }
 
 impl SinkError {
+    /// An I/O error as a sink's error: a full file system is
+    /// [`SinkError::NoSpace`], anything else said in its words.
+    pub fn from_io(error: &std::io::Error) -> SinkError {
+        match error.kind() == std::io::ErrorKind::StorageFull || error.raw_os_error() == Some(28 /* ENOSPC */) {
+            true => SinkError::NoSpace(error.to_string()),
+            false => SinkError::Other(error.to_string()),
+        }
+    }
+
     /// The error in one line, causes included.
     pub fn detail(&self) -> String {
         ghbench_core::error_chain(self)
@@ -153,7 +167,7 @@ impl SinkError {
         match self {
             SinkError::Engine { transient, .. } => *transient,
             SinkError::Connect(_) | SinkError::Timeout { .. } => true,
-            SinkError::Locked(_) | SinkError::Other(_) => false,
+            SinkError::Locked(_) | SinkError::NoSpace(_) | SinkError::Other(_) => false,
         }
     }
 }
@@ -473,5 +487,20 @@ pub fn check_stored(stored: u64, record: &HourRecord) -> Result<(), SinkError> {
         Ok(())
     } else {
         Err(SinkError::Other(format!("stored {stored} of {} documents of hour {}", record.events, record.hour)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_system_stops_the_run_and_other_io_errors_do_not() {
+        // A write to /dev/full fails as a full disk does (ENOSPC).
+        let full = std::io::Write::write_all(&mut std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap(), b"x").unwrap_err();
+        assert!(matches!(SinkError::from_io(&full), SinkError::NoSpace(_)), "{full:?}");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(matches!(SinkError::from_io(&denied), SinkError::Other(_)));
+        assert!(!SinkError::from_io(&full).is_transient(), "not retried");
     }
 }

@@ -132,7 +132,7 @@ fn bindir() -> Option<PathBuf> {
 }
 
 /// initdb refuses to run as root; then the cluster belongs to user postgres.
-fn is_root() -> bool {
+pub fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
