@@ -160,6 +160,52 @@ async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
     drop_table(&table).await;
 }
 
+/// `--reload` of two hours removes both in one pass over the table before
+/// loading, under no time limit of ghbench's own: a session holding the table
+/// for longer than the per-step `--timeout` delays it and cuts nothing (the
+/// per-hour replace it stands in for timed out and retried); each hour's rows
+/// are deleted exactly once (the server's statistics say so) and loaded once.
+#[tokio::test(flavor = "multi_thread")]
+async fn reload_of_several_hours_removes_them_in_one_pass_without_a_time_limit() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let source = source_with_real_hour(work, &real);
+    let lines = real_lines(&real);
+    write_hour(&source, "2015-01-01-1.json.gz", &lines[..300]);
+    write_hour(&source, "2015-01-01-2.json.gz", &lines[..200]);
+    let table = table("reload_pass");
+    assert!(ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "3", "--drop"]).status.success());
+    let deleted = || async {
+        let pg = pg().await;
+        pg.execute("SELECT pg_stat_force_next_flush()", &[]).await.ok();
+        let sql = "SELECT n_tup_del FROM pg_stat_user_tables WHERE relid = to_regclass($1)";
+        pg.query_one(sql, &[&table]).await.unwrap().get::<_, i64>(0)
+    };
+    let before = deleted().await;
+    // Another session holds the table for 4 s: the delete waits for it.
+    let holder = pg().await;
+    holder.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN SHARE MODE")).await.unwrap();
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+        holder.batch_execute("COMMIT").await.unwrap();
+    });
+    let (work_dir, source_dir, name) = (work.to_path_buf(), source.clone(), table.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        ingest_from(&work_dir, &source_dir, &name, "postgres", &["--reload", "2015-01-01T01..2015-01-01T02", "--timeout", "2", "--report", work_dir.join("reload.json").to_str().unwrap()])
+    })
+    .await
+    .unwrap();
+    release.await.unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let report: Value = serde_json::from_slice(&std::fs::read(work.join("reload.json")).unwrap()).unwrap();
+    assert_eq!((report["totals"]["hours_loaded"].as_u64(), report["totals"]["retries"].as_u64()), (Some(2), Some(0)), "{said}");
+    assert_eq!(deleted().await - before, 300 + 200, "each reloaded hour's rows deleted exactly once");
+    assert_eq!(pg_rows(&table).await, 7702 + 300 + 200, "and loaded once");
+    drop_table(&table).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() {
     let Some(real) = real_hour() else { return };

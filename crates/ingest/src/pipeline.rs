@@ -210,7 +210,23 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
     let loaders: Vec<Arc<dyn Loader>> = control.iter().map(|(loader, _)| loader.clone()).collect();
 
     let plan = plan::plan(options, &stored);
-    let queue = plan.queue;
+    let mut queue = plan.queue;
+    // The hours to replace leave each engine that can in one pass over its
+    // table, with no limit of ghbench's own but --whole-table-timeout: at a
+    // year's scale, a pass per hour under the per-hour timeout never ends.
+    for (loader, sink) in &mut control {
+        let engine = sink.engine().clone();
+        let stems: Vec<String> = queue.iter().filter(|p| p.replacing.contains(&engine)).map(|p| p.hour.stem()).collect();
+        if stems.is_empty() {
+            continue;
+        }
+        let removed = watched(ctx, loader.as_ref(), crate::sink::REMOVE_HOURS, sink.remove_hours(&stems)).await.map_err(prepare_err(engine.clone()))?;
+        if removed.is_some() {
+            for planned in queue.iter_mut() {
+                planned.replacing.retain(|e| e != &engine);
+            }
+        }
+    }
     ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: plan.skipped.len() });
     let planned: Vec<Hour> = queue.iter().map(|p| p.hour).collect();
 

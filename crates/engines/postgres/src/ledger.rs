@@ -153,6 +153,14 @@ impl PgLedger<'_> {
     /// Deletes the hour's entry and returns the transaction id that wrote it
     /// (with the hour's rows: see [`crate::sink`]), inside the caller's
     /// transaction; None when the hour has no entry.
+    /// Deletes the entries of `stems` that exist: (hour, its transaction's
+    /// id, its events) each (see [`PgLedger::take_entry`]).
+    pub async fn take_entries(&self, client: &Client, stems: &[String]) -> Result<Vec<(String, String, u64)>, Error> {
+        let sql = format!("DELETE FROM {LEDGER} WHERE engine = $1 AND tbl = $2 AND hour = ANY($3) RETURNING hour, xmin::text, events");
+        let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str(), &stems]).await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get::<_, i64>(2).max(0) as u64)).collect())
+    }
+
     pub async fn take_entry(&self, client: &Client, stem: &str) -> Result<Option<(u32, u64)>, Error> {
         let sql = format!("DELETE FROM {LEDGER} WHERE engine = $1 AND tbl = $2 AND hour = $3 RETURNING xmin::text::bigint, events");
         let row = client.query_opt(&sql, &[&self.engine.name(), &self.table.as_str(), &stem]).await?;

@@ -174,6 +174,24 @@ impl EngineSink for PostgresSink {
         self.start_copy().await
     }
 
+    /// One transaction: the entries of `stems` and the rows their
+    /// transactions wrote, in one pass over the table.
+    async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
+        let what = format!("removing {} hour(s) of {} to load them again", stems.len(), self.data_table());
+        let removing = async {
+            self.client.batch_execute("BEGIN").await.sink()?;
+            let removed = self.delete_hours(stems).await;
+            match &removed {
+                Ok(_) => self.client.batch_execute("COMMIT").await.sink()?,
+                Err(_) => {
+                    let _ = self.client.batch_execute("ROLLBACK").await;
+                }
+            }
+            removed.map(Some)
+        };
+        self.client.cancellable(&what, removing).await
+    }
+
     /// The ledger's entries, the table counted against them (see [`check_counts`]).
     async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
         let what = format!("{} table {}", self.setup.spec.engine, self.data_table());
@@ -248,6 +266,31 @@ impl PostgresSink {
         );
         let rows = self.client.query(&sql, &[&self.setup.spec.engine.name(), &self.table.as_str()]).await.sink()?;
         Ok(rows.iter().map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64)).collect())
+    }
+
+    /// Deletes the stored hours and their ledger entries, inside the open
+    /// transaction, each checked as [`replaceable`]; the rows deleted.
+    async fn delete_hours(&self, stems: &[String]) -> Result<u64, SinkError> {
+        let entries = self.ledger().take_entries(&self.client, stems).await.sink()?;
+        let xids: Vec<&str> = entries.iter().map(|(_, xid, _)| xid.as_str()).collect();
+        // xid has no binary parameter type: compared as text, in the one scan the delete makes.
+        let sql = format!(
+            "WITH gone AS (DELETE FROM {} WHERE xmin::text = ANY($1) RETURNING xmin::text AS xid) SELECT xid, count(*) FROM gone GROUP BY xid",
+            self.data_table()
+        );
+        let deleted: BTreeMap<String, u64> =
+            self.client.query(&sql, &[&xids]).await.sink()?.iter().map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64)).collect();
+        for (stem, xid, events) in &entries {
+            let rows = deleted.get(xid).copied().unwrap_or(0);
+            if !replaceable(rows, *events) {
+                return Err(SinkError::Other(format!(
+                    "cannot reload hour {stem} of {}: its ledger lists {events} events, and {rows} rows were written with its entry \
+                     (loaded by an older ghbench, or the table was restored from a dump); load the table again with --drop",
+                    self.data_table()
+                )));
+            }
+        }
+        Ok(deleted.values().sum())
     }
 
     /// Deletes the stored hour and its ledger entry, inside the open transaction.

@@ -257,6 +257,16 @@ pub trait EngineSink: Send + Sync {
         Err(SinkError::Other("this engine cannot reload one hour: load the table again with --drop".into()))
     }
 
+    /// Removes the stored hours `stems` and their ledger entries at once,
+    /// before loading them again (`--reload`, a repair): one pass over the
+    /// table instead of one per hour. Some(rows removed); None: the engine
+    /// does not, and replaces each hour as it loads it
+    /// ([`EngineSink::begin_replacing`]). All or nothing: an error removes nothing.
+    async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
+        let _ = stems;
+        Ok(None)
+    }
+
     /// Stores a batch: its clean documents, with this engine's encodings of them.
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError>;
 
@@ -384,6 +394,15 @@ impl Sink {
         self.step("committing the hour", |s| s.commit_hour(record)).await
     }
 
+    /// See [`EngineSink::remove_hours`]: a step over the whole table.
+    pub async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
+        let result = bounded_if(&self.engine, &self.server, REMOVE_HOURS, self.whole_table, self.inner.remove_hours(stems)).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
+    }
+
     /// See [`EngineSink::after_load`]: a step over the whole table.
     pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let result = bounded_if(&self.engine, &self.server, UPKEEP, self.whole_table, self.inner.after_load()).await;
@@ -415,6 +434,7 @@ impl Sink {
 /// The whole-table steps, as progress and errors name them.
 pub const STORED_HOURS: &str = "checking the stored hours against the ledger";
 pub const UPKEEP: &str = "vacuuming and analysing the loaded table";
+pub const REMOVE_HOURS: &str = "removing the hours to load again";
 
 /// `work` within `limit` if there is one (see [`bounded`]).
 async fn bounded_if<T>(
