@@ -25,9 +25,11 @@ SECANTUS_VERSION=0.7.0b3
 PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-2GB}
 PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-256MB}
 # Index builds: PostgreSQL's defaults (64MB, 2 workers) sort a year's index in
-# many passes on disk; the builds get 1GB and half the cores (at least one).
+# many passes on disk; the builds get 1GB and half the cores (at least one, at
+# most 8: max_parallel_workers, 8 by default, caps what they can use).
 PG_MAINTENANCE_WORK_MEM=${GHBENCH_PG_MAINTENANCE_WORK_MEM:-1GB}
-PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( $(nproc) / 2 > 0 ? $(nproc) / 2 : 1 ))}
+half_cores=$(( $(nproc) / 2 ))
+PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( half_cores < 1 ? 1 : half_cores > 8 ? 8 : half_cores ))}
 # Where SecantusDB is installed when no mongod is on PATH (a test's own setup reuses the checkout's).
 VENV=${GHBENCH_VENV:-$GHBENCH_HOME/venv}
 

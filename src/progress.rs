@@ -40,7 +40,7 @@ impl Log {
     /// `line` only where no bar shows it (off a terminal).
     pub fn log_only(&self, line: impl AsRef<str>) {
         if !self.on_terminal() {
-            eprintln!("{} (+{:.0} s) {}", chrono::Utc::now().format("%H:%M:%S"), self.started.elapsed().as_secs_f64(), line.as_ref());
+            eprintln!("{} (+{:.0} s) {}", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"), self.started.elapsed().as_secs_f64(), line.as_ref());
         }
     }
 }

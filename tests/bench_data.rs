@@ -97,7 +97,7 @@ fn another_source_or_first_hour_never_reuses_a_table() {
     assert_eq!(first["sizes"][0]["run"]["context"]["engines"][0]["data"]["events"], 300);
     // The hours loaded at a time, and the server's index build settings, are recorded and said.
     assert_eq!(load(&first, "postgres")["concurrency"], 3);
-    assert!(md.contains("hours loaded 3 at a time"), "{md}");
+    assert!(md.contains("hours loaded up to 3 at a time"), "{md}");
     let settings = &first["sizes"][0]["run"]["context"]["engines"][0]["server"]["settings"];
     assert!(settings["maintenance_work_mem"].is_string() && settings["max_parallel_maintenance_workers"].is_string(), "{settings}");
     let (_, second, ..) = bench.run(&["--source", &b, "--hours", "1"]);

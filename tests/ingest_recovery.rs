@@ -80,7 +80,8 @@ async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
     // Off a terminal (standard error is a pipe here) the log says each step
     // as it happens, with the time: the retry, the failure, the hour loaded.
     let log = String::from_utf8_lossy(&out.stderr);
-    let stamped = |what: &str| log.lines().any(|l| l.contains(what) && l.get(2..3) == Some(":") && l.get(8..11) == Some(" (+"));
+    // `2026-11-26T02:40:01Z (+3 s) …`
+    let stamped = |what: &str| log.lines().any(|l| l.contains(what) && l.get(10..11) == Some("T") && l.get(19..23) == Some("Z (+"));
     assert!(stamped("retrying 2015-01-01T01 (attempt 1 failed: "), "{log}");
     assert!(stamped("2015-01-01T01: Failed: "), "{log}");
     assert!(stamped("2015-01-01T00 loaded in "), "{log}");

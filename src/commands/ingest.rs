@@ -252,17 +252,18 @@ fn check_writable(path: &Path) -> Result<()> {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct LoadStreams {
     /// Hours loaded at the same time, each on its own connection to every
-    /// engine [default: 2 per CPU core, at most 64]. Recorded with the load.
+    /// engine [default: 2 per CPU core, at most 32]. Recorded with the load.
     #[arg(long, value_parser = crate::options::at_least_one::<usize>)]
     pub concurrency: Option<usize>,
 }
 
 impl LoadStreams {
     /// Two hours per core keep every core busy while others wait on the
-    /// network or a commit; 64 stays well inside PostgreSQL's default 100
-    /// connections with two engines on one server.
+    /// network or a commit; at most 32, since each engine on PostgreSQL takes
+    /// a connection per hour plus two (control, lock): two such engines on one
+    /// server then stay inside its default 100 connections.
     pub fn hours_at_once(&self) -> usize {
-        self.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(64))
+        self.concurrency.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get() * 2).min(32))
     }
 }
 
@@ -329,7 +330,7 @@ fn print_summary(s: &IngestSummary) {
     }
     let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?.upkeep.as_ref()?)));
     for (engine, upkeep) in ordered {
-        println!("{engine}: {} in {:.2} s (counted in its load time)", upkeep.step, upkeep.seconds);
+        println!("{engine}: {} in {:.2} s (after loading; shown apart from the load time)", upkeep.step, upkeep.seconds);
     }
     let per_second = |v: f64| v / s.elapsed_seconds.max(1e-9);
     println!(
@@ -355,6 +356,7 @@ fn print_summary(s: &IngestSummary) {
         println!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; "));
     }
     let mut reasons: Vec<String> = untried.iter().map(|h| h.reasons().join("; ")).collect();
+    reasons.sort();
     reasons.dedup();
     for reason in reasons {
         let hours: Vec<_> = untried.iter().filter(|h| h.reasons().join("; ") == reason).map(|h| h.hour).collect();

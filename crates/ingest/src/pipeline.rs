@@ -211,22 +211,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let plan = plan::plan(options, &stored);
     let mut queue = plan.queue;
-    // The hours to replace leave each engine that can in one pass over its
-    // table, with no limit of ghbench's own but --whole-table-timeout: at a
-    // year's scale, a pass per hour under the per-hour timeout never ends.
-    for (loader, sink) in &mut control {
-        let engine = sink.engine().clone();
-        let stems: Vec<String> = queue.iter().filter(|p| p.replacing.contains(&engine)).map(|p| p.hour.stem()).collect();
-        if stems.is_empty() {
-            continue;
-        }
-        let removed = watched(ctx, loader.as_ref(), crate::sink::REMOVE_HOURS, sink.remove_hours(&stems)).await.map_err(prepare_err(engine.clone()))?;
-        if removed.is_some() {
-            for planned in queue.iter_mut() {
-                planned.replacing.retain(|e| e != &engine);
-            }
-        }
-    }
+    let removal_notes = remove_hours_to_replace(ctx, &mut control, &mut queue).await;
     ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: plan.skipped.len() });
     let planned: Vec<Hour> = queue.iter().map(|p| p.hour).collect();
 
@@ -273,7 +258,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         kept_quarantined: plan.kept_quarantined,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
-        warnings: plan.notes,
+        warnings: plan.notes.into_iter().chain(removal_notes).collect(),
         stopped: ctx.must_stop(),
     };
     summary.tally(run_hours.len());
@@ -310,6 +295,43 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         finished.push(slot);
     }
     Ok(summary)
+}
+
+/// The hours to replace leave each engine that can in one pass over its
+/// table, with no limit of ghbench's own but --whole-table-timeout: at a
+/// year's scale, a pass per hour under the per-hour timeout never ends. Only
+/// hours the source still has go: one it lacks keeps its stored copy (and is
+/// reported missing), one it cannot answer for is replaced as it loads. An
+/// engine whose removal fails (an hour an older ghbench wrote) removes
+/// nothing and replaces hour by hour, each such hour failing alone; said in
+/// the returned notes.
+async fn remove_hours_to_replace(ctx: &Ctx, control: &mut [(Arc<dyn Loader>, Sink)], queue: &mut VecDeque<PlannedHour>) -> Vec<String> {
+    let mut at_source = HashSet::new();
+    for planned in queue.iter().filter(|p| !p.replacing.is_empty()) {
+        // Opened to know it is there (a download begun is dropped).
+        if matches!(ctx.options.source.open(planned.hour).await, Ok(Some(_))) {
+            at_source.insert(planned.hour);
+        }
+    }
+    let mut notes = Vec::new();
+    for (loader, sink) in control.iter_mut() {
+        let engine = sink.engine().clone();
+        let hours: HashSet<Hour> = queue.iter().filter(|p| p.replacing.contains(&engine) && at_source.contains(&p.hour)).map(|p| p.hour).collect();
+        if hours.is_empty() {
+            continue;
+        }
+        let stems: Vec<String> = hours.iter().map(Hour::stem).collect();
+        match watched(ctx, loader.as_ref(), crate::sink::REMOVE_HOURS, sink.remove_hours(&stems)).await {
+            Ok(Some(_)) => {
+                for planned in queue.iter_mut().filter(|p| hours.contains(&p.hour)) {
+                    planned.replacing.retain(|e| e != &engine);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => notes.push(format!("{engine}: the hours to load again could not be removed at once ({}); each is replaced as it loads", e.detail())),
+        }
+    }
+    notes
 }
 
 /// How often a step over the whole table says it still runs.
@@ -465,6 +487,11 @@ async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], replacing: &[
                 break;
             }
         };
+        // A stopped run tries nothing more, not even the hours in flight.
+        if let Some(why) = ctx.must_stop() {
+            error = Some(format!("not retried: the run stopped ({why}); after: {retry_because}"));
+            break;
+        }
         ctx.observer.event(Event::Retrying { hour, attempt, reason: &retry_because });
         tokio::time::sleep(backoff(attempt)).await;
     }

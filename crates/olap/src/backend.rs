@@ -16,6 +16,11 @@ use crate::ledger::Ledger;
 use crate::record::{IndexBuild, Plan, Storage};
 use crate::rows::Row;
 
+/// Tables larger than this get the engine's fast row count (the planner's
+/// estimate, the collection's metadata) instead of an exact count, which
+/// would read the whole table before every command (minutes on a year).
+pub const EXACT_COUNT_MAX_BYTES: u64 = 1 << 30;
+
 /// Errors carry the engine's own message; they are recorded, not hidden.
 pub type BackendResult<T> = anyhow::Result<T>;
 

@@ -113,8 +113,8 @@ pub struct LoadRecord {
     pub seconds: Option<f64>,
     /// `events_loaded` over `seconds` less the upkeep.
     pub events_per_second: Option<f64>,
-    /// Hours loaded side by side (`--concurrency`, no more than there were
-    /// to load); 0 in older files.
+    /// Hours loaded side by side at most, as asked (`--concurrency`; a load
+    /// of fewer hours runs fewer); 0 in older files.
     #[serde(default)]
     pub concurrency: usize,
     /// Of `seconds`: the upkeep after loading, and what it was.

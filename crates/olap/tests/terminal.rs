@@ -102,7 +102,7 @@ fn a_bench_size_with_two_engines_fits_eighty_columns() {
     let size = SizeRecord { hours: 40, table: "bench_40h".into(), loads: vec![warned, load("mongo")], indexes: Vec::new(), run };
     let text = size_text(&size);
     assert!(widest(&text) <= 80, "{} columns:\n{text}", widest(&text));
-    assert!(text.contains("includes 2") && text.contains("8103"), "{text}");
+    assert!(text.contains("includes 2") && text.contains("8103") && text.contains("hours loaded up to 4 at a time"), "{text}");
     assert!(text.contains("postgres: warning: VACUUM failed") && !text.contains("mongo: warning"), "a load's warnings are said under it: {text}");
 }
 

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut};
+use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
 use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
@@ -244,22 +244,30 @@ impl Backend for MongoBackend {
         Ok(MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table }.report().await?)
     }
 
-    /// Rows counted exactly (the statistics' `count` is the fast count: off
-    /// after an unclean shutdown, and counting orphans on a sharded cluster);
-    /// the table's size on disk (`storageSize`, as PostgreSQL's is), its
-    /// uncompressed BSON size beside it.
+    /// Rows counted exactly up to [`EXACT_COUNT_MAX_BYTES`] on disk, as
+    /// PostgreSQL's are; beyond, the fast count (the collection's metadata:
+    /// off after an unclean shutdown, counting orphans on a sharded cluster),
+    /// said as not exact. The table's size on disk (`storageSize`, as
+    /// PostgreSQL's is), its uncompressed BSON size beside it.
     async fn sizes(&self) -> BackendResult<Storage> {
         let coll = self.db.collection::<Document>(&self.collection);
-        let rows = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?;
-        let (sizes, source) = self.collection_sizes(rows).await?;
+        let fast = coll.estimated_document_count().await.map_err(|e| with_advice("count", e).context("counting the documents from the metadata"))?;
+        let (sizes, source) = self.collection_sizes(fast).await?;
+        let (rows, rows_exact, counted) = match sizes.on_disk <= EXACT_COUNT_MAX_BYTES {
+            true => {
+                let exact = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await;
+                (exact.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?, true, "rows counted (countDocuments)")
+            }
+            false => (fast, false, "rows from the collection's metadata (estimatedDocumentCount; an exact count of over 1 GiB would read it all)"),
+        };
         Ok(Storage {
             rows,
-            rows_exact: true,
+            rows_exact,
             table_bytes: sizes.on_disk,
             index_bytes: sizes.indexes_total,
             indexes: sizes.indexes.into_iter().map(|(name, bytes)| IndexSize { name, bytes }).collect(),
             logical_bytes: Some(sizes.logical),
-            sizes_from: Some(format!("rows counted (countDocuments); sizes on disk (storageSize) from {source}")),
+            sizes_from: Some(format!("{counted}; sizes on disk (storageSize) from {source}")),
         })
     }
 

@@ -58,7 +58,11 @@ impl PolarsSink {
     }
 
     fn polars(error: PolarsError, doing: &str) -> SinkError {
-        SinkError::Other(format!("polars, {doing}: {error}"))
+        match &error {
+            // A full disk while writing the file stops the run, as for every engine.
+            PolarsError::IO { error: io, .. } if matches!(SinkError::from_io(io), SinkError::NoSpace(_)) => SinkError::NoSpace(format!("polars, {doing}: {error}")),
+            _ => SinkError::Other(format!("polars, {doing}: {error}")),
+        }
     }
 
     fn hour_file(&mut self) -> Result<&mut HourFile, SinkError> {

@@ -20,9 +20,7 @@ use crate::session::Session;
 use crate::setup::JsonbSetup;
 use crate::sql;
 
-/// Tables larger than this get the planner's row estimate instead of a
-/// `count(*)`, which would scan them (minutes on a year of data).
-const EXACT_COUNT_MAX_BYTES: i64 = 1 << 30;
+use ghbench_olap::backend::EXACT_COUNT_MAX_BYTES;
 /// The plan as the query ran (`--analyze-plans`): it runs the query.
 const EXPLAIN_ANALYZE: &str = "EXPLAIN (ANALYZE, BUFFERS)";
 /// The planner's plan, without running the query.
@@ -218,7 +216,7 @@ pub async fn clear_caches(session: &Session) -> Vec<String> {
 /// Rows of `table` (of `bytes` on disk), and whether exactly: a `count(*)`
 /// up to [`EXACT_COUNT_MAX_BYTES`], the planner's `estimate` beyond.
 pub async fn row_count(client: &Client, table: &str, bytes: i64, estimate: i64) -> Result<(u64, bool), tokio_postgres::Error> {
-    if bytes > EXACT_COUNT_MAX_BYTES {
+    if bytes as u64 > EXACT_COUNT_MAX_BYTES {
         return Ok((estimate.max(0) as u64, false));
     }
     let rows: i64 = client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await?.get(0);

@@ -139,7 +139,8 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
     let mut at_once: Vec<usize> = size.loads.iter().filter(|l| l.seconds.is_some()).map(|l| l.concurrency).filter(|n| *n > 0).collect();
     at_once.dedup();
     if let [n] = at_once.as_slice() {
-        table.notes.push(format!("hours loaded {n} at a time; events/s over the load's wall time less its upkeep"));
+        // Within the 80 columns of the table above.
+        table.notes.push(format!("hours loaded up to {n} at a time; events/s leave the upkeep out"));
     }
     table
 }
