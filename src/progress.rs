@@ -40,9 +40,15 @@ impl Log {
     /// `line` only where no bar shows it (off a terminal).
     pub fn log_only(&self, line: impl AsRef<str>) {
         if !self.on_terminal() {
-            eprintln!("{} (+{:.0} s) {}", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"), self.started.elapsed().as_secs_f64(), line.as_ref());
+            eprintln!("{} {}", stamp(self.started.elapsed()), line.as_ref());
         }
     }
+}
+
+/// A log line's head: the time of day (UTC, dated: a load runs for days)
+/// and how long the step has run, e.g. `2026-11-26T02:40:01Z (+63 s)`.
+pub fn stamp(elapsed: std::time::Duration) -> String {
+    format!("{} (+{:.0} s)", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"), elapsed.as_secs_f64())
 }
 
 pub struct IngestProgress {

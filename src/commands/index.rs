@@ -112,7 +112,7 @@ async fn with_progress<T>(backend: &dyn Backend, bar: &ProgressBar, what: &str, 
             };
             let line = ghbench_core::ticking::so_far(what, elapsed, progress.as_deref());
             if bar.is_hidden() {
-                eprintln!("{} (+{:.0} s) {} {line}", chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ"), elapsed.as_secs_f64(), bar.prefix());
+                eprintln!("{} {} {line}", crate::progress::stamp(elapsed), bar.prefix());
             }
             bar.set_message(line);
         }

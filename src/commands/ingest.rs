@@ -355,12 +355,12 @@ fn print_summary(s: &IngestSummary) {
         let label = if h.status == HourStatus::Partial { "PARTIAL" } else { "FAILED" };
         println!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; "));
     }
-    let mut reasons: Vec<String> = untried.iter().map(|h| h.reasons().join("; ")).collect();
-    reasons.sort();
-    reasons.dedup();
-    for reason in reasons {
-        let hours: Vec<_> = untried.iter().filter(|h| h.reasons().join("; ") == reason).map(|h| h.hour).collect();
-        println!("NOT TRIED {} hour(s) ({}): {reason}", hours.len(), summarise_hours(hours.into_iter(), 10));
+    let mut by_reason: std::collections::BTreeMap<String, Vec<Hour>> = Default::default();
+    for h in untried {
+        by_reason.entry(h.reasons().join("; ")).or_default().push(h.hour);
+    }
+    for (reason, hours) in by_reason {
+        println!("NOT TRIED {} hour(s) ({}): {reason}", hours.len(), summarise_hours(hours, 10));
     }
     if let Some(why) = &s.stopped {
         println!("STOPPED: {why}");

@@ -459,11 +459,10 @@ async fn load_hour(ctx: &Ctx, hour: Hour, slots: &mut [&mut Slot], replacing: &[
                             reasons.push(format!("{engine}: {}", e.detail()));
                             pending.push(engine);
                         }
-                        Err(e @ SinkError::NoSpace(_)) => {
-                            ctx.stop(format!("{engine}'s storage is full ({}): free space where it keeps its data, then rerun (the hours loaded are kept)", e.detail()));
-                            outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(e.detail()) });
-                        }
                         Err(e) => {
+                            if matches!(e, SinkError::NoSpace(_)) {
+                                ctx.stop(format!("{engine}'s storage is full ({}): free space where it keeps its data, then rerun (the hours loaded are kept)", e.detail()));
+                            }
                             outcomes.insert(engine, EngineOutcome { stored: 0, error: Some(e.detail()) });
                         }
                     }

@@ -45,7 +45,7 @@ pub struct Snapshot {
 
 /// Reads the counters of `whose` now; Err says why they cannot be read.
 pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
-    let tree = ProcessTree::read()?;
+    let mut tree = ProcessTree::read()?;
     let top = match whose {
         Whose::Process(pid) => pid as i32,
         Whose::Server(url) => tree.server_listening(url)?,
@@ -53,12 +53,11 @@ pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
     // A process that ends while the tree is read gives its counts to its
     // parent, perhaps after the parent was read: read again until no
     // process came or went meanwhile.
-    let mut tree = tree;
     for _ in 0..ATTEMPTS {
         let counted = tree.counters_below(top)?;
         let again = ProcessTree::read()?;
-        if counted.as_ref().is_some_and(|c| again.same_processes_below(&tree, top, c)) {
-            return Ok(counted.expect("checked"));
+        if let Some(counted) = counted.filter(|c| again.same_processes_below(&tree, top, c)) {
+            return Ok(counted);
         }
         tree = again;
     }

@@ -154,7 +154,8 @@ impl PgLedger<'_> {
     /// (with the hour's rows: see [`crate::sink`]), inside the caller's
     /// transaction; None when the hour has no entry.
     /// Deletes the entries of `stems` that exist: (hour, its transaction's
-    /// id, its events) each (see [`PgLedger::take_entry`]).
+    /// id, its events) each: the rows of an hour were written by the
+    /// transaction that wrote its entry.
     pub async fn take_entries(&self, client: &Client, stems: &[String]) -> Result<Vec<(String, String, u64)>, Error> {
         let sql = format!("DELETE FROM {LEDGER} WHERE engine = $1 AND tbl = $2 AND hour = ANY($3) RETURNING hour, xmin::text, events");
         let rows = client.query(&sql, &[&self.engine.name(), &self.table.as_str(), &stems]).await?;
