@@ -210,6 +210,53 @@ async fn reload_of_several_hours_removes_them_in_one_pass_without_a_time_limit()
     drop_table(&table).await;
 }
 
+/// The server's statistic `column` of `table` (e.g. `seq_tup_read`, the
+/// rows its sequential scans read) once the sessions that touched it have
+/// reported (two reads 300 ms apart agree).
+async fn settled_stat(table: &str, column: &str) -> i64 {
+    let client = pg().await;
+    let mut last = -1;
+    for _ in 0..40 {
+        client.batch_execute("SELECT pg_stat_clear_snapshot()").await.unwrap();
+        let sql = format!("SELECT {column} FROM pg_stat_user_tables WHERE relname = $1");
+        let now: i64 = client.query_one(&sql, &[&table]).await.unwrap().get(0);
+        if now == last {
+            return now;
+        }
+        last = now;
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    last
+}
+
+/// A rerun about one hour of a table of eight reads none of the other seven
+/// (the server's statistics show it): not to check them, not to count the
+/// table. `--check-stored` counts it all.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let work = work.path();
+    let source = work.join("hours");
+    std::fs::create_dir_all(&source).unwrap();
+    let lines = real_lines(&real);
+    for hour in 0..9 {
+        write_hour(&source, &format!("2015-01-01-{hour}.json.gz"), &lines[hour * 500..(hour + 1) * 500]);
+    }
+    let table = table("touch_one");
+    assert!(ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "8", "--drop"]).status.success());
+    let before = settled_stat(&table, "seq_tup_read").await;
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", "2015-01-01T08"]);
+    assert!(out.status.success() && text(&out).contains("1 loaded, 0 skipped"), "{}", text(&out));
+    let touched = settled_stat(&table, "seq_tup_read").await - before;
+    assert!(touched < 4000, "a run about one hour read {touched} rows of the 4000 stored before it");
+    let before = settled_stat(&table, "seq_tup_read").await;
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", "2015-01-01T08", "--check-stored"]);
+    assert!(out.status.success() && text(&out).contains("0 loaded, 1 skipped"), "{}", text(&out));
+    assert!(settled_stat(&table, "seq_tup_read").await - before >= 4500, "--check-stored counts the whole table");
+    drop_table(&table).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() {
     let Some(real) = real_hour() else { return };
@@ -279,13 +326,21 @@ async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour()
     let (_, mongo_hours) = ledger_hours(&table).await;
     assert_eq!(mongo_hours, ["2015-01-01-0"]);
 
-    // Documents lost behind the ledger's back: the rerun finds the hour short and reloads it.
+    // Documents lost behind the ledger's back. MongoDB writes an hour's
+    // documents apart from its entry: the rerun counts the hour it touches
+    // (its metadata count differing) and reloads it. The normalized rows
+    // commit with their entry: only --check-stored counts them.
     db.collection::<mongodb::bson::Document>(&table).delete_many(mongodb::bson::doc! {"_id": {"$in": ["2015-01-01-0/1", "2015-01-01-0/2"]}}).await.unwrap();
     pg().await.batch_execute(&format!("DELETE FROM {root} WHERE did IN (SELECT did FROM {root} LIMIT 3)")).await.unwrap();
     let out = ingest_from(work, &source, &table, engines, &["--from", HOUR]);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains(&format!("mongo collection {table} holds 28 of its rows where its ledger entry lists 30")), "{said}");
+    assert!(!said.contains("normalized table"), "{said}");
+    assert_eq!((documents().await, normalized().await), (30, 27));
+    let out = ingest_from(work, &source, &table, engines, &["--from", HOUR, "--check-stored"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
     assert!(said.contains(&format!("normalized table {table} holds 27 of its rows where its ledger entry lists 30")), "{said}");
     assert_eq!((documents().await, normalized().await), (30, 30));
     ghbench_normalized::meta::drop_collection(&pg().await, &table).await.unwrap();
@@ -304,7 +359,13 @@ async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_ref
     // Five rows of hour 1 deleted by hand.
     let hour_one = format!("(SELECT xmin FROM ghbench_ledger WHERE engine = 'postgres' AND tbl = '{table}' AND hour = '2015-01-01-1')");
     pg().await.batch_execute(&format!("DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} WHERE xmin = {hour_one} LIMIT 5)")).await.unwrap();
+    // A run without --check-stored trusts the ledger, which commits with the
+    // rows: five of 7802 are within what the statistics are let differ by.
     let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    assert!(text(&out).contains("0 loaded, 2 skipped"), "{}", text(&out));
+    assert_eq!(pg_rows(&table).await, 7797);
+    let check = ["--from", HOUR, "--hours", "2", "--check-stored"];
+    let out = ingest_from(work, &source, &table, "postgres", &check);
     let said = text(&out);
     assert!(out.status.success(), "{said}");
     assert!(said.contains(&format!("reloading 2015-01-01T01 on postgres: its stored copy is not whole: postgres table {table} holds 95 of its rows")), "{said}");
@@ -313,10 +374,24 @@ async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_ref
 
     // A row no hour wrote: the run refuses, and says what to do.
     pg().await.batch_execute(&format!("INSERT INTO {table} VALUES ('{{}}')")).await.unwrap();
-    let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    let out = ingest_from(work, &source, &table, "postgres", &check);
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("7803 rows where its ledger lists 7802 events, 1 of them of no hour the ledger lists") && said.contains("--drop"), "{said}");
+
+    // Most of the table gone by hand: the statistics say so without a count.
+    pg().await.batch_execute(&format!("DELETE FROM {table} WHERE ctid IN (SELECT ctid FROM {table} LIMIT 7000)")).await.unwrap();
+    let live = settled_stat(&table, "n_live_tup").await;
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    let said = text(&out);
+    assert!(said.contains(&format!("estimates {live} rows where its ledger lists 7802 events (rerun with --check-stored")), "{said}");
+    // All of it: an empty table is known for certain (its rows cannot be
+    // told from rows written under other transactions: --drop, as counted).
+    pg().await.batch_execute(&format!("TRUNCATE {table}")).await.unwrap();
+    let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
+    let said = text(&out);
+    assert!(said.contains(&format!("postgres table {table} holds 0 of its rows where its ledger entry lists 7702")), "{said}");
+    assert!(said.contains("load the table again with --drop"), "{said}");
     drop_table(&table).await;
 }
 
@@ -347,6 +422,7 @@ async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
         concurrency: 1,
         retries: 0,
         timeout: std::time::Duration::from_secs(60),
+        check_stored: false,
         whole_table_timeout: None,
         accept_damaged: false,
         quarantine_dir: work.path().join("quarantine"),

@@ -66,8 +66,17 @@ pub struct IngestArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = crate::options::at_least_one::<u64>)]
     pub timeout: u64,
 
+    /// Before loading, count (or read) everything each engine stores against
+    /// its ledger, and reload what is not whole: a pass over the whole table,
+    /// shown as progress. Without it a run checks only the hours it is about
+    /// (PostgreSQL's ledger commits with its rows; MongoDB's hours are counted
+    /// by their ids; polars' files by size and checksum) and compares the rest
+    /// with the engine's own statistics, noting a difference.
+    #[arg(long)]
+    pub check_stored: bool,
+
     /// A limit on each step over the whole table, e.g. 2h: checking the stored
-    /// hours against the ledger before loading, and the upkeep after it
+    /// hours against the ledger before loading (--check-stored), and the upkeep after it
     /// (PostgreSQL's VACUUM (ANALYZE)). Without it they take as long as they
     /// take (on a year of data, minutes to hours), saying every 15 s how far
     /// they are.
@@ -143,6 +152,7 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         concurrency,
         retries: args.retries,
         timeout: Duration::from_secs(args.timeout),
+        check_stored: args.check_stored,
         whole_table_timeout: args.whole_table_timeout,
         accept_damaged: args.accept_damaged,
         quarantine_dir: args.quarantine_dir.clone(),

@@ -60,6 +60,7 @@ impl LoadedTable {
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(60),
+            check_stored: false,
             whole_table_timeout: None,
             accept_damaged: false,
             quarantine_dir: quarantine.path().to_path_buf(),

@@ -25,7 +25,7 @@ use crate::decode::{decode_hour, DecodeError, DecodeReport, EngineBatch, Lane};
 use crate::plan::{self, PlannedHour};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
-use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, TableLock};
+use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, StoredCheck, TableLock};
 use crate::source::{Source, SourceError};
 
 const CHANNEL_BATCHES: usize = 4;
@@ -48,6 +48,10 @@ pub struct IngestOptions {
     /// Longest wait for a server to answer any one step (connect aside),
     /// but those over the whole table.
     pub timeout: Duration,
+    /// Check everything each engine stores against its ledger before
+    /// planning (a pass over the whole table), not only the hours the run
+    /// touches (see [`StoredCheck`]).
+    pub check_stored: bool,
     /// The limit on a step over the whole table (checking the stored hours
     /// against the ledger, upkeep after loading); None: none.
     pub whole_table_timeout: Option<Duration>,
@@ -200,11 +204,15 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let mut servers = Vec::new();
     let mut stored = Vec::new();
+    let check = match options.check_stored {
+        true => StoredCheck::Whole,
+        false => StoredCheck::Touched(plan::run_hours(options).iter().map(Hour::stem).collect()),
+    };
     for (loader, sink) in &mut control {
         let engine = sink.engine().clone();
         sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
         servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
-        let checked = watched(ctx, loader.as_ref(), crate::sink::STORED_HOURS, sink.stored_hours()).await;
+        let checked = watched(ctx, loader.as_ref(), crate::sink::STORED_HOURS, sink.stored_hours(&check)).await;
         stored.push((engine.clone(), checked.map_err(prepare_err(engine))?));
     }
     let loaders: Vec<Arc<dyn Loader>> = control.iter().map(|(loader, _)| loader.clone()).collect();

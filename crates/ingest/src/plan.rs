@@ -11,7 +11,7 @@
 //! reads them all once). An HTTP source is not compared: that would download
 //! every skipped hour, and GH Archive's published files do not change.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 #[cfg(test)]
 use std::path::Path;
 
@@ -65,6 +65,8 @@ pub fn plan(options: &IngestOptions, stored: &[(Engine, BTreeMap<String, StoredH
         let notes: BTreeSet<&String> = hours.values().filter_map(|h| h.note.as_ref()).collect();
         plan.notes.extend(notes.into_iter().map(|note| format!("{engine}: {note}")));
     }
+    // One read of a file, however many engines stored its hour.
+    let mut digests = HashMap::new();
     for hour in run_hours(options) {
         let stem = hour.stem();
         let mut planned = PlannedHour { hour, needed: Vec::new(), replacing: Vec::new() };
@@ -80,7 +82,7 @@ pub fn plan(options: &IngestOptions, stored: &[(Engine, BTreeMap<String, StoredH
             } else if let Some(damage) = &kept.damage {
                 Some(format!("its stored copy is not whole: {damage}"))
             } else {
-                match source_differs(&options.source, hour, kept) {
+                match source_differs(&options.source, hour, kept, &mut digests) {
                     Some(detail) if options.reload_changed => Some(format!("loaded from another copy of its file ({detail})")),
                     Some(detail) => {
                         plan.changed.push(notice(detail));
@@ -113,7 +115,8 @@ pub fn plan(options: &IngestOptions, stored: &[(Engine, BTreeMap<String, StoredH
 
 /// How the source's file for `hour` differs from the copy the stored hour was
 /// loaded from, if it does (local folders only; see the module's note).
-fn source_differs(source: &Source, hour: Hour, stored: &StoredHour) -> Option<String> {
+/// `digests` keeps each file's digest once read.
+fn source_differs(source: &Source, hour: Hour, stored: &StoredHour, digests: &mut HashMap<Hour, Option<String>>) -> Option<String> {
     let Source::Dir(dir) = source else { return None };
     let path = dir.join(hour.file_name());
     // Gone from the source: what is stored is all there is, not another copy.
@@ -125,7 +128,7 @@ fn source_differs(source: &Source, hour: Hour, stored: &StoredHour) -> Option<St
         return Some(format!("stored from {stored_size} bytes, {} now has {size}", path.display()));
     }
     let recorded = stored.source_digest.as_deref()?;
-    let (_, now) = digest::of_file(&path).ok()?;
+    let now = digests.entry(hour).or_insert_with(|| digest::of_file(&path).ok().map(|(_, digest)| digest)).as_deref()?;
     (now != recorded).then(|| {
         format!("stored from a file of digest {}, {} now has {}", digest::short(recorded), path.display(), digest::short(&now))
     })
@@ -146,6 +149,7 @@ mod tests {
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(1),
+            check_stored: false,
             whole_table_timeout: None,
             accept_damaged: false,
             quarantine_dir: source.join("q"),

@@ -271,6 +271,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         concurrency: args.streams.hours_at_once(),
         retries: 4,
         timeout: Duration::from_secs(120),
+        check_stored: false,
         whole_table_timeout: None,
         accept_damaged: false,
         quarantine_dir: args.quarantine_dir.clone(),

@@ -244,8 +244,9 @@ impl Backend for MongoBackend {
         Ok(MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table }.report().await?)
     }
 
-    /// Rows counted exactly up to [`EXACT_COUNT_MAX_BYTES`] on disk, as
-    /// PostgreSQL's are; beyond, the fast count (the collection's metadata:
+    /// Rows as the load counted them when the ledger and the collection's
+    /// metadata count agree; else counted exactly up to
+    /// [`EXACT_COUNT_MAX_BYTES`] on disk, as PostgreSQL's are; beyond, the fast count (the collection's metadata:
     /// off after an unclean shutdown, counting orphans on a sharded cluster),
     /// said as not exact. The table's size on disk (`storageSize`, as
     /// PostgreSQL's is), its uncompressed BSON size beside it.
@@ -253,7 +254,13 @@ impl Backend for MongoBackend {
         let coll = self.db.collection::<Document>(&self.collection);
         let fast = coll.estimated_document_count().await.map_err(|e| with_advice("count", e).context("counting the documents from the metadata"))?;
         let (sizes, source) = self.collection_sizes(fast).await?;
+        // The load counted every hour it stored: when the metadata agrees
+        // with the ledger, that count stands, paid once per load, not per command.
+        let loaded = self.ledger().await.ok().map(|ledger| ledger.hours.values().chain(ledger.unreadable.values()).sum::<u64>());
         let (rows, rows_exact, counted) = match sizes.on_disk <= EXACT_COUNT_MAX_BYTES {
+            _ if loaded == Some(fast) && fast > 0 => {
+                (fast, true, "rows as the load counted them (its ledger), the collection's metadata count agreeing")
+            }
             true => {
                 let exact = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await;
                 (exact.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?, true, "rows counted (countDocuments)")

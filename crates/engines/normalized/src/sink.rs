@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ghbench_core::{Hour, ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_counts, check_stored, EngineSink, HourRecord, SinkError, StoredHour, TableLock, Upkeep};
+use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
 use ghbench_postgres::session::Session;
@@ -193,13 +193,20 @@ impl EngineSink for NormalizedSink {
         Ok(())
     }
 
-    /// The ledger's entries, the root table counted against them (by the
-    /// hour its document ids hold, see [`check_counts`]).
-    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+    /// The ledger's entries. An hour's rows commit with its entry: checked
+    /// against the server's statistics of the root table, or
+    /// (`StoredCheck::Whole`) counted by the hour their document ids hold
+    /// (see [`check_counts`]), as the PostgreSQL engine does.
+    async fn stored_hours(&self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
         let mut stored = self.ledger().stored_hours(&self.client).await.sink()?;
         let root = meta::qualified(self.table.as_str());
-        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {root}"), &[]).await.sink()?.get(0);
         let what = format!("{} table {}", SPEC.engine, self.table);
+        if *check != StoredCheck::Whole {
+            let estimate = ghbench_postgres::sink::row_estimate(&self.client, &root).await.sink()?;
+            check_estimate(&mut stored, &what, estimate)?;
+            return Ok(stored);
+        }
+        let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {root}"), &[]).await.sink()?.get(0);
         check_counts(&mut stored, &what, rows.max(0) as u64, || async {
             let sql = format!("SELECT did >> 32, count(*) FROM {root} GROUP BY 1");
             let rows = self.client.query(&sql, &[]).await.sink()?;

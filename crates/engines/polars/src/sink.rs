@@ -13,7 +13,7 @@ use ghbench_core::ServerInfo;
 use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::lock::{Lost, TableLock};
 use ghbench_ingest::digest::{HashingWriter, WrittenDigest};
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredHour};
+use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour};
 use polars::prelude::*;
 
 use crate::schema::{Columns, Layout};
@@ -163,10 +163,12 @@ impl EngineSink for PolarsSink {
         self.begin(stem, true).await
     }
 
-    /// Every entry, each hour's file checked against it (size and checksum).
-    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        let table = self.table.clone();
-        tokio::task::spawn_blocking(move || stored_hours(&table))
+    /// Every entry, each hour's file checked against it: by size and
+    /// checksum (one read of the file) for the hours `check` covers, by size
+    /// (a `stat`) for the others.
+    async fn stored_hours(&self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let (table, check) = (self.table.clone(), check.clone());
+        tokio::task::spawn_blocking(move || stored_hours(&table, &check))
             .await
             .map_err(|e| SinkError::Other(format!("checking the stored hours: {e}")))?
             .map_err(Self::io)
@@ -259,10 +261,11 @@ fn declared_layout() -> Result<&'static Layout, SinkError> {
 /// See [`EngineSink::stored_hours`]: an entry older than files' checksums is
 /// not checked, and says so. (A table of another layout never gets here:
 /// `prepare` refuses it.)
-fn stored_hours(table: &TableDir) -> std::io::Result<BTreeMap<String, StoredHour>> {
+fn stored_hours(table: &TableDir, check: &StoredCheck) -> std::io::Result<BTreeMap<String, StoredHour>> {
     let mut stored = BTreeMap::new();
     for (stem, entry) in table.ledger()? {
-        let damage = table.check(&stem, &entry, Check::Checksum)?;
+        let depth = if check.covers(&stem) { Check::Checksum } else { Check::Size };
+        let damage = table.check(&stem, &entry, depth)?;
         let note = entry.parquet_digest.is_none().then(|| {
             "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
         });

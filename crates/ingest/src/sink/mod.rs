@@ -11,7 +11,7 @@
 pub mod lock;
 
 use std::any::Any;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -84,6 +84,41 @@ pub struct StoredHour {
     /// Said once per run about the engine's check (e.g. entries too old to
     /// hold a checksum, checked by size only).
     pub note: Option<String>,
+}
+
+/// How much of what an engine stores a run checks against its ledger before
+/// it decides what to load (see [`EngineSink::stored_hours`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredCheck {
+    /// The hours the run is about (their stems), each checked as far as its
+    /// engine can without reading the rest of what is stored; the rest is
+    /// trusted to the ledger and compared with the engine's own cheap
+    /// totals (statistics, metadata). A rerun of one hour of a year reads
+    /// one hour, not the year.
+    Touched(BTreeSet<String>),
+    /// Everything stored, counted or read in full (`ingest --check-stored`):
+    /// a pass over the whole table, shown as progress.
+    Whole,
+}
+
+impl StoredCheck {
+    /// Whether the stored hour `stem` is checked in full.
+    pub fn covers(&self, stem: &str) -> bool {
+        match self {
+            StoredCheck::Touched(stems) => stems.contains(stem),
+            StoredCheck::Whole => true,
+        }
+    }
+}
+
+impl StoredHour {
+    /// Marks the hour damaged when `held` rows of it were found in `what`
+    /// (e.g. "postgres table t") where its ledger entry lists otherwise.
+    pub fn check_held(&mut self, what: &str, held: u64) {
+        if held != self.events {
+            self.damage = Some(format!("{what} holds {held} of its rows where its ledger entry lists {}", self.events));
+        }
+    }
 }
 
 /// See [`HourRecord::seconds`].
@@ -235,8 +270,10 @@ pub trait EngineSink: Send + Sync {
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError>;
 
     /// The ledger's entries, by hour stem, with what the engine finds of each
-    /// stored hour. The default knows only that the hours are listed.
-    async fn stored_hours(&self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+    /// stored hour it checks (`check`). The default knows only that the hours
+    /// are listed.
+    async fn stored_hours(&self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let _ = check;
         Ok(self.completed_hours().await?.into_iter().map(|stem| (stem, StoredHour::default())).collect())
     }
 
@@ -360,9 +397,10 @@ impl Sink {
         self.step("reading the ledger", |s| s.completed_hours()).await
     }
 
-    /// A step over the whole table: checking may count or read it all.
-    pub async fn stored_hours(&mut self) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        let result = bounded_if(&self.engine, &self.server, STORED_HOURS, self.whole_table, self.inner.stored_hours()).await;
+    /// A step over the whole table when `check` is [`StoredCheck::Whole`]
+    /// (the whole-table limit applies to both: an engine may still count).
+    pub async fn stored_hours(&mut self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        let result = bounded_if(&self.engine, &self.server, STORED_HOURS, self.whole_table, self.inner.stored_hours(check)).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
@@ -487,9 +525,7 @@ where
     let mut counted = per_hour().await?;
     for (stem, hour) in stored.iter_mut() {
         let held = counted.remove(stem).unwrap_or(0);
-        if held != hour.events {
-            hour.damage = Some(format!("{what} holds {held} of its rows where its ledger entry lists {}", hour.events));
-        }
+        hour.check_held(what, held);
     }
     let strays: u64 = counted.values().sum();
     if strays > 0 {
@@ -497,6 +533,49 @@ where
             "{what} holds {rows} rows where its ledger lists {listed} events, {strays} of them of no hour the ledger lists \
              (written by hand, or by another tool): load the table again with --drop"
         )));
+    }
+    Ok(())
+}
+
+/// What an engine knows of its row count without counting (its statistics,
+/// its metadata), for [`check_estimate`].
+pub struct RowEstimate {
+    pub rows: u64,
+    /// Where the figure comes from, as the note names it.
+    pub from: &'static str,
+    /// Whether the table holds any row at all (one row read).
+    pub any: bool,
+}
+
+/// The check of a run that does not read the whole table: the ledger's events
+/// against the engine's `estimate`. Rows in a table whose ledger lists none
+/// stop the run as [`check_counts`] would, an empty table makes every hour
+/// damaged; an estimate more than a tenth off
+/// the ledger (statistics lag, and are reset by a crash) is noted on the
+/// entries, with the way to count exactly. The hours the run touches are
+/// checked apart, by the engine.
+pub fn check_estimate(stored: &mut BTreeMap<String, StoredHour>, what: &str, estimate: RowEstimate) -> Result<(), SinkError> {
+    let listed: u64 = stored.values().map(|h| h.events).sum();
+    if listed == 0 && estimate.any {
+        return Err(SinkError::Other(format!(
+            "{what} holds rows where its ledger lists none (written by hand, or by another tool): load the table again with --drop"
+        )));
+    }
+    // An empty table is known for certain (one block read): every hour is gone.
+    if !estimate.any {
+        for hour in stored.values_mut() {
+            hour.check_held(what, 0);
+        }
+        return Ok(());
+    }
+    if estimate.rows.abs_diff(listed) > listed / 10 {
+        let note = format!(
+            "{what}: {} estimates {} rows where its ledger lists {listed} events (rerun with --check-stored to count them and reload what is not whole)",
+            estimate.from, estimate.rows
+        );
+        for hour in stored.values_mut() {
+            hour.note.get_or_insert_with(|| note.clone());
+        }
     }
     Ok(())
 }
