@@ -422,6 +422,8 @@ async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
         concurrency: 1,
         retries: 0,
         timeout: std::time::Duration::from_secs(60),
+        force: false,
+        server_folders: Vec::new(),
         check_stored: false,
         whole_table_timeout: None,
         accept_damaged: false,

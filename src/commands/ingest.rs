@@ -66,6 +66,15 @@ pub struct IngestArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 120, value_parser = crate::options::at_least_one::<u64>)]
     pub timeout: u64,
 
+    /// Load even when the estimate made before loading finds too little free
+    /// space (each engine's need, from what it stores per gzip byte, against
+    /// the free space of its folders).
+    #[arg(long)]
+    pub force: bool,
+
+    #[command(flatten)]
+    pub managed: super::bench::cold::ServersArg,
+
     /// Before loading, count (or read) everything each engine stores against
     /// its ledger, and reload what is not whole: a pass over the whole table,
     /// shown as progress. Without it a run checks only the hours it is about
@@ -152,6 +161,8 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
         concurrency,
         retries: args.retries,
         timeout: Duration::from_secs(args.timeout),
+        force: args.force,
+        server_folders: args.managed.data_folders()?,
         check_stored: args.check_stored,
         whole_table_timeout: args.whole_table_timeout,
         accept_damaged: args.accept_damaged,
@@ -374,6 +385,9 @@ fn print_summary(s: &IngestSummary) {
     }
     if let Some(why) = &s.stopped {
         println!("STOPPED: {why}");
+    }
+    for line in &s.space {
+        println!("space: {line}");
     }
     for warning in &s.warnings {
         println!("warning: {warning}");

@@ -60,6 +60,8 @@ impl LoadedTable {
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(60),
+            force: false,
+            server_folders: Vec::new(),
             check_stored: false,
             whole_table_timeout: None,
             accept_damaged: false,

@@ -12,6 +12,7 @@ pub mod report;
 pub mod serve;
 pub mod sink;
 pub mod source;
+pub mod space;
 
 pub use pipeline::{ingest, Event, IngestError, IngestOptions, Observer, Quiet};
 pub use report::{HourReport, HourStatus, IngestSummary};

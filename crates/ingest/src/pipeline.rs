@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
+use ghbench_core::place::{address_of, same_address};
 use ghbench_core::{ConnectError, Engine, Hour, HourRange, TableName};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -25,8 +26,9 @@ use crate::decode::{decode_hour, DecodeError, DecodeReport, EngineBatch, Lane};
 use crate::plan::{self, PlannedHour};
 use crate::quarantine::Quarantine;
 use crate::report::{EngineOutcome, HourReport, HourStatus, IngestSummary, Totals};
-use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, StoredCheck, TableLock};
+use crate::sink::{HourRecord, LoadClock, Loader, LockWatch, Sink, SinkError, StoredCheck, StoredHour, TableLock};
 use crate::source::{Source, SourceError};
+use crate::space::{self, EngineLoad, Free, Verdict};
 
 const CHANNEL_BATCHES: usize = 4;
 
@@ -48,6 +50,13 @@ pub struct IngestOptions {
     /// Longest wait for a server to answer any one step (connect aside),
     /// but those over the whole table.
     pub timeout: Duration,
+    /// Load even when the check before loading finds too little free space
+    /// (see [`crate::space`]).
+    pub force: bool,
+    /// Data folders of servers on this machine, by `host:port` (the
+    /// checkout's `servers.json`): where free space is read for an engine
+    /// that cannot say where its files live.
+    pub server_folders: Vec<(String, PathBuf)>,
     /// Check everything each engine stores against its ledger before
     /// planning (a pass over the whole table), not only the hours the run
     /// touches (see [`StoredCheck`]).
@@ -107,6 +116,9 @@ pub enum IngestError {
     Locked(String),
     #[error("no engines selected")]
     NoEngines,
+    /// The check before loading found too little free space.
+    #[error("not enough free space for this load, by an estimate made before writing anything:\n  {}\nfree some space, or pass --force to load anyway (a full disk then stops the load)", .0.join("\n  "))]
+    NoRoom(Vec<String>),
 }
 
 struct Ctx {
@@ -195,6 +207,40 @@ pub async fn ingest(options: IngestOptions, observer: Arc<dyn Observer>) -> Resu
     result
 }
 
+/// Each engine's room against the hours it is to load (see [`crate::space`]).
+async fn check_space(
+    options: &IngestOptions,
+    control: &mut [(Arc<dyn Loader>, Sink)],
+    queue: &VecDeque<PlannedHour>,
+    stored: &[(Engine, BTreeMap<String, StoredHour>)],
+) -> Verdict {
+    let mut loads = Vec::new();
+    let mut unread = Vec::new();
+    for ((loader, sink), (engine, hours)) in control.iter_mut().zip(stored) {
+        let mut room = match sink.room().await {
+            Ok(room) => room.unwrap_or_default(),
+            Err(e) => {
+                unread.push(format!("{engine}: free space not checked ({})", e.detail()));
+                continue;
+            }
+        };
+        if room.free.is_none() {
+            let location = loader.location();
+            let folder = options.server_folders.iter().find(|(address, _)| address_of(&location).is_some_and(|a| same_address(&a, address)));
+            room.free = folder.map(|(_, dir)| Free::Folder(dir.clone()));
+        }
+        loads.push(EngineLoad {
+            engine: engine.clone(),
+            room,
+            stored_source_bytes: hours.values().filter_map(|h| h.compressed_bytes).sum(),
+            hours: queue.iter().filter(|p| p.needed.contains(engine)).map(|p| p.hour).collect(),
+        });
+    }
+    let mut verdict = space::check(&options.source, &loads);
+    verdict.lines.extend(unread);
+    verdict
+}
+
 /// Loads the run's hours; the control connections, once done with, go to `finished`.
 async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finished: &mut Vec<Slot>) -> Result<IngestSummary, IngestError> {
     let options = &ctx.options;
@@ -219,6 +265,13 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let plan = plan::plan(options, &stored);
     let mut queue = plan.queue;
+    let space = match options.dry_run {
+        true => Verdict::default(),
+        false => check_space(options, &mut control, &queue, &stored).await,
+    };
+    if !space.short.is_empty() && !options.force {
+        return Err(IngestError::NoRoom(space.short));
+    }
     let removal_notes = remove_hours_to_replace(ctx, &mut control, &mut queue).await;
     ctx.observer.event(Event::Planned { to_load: queue.len(), skipped: plan.skipped.len() });
     let planned: Vec<Hour> = queue.iter().map(|p| p.hour).collect();
@@ -268,6 +321,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         quarantine_dir: options.quarantine_dir.display().to_string(),
         warnings: plan.notes.into_iter().chain(removal_notes).collect(),
         stopped: ctx.must_stop(),
+        space: space.lines,
     };
     summary.tally(run_hours.len());
     for (loader, sink) in control {

@@ -130,7 +130,7 @@ fn source_differs(source: &Source, hour: Hour, stored: &StoredHour, digests: &mu
     let recorded = stored.source_digest.as_deref()?;
     let now = digests.entry(hour).or_insert_with(|| digest::of_file(&path).ok().map(|(_, digest)| digest)).as_deref()?;
     (now != recorded).then(|| {
-        format!("stored from a file of digest {}, {} now has {}", digest::short(recorded), path.display(), digest::short(&now))
+        format!("stored from a file of digest {}, {} now has {}", digest::short(recorded), path.display(), digest::short(now))
     })
 }
 
@@ -149,6 +149,8 @@ mod tests {
             concurrency: 1,
             retries: 0,
             timeout: std::time::Duration::from_secs(1),
+            force: false,
+            server_folders: Vec::new(),
             check_stored: false,
             whole_table_timeout: None,
             accept_damaged: false,

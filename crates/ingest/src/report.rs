@@ -119,6 +119,10 @@ pub struct IngestSummary {
     pub quarantine_dir: String,
     /// What went wrong beside the hours (e.g. the final count could not be made).
     pub warnings: Vec<String>,
+    /// The load's need against the free space, checked before it began (see
+    /// [`crate::space`]), one line per file system.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub space: Vec<String>,
     /// Why the run stopped taking hours before the last (an engine's storage
     /// full, its lock lost); the hours after it are failed, "not loaded".
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -5,7 +5,7 @@
 //! Any other server gets what can be done without owning it (the page cache
 //! dropped, the caches it clears itself), labelled as not truly cold.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -42,6 +42,28 @@ pub struct ManagedServer {
     pub data_dir: String,
     /// The program and its arguments (run directly, never through a shell).
     pub restart: Vec<String>,
+}
+
+/// `--servers FILE`, for every command that starts from the servers `just setup` started.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServersArg {
+    /// The servers `just setup` started, their data folders and how to restart
+    /// them (it writes this file).
+    #[arg(long, value_name = "FILE", env = "GHBENCH_SERVERS", default_value = DEFAULT_SERVERS_FILE)]
+    pub servers: PathBuf,
+}
+
+impl ServersArg {
+    /// See [`ManagedServers::load`]: a file named by the user must exist.
+    pub fn load(&self) -> Result<Option<ManagedServers>> {
+        ManagedServers::load(&self.servers, self.servers != Path::new(DEFAULT_SERVERS_FILE))
+    }
+
+    /// Each listed server's address and data folder, for the free-space check of a load.
+    pub fn data_folders(&self) -> Result<Vec<(String, PathBuf)>> {
+        let servers = self.load()?.map_or_else(Vec::new, |m| m.servers);
+        Ok(servers.into_iter().map(|s| (s.address, PathBuf::from(s.data_dir))).collect())
+    }
 }
 
 impl ManagedServers {

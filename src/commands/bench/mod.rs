@@ -4,7 +4,7 @@
 //! Markdown and HTML reports. `--scale` repeats it at several sizes, each in
 //! tables of its own, and fits how each engine's time grows with the data.
 
-mod cold;
+pub mod cold;
 mod data;
 mod resume;
 
@@ -24,7 +24,7 @@ use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, reconnect_notes, seconds};
 use ghbench_olap::runner::create_indexes;
 
-use self::cold::{BenchCooler, ManagedServers};
+use self::cold::BenchCooler;
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
 use super::olap::{RunPlan, ensure_output_dir, measure, output_path, plan_concurrency, write, write_charts, CatalogOptions, TimingArgs};
@@ -122,9 +122,8 @@ pub struct BenchArgs {
     #[arg(long)]
     pub fresh: bool,
 
-    /// The servers `just setup` started and how to restart them (it writes this file).
-    #[arg(long, value_name = "FILE", env = "GHBENCH_SERVERS", default_value = cold::DEFAULT_SERVERS_FILE)]
-    pub servers: PathBuf,
+    #[command(flatten)]
+    pub managed: cold::ServersArg,
 
     /// Where generated hours are kept (one folder per size of hour and seed).
     #[arg(long, value_name = "DIR", default_value = ".ghbench/bench")]
@@ -181,8 +180,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     registry.select(&args.conn)?;
     let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let asked = args.servers != Path::new(cold::DEFAULT_SERVERS_FILE);
-    let managed = if args.cold { ManagedServers::load(&args.servers, asked)? } else { None };
+    let managed = if args.cold { args.managed.load()? } else { None };
     ensure_output_dir(&args.output)?;
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
@@ -271,6 +269,8 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         concurrency: args.streams.hours_at_once(),
         retries: 4,
         timeout: Duration::from_secs(120),
+        force: false,
+        server_folders: args.managed.data_folders()?,
         check_stored: false,
         whole_table_timeout: None,
         accept_damaged: false,

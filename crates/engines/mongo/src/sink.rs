@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
+use ghbench_ingest::space::{Free, Room};
 use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
@@ -113,6 +114,23 @@ impl EngineSink for MongoSink {
             }
         }
         Ok(hours)
+    }
+
+    /// The collection's bytes on disk (`collStats`: data and indexes, 0 for
+    /// a collection not made yet), and the free space `dbStats` reports
+    /// (`fsTotalSize` − `fsUsedSize`, where the server gives them; else the
+    /// run reads its data folder, if it knows it).
+    async fn room(&self) -> Result<Option<Room>, SinkError> {
+        let stats = self.db.run_command(doc! {"collStats": self.name()}).await;
+        let sizes = stats.map(|reply| crate::stats::CollectionSizes::from_coll_stats_command(&reply)).unwrap_or_default();
+        let db = self.db.run_command(doc! {"dbStats": 1}).await.sink()?;
+        let free = match (number(&db, "fsTotalSize"), number(&db, "fsUsedSize")) {
+            (Some(total), Some(used)) if total > 0 => {
+                Some(Free::Reported { bytes: total.saturating_sub(used), by: "dbStats fsTotalSize - fsUsedSize".into() })
+            }
+            _ => None,
+        };
+        Ok(Some(Room { stored_bytes: sizes.on_disk + sizes.indexes_total, free, besides: Vec::new() }))
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {

@@ -13,6 +13,7 @@ use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
+use ghbench_ingest::space::Room;
 use ghbench_postgres::session::Session;
 use tokio_postgres::Client;
 
@@ -191,6 +192,18 @@ impl EngineSink for NormalizedSink {
         self.begin_hour(stem).await?;
         self.replacing = true;
         Ok(())
+    }
+
+    /// Every table of the collection's bytes, where its root table lives and
+    /// the WAL, as the PostgreSQL engine says them.
+    async fn room(&self) -> Result<Option<Room>, SinkError> {
+        let root = meta::qualified(self.table.as_str());
+        let mut room = ghbench_postgres::sink::room(&self.client, &self.url, &root).await.sink()?;
+        let tables = meta::table_names(&self.client, self.table.as_str()).await.sink()?;
+        let sizes = "SELECT coalesce(sum(pg_total_relation_size(to_regclass(t))), 0)::bigint FROM unnest($1::text[]) t";
+        let qualified: Vec<String> = tables.iter().map(|t| meta::qualified(t)).collect();
+        room.stored_bytes = self.client.query_one(sizes, &[&qualified]).await.sink()?.get::<_, i64>(0).max(0) as u64;
+        Ok(Some(room))
     }
 
     /// The ledger's entries. An hour's rows commit with its entry: checked

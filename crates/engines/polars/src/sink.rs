@@ -14,6 +14,7 @@ use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::lock::{Lost, TableLock};
 use ghbench_ingest::digest::{HashingWriter, WrittenDigest};
 use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour};
+use ghbench_ingest::space::{Free, Room};
 use polars::prelude::*;
 
 use crate::schema::{Columns, Layout};
@@ -143,6 +144,14 @@ impl EngineSink for PolarsSink {
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
         Ok(self.table.ledger().map_err(Self::io)?.into_keys().collect())
+    }
+
+    /// The table folder's files, and its file system's free space.
+    async fn room(&self) -> Result<Option<Room>, SinkError> {
+        let folder = self.table.path();
+        let files = std::fs::read_dir(&folder).into_iter().flatten().flatten();
+        let stored_bytes = files.filter_map(|f| f.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
+        Ok(Some(Room { stored_bytes, free: Some(Free::Folder(folder)), besides: Vec::new() }))
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::error::Error;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
@@ -18,6 +19,7 @@ use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use ghbench_ingest::space::{Besides, Free, Room};
 use tokio_postgres::Client;
 
 use crate::error::OrSink;
@@ -156,6 +158,10 @@ impl EngineSink for PostgresSink {
         self.ledger().events(&self.client).await.sink()
     }
 
+    async fn room(&self) -> Result<Option<Room>, SinkError> {
+        room(&self.client, &self.url, &self.data_table()).await.map(Some).sink()
+    }
+
     async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
         self.client.batch_execute("BEGIN").await.sink()?;
         self.start_copy().await
@@ -257,6 +263,31 @@ impl EngineSink for PostgresSink {
         let tables = [self.data_table()];
         Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
     }
+}
+
+/// A table's bytes (indexes and TOAST included), the folder of its
+/// tablespace, the WAL's folder and what `max_wal_size` lets it grow by
+/// beyond the segments already there. The folders need a
+/// superuser or `pg_read_all_settings`; without, NULL (not checked).
+const ROOM: &str = "SELECT pg_total_relation_size(c.oid),
+        CASE WHEN pg_has_role('pg_read_all_settings', 'MEMBER') THEN coalesce(nullif(pg_tablespace_location(CASE c.reltablespace WHEN 0 THEN d.dattablespace ELSE c.reltablespace END), ''),
+                           current_setting('data_directory')) END,
+        CASE WHEN pg_has_role('pg_read_all_settings', 'MEMBER') THEN current_setting('data_directory') || '/pg_wal' END,
+        pg_size_bytes(current_setting('max_wal_size'))
+          - CASE WHEN pg_has_role('pg_monitor', 'MEMBER') THEN (SELECT coalesce(sum(size), 0) FROM pg_ls_waldir())::bigint ELSE 0 END
+    FROM pg_class c CROSS JOIN pg_database d
+    WHERE c.oid = to_regclass($1) AND d.datname = current_database()";
+
+/// `table`'s bytes and its tablespace's folder, and the WAL up to
+/// `max_wal_size` in the data folder's `pg_wal`: folders only a server on
+/// this machine (as `url` says) shares with ghbench.
+pub async fn room(client: &Client, url: &str, table: &str) -> Result<Room, tokio_postgres::Error> {
+    let row = client.query_one(ROOM, &[&table]).await?;
+    let here = ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine;
+    let folder = |path: Option<String>| path.filter(|_| here).map(|p| Free::Folder(PathBuf::from(p)));
+    let max_wal: i64 = row.get(3);
+    let wal = Besides { what: "WAL growing to max_wal_size".into(), bytes: max_wal.max(0) as u64, free: folder(row.get(2)) };
+    Ok(Room { stored_bytes: row.get::<_, i64>(0).max(0) as u64, free: folder(row.get(1)), besides: vec![wal] })
 }
 
 /// What the server knows of `table`'s rows without counting them: the

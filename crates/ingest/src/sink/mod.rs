@@ -23,6 +23,7 @@ pub use lock::{LockWatch, TableLock};
 
 use crate::clean::{CleanDoc, Rejected};
 use crate::decode::EngineBatch;
+use crate::space::Room;
 
 /// What the ledger records for a loaded hour.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
@@ -277,6 +278,12 @@ pub trait EngineSink: Send + Sync {
         Ok(self.completed_hours().await?.into_iter().map(|stem| (stem, StoredHour::default())).collect())
     }
 
+    /// What the table holds on disk and where it grows, for the check that
+    /// a load fits (see [`crate::space`]); None: the engine cannot say.
+    async fn room(&self) -> Result<Option<Room>, SinkError> {
+        Ok(None)
+    }
+
     /// Events the ledger says the table holds.
     async fn ledger_events(&self) -> Result<u64, SinkError>;
 
@@ -405,6 +412,10 @@ impl Sink {
             self.broken = true;
         }
         result
+    }
+
+    pub async fn room(&mut self) -> Result<Option<Room>, SinkError> {
+        self.step("reading the table's size and free space", |s| s.room()).await
     }
 
     pub async fn ledger_events(&mut self) -> Result<u64, SinkError> {
