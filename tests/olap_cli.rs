@@ -268,6 +268,11 @@ fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() 
     assert_eq!(log.lines().filter(|l| l.contains(" loaded in ") && l.contains("postgres 4000")).count(), 8, "{log}");
     let report = json(&report_path);
     let elapsed = report["elapsed_seconds"].as_f64().unwrap();
+    // The ingest's own rate is over its loading span, which the checks and upkeep are not part of.
+    let loading = report["loading_seconds"].as_f64().unwrap();
+    assert!(loading > 0.0 && loading <= elapsed, "{loading} of {elapsed}");
+    let rate = report["totals"]["engines"]["postgres"]["events_per_second"].as_f64().unwrap();
+    assert!((rate - 32_000.0 / loading).abs() < 1.0, "{rate} events/s over {loading} s");
     let query = ghbench(&fixture, &["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres", "--output", results.to_str().unwrap()]);
     assert!(query.status.success());
     let record = json(&common::newest_file(&results, "olap"));

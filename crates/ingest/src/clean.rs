@@ -144,11 +144,19 @@ impl Policy {
         self
     }
 
-    /// Every engine's encoding of a clean document, whether or not the engine
-    /// loads this run: any refusal refuses the line for all, so the data never
-    /// depends on the engines a run loads.
-    pub fn encode(&self, stem: &str, doc: &CleanDoc) -> Result<Vec<(&Engine, Encoded)>, Rejected> {
-        self.encoders.iter().map(|(engine, encoder)| Ok((engine, encoder.encode(stem, doc)?))).collect()
+    /// The encodings of a clean document for the engines `loading` keeps,
+    /// and every other engine's verdict on it ([`Encoder::check`]): any
+    /// refusal refuses the line for all, so the data never depends on the
+    /// engines a run loads, and no run builds what it does not send.
+    pub fn encode(&self, stem: &str, doc: &CleanDoc, loading: impl Fn(&Engine) -> bool) -> Result<Vec<(&Engine, Encoded)>, Rejected> {
+        let mut encoded = Vec::new();
+        for (engine, encoder) in &self.encoders {
+            match loading(engine) {
+                true => encoded.push((engine, encoder.encode(stem, doc)?)),
+                false => encoder.check(stem, doc)?,
+            }
+        }
+        Ok(encoded)
     }
 
     /// Applies the policy to one line (without its `\n`).
@@ -488,10 +496,13 @@ mod tests {
             }
         }
         let policy = policy().with_encoder(Engine::named("picky"), Arc::new(NoBad));
-        let doc = policy.clean_line(1, br#"{"bad":1}"#).unwrap();
-        assert_eq!(policy.encode("2015-01-01-0", &doc).unwrap_err().defect, Defect::HasOwnId);
-        let doc = policy.clean_line(2, br#"{"good":1}"#).unwrap();
-        assert_eq!(policy.encode("2015-01-01-0", &doc).unwrap().len(), 1);
+        // Loading the engine or not, the same verdict; its encoding only when it loads.
+        for loads in [true, false] {
+            let doc = policy.clean_line(1, br#"{"bad":1}"#).unwrap();
+            assert_eq!(policy.encode("2015-01-01-0", &doc, |_| loads).unwrap_err().defect, Defect::HasOwnId);
+            let doc = policy.clean_line(2, br#"{"good":1}"#).unwrap();
+            assert_eq!(policy.encode("2015-01-01-0", &doc, |_| loads).unwrap().len(), usize::from(loads));
+        }
     }
 
     #[test]

@@ -236,7 +236,7 @@ fn corrupt_message(complete_lines: u64, e: &io::Error) -> String {
 /// engines loading it (see [`Policy::encode`]).
 fn encode(stem: &str, doc: CleanDoc, policy: &Policy, lanes: &[Lane]) -> Result<(CleanDoc, Vec<(usize, Encoded)>), Rejected> {
     let mut kept = Vec::new();
-    for (engine, encoded) in policy.encode(stem, &doc)? {
+    for (engine, encoded) in policy.encode(stem, &doc, |engine| lanes.iter().any(|l| &l.engine == engine))? {
         if let Some(lane) = lanes.iter().position(|l| &l.engine == engine) {
             kept.push((lane, encoded));
         }

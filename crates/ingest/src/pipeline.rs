@@ -278,6 +278,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let workers = options.concurrency.clamp(1, queue.len().max(1));
     let queue = Arc::new(Mutex::new(queue));
+    let loading = Instant::now();
     // Each worker connects on its own: a server that is away when a worker
     // starts is an attempt to retry, not the end of the run.
     let mut tasks = JoinSet::new();
@@ -298,6 +299,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         let lost = planned.into_iter().filter(|h| !reported.contains(h));
         hours.extend(lost.map(|hour| HourReport::failed(hour, format!("not loaded: a loading worker crashed ({why})"))));
     }
+    let loading_seconds = loading.elapsed().as_secs_f64();
     hours.sort_by_key(|h| h.hour);
 
     let run_hours = plan::run_hours(options);
@@ -305,6 +307,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         ghbench_version: env!("CARGO_PKG_VERSION"),
         started_at,
         elapsed_seconds: started.elapsed().as_secs_f64(),
+        loading_seconds,
         table: options.table.to_string(),
         source: options.source.describe(),
         first_hour: run_hours.first().copied().unwrap_or(options.hours.first),

@@ -46,7 +46,7 @@ pub struct EngineTotals {
     pub stored: u64,
     pub hours_stored: u64,
     pub hours_failed: u64,
-    /// `stored` over the run's wall time.
+    /// `stored` over the load's wall time ([`IngestSummary::loading_seconds`]).
     pub events_per_second: f64,
     /// Events the engine's ledger lists for the table after the run (all runs);
     /// None when the server could not be asked at the end (see `warnings`).
@@ -95,6 +95,10 @@ pub struct IngestSummary {
     pub ghbench_version: &'static str,
     pub started_at: String,
     pub elapsed_seconds: f64,
+    /// From the first hour begun to the last hour's end: the load itself,
+    /// without the checks before it and the upkeep after it. Every events/s
+    /// of the summary is over this.
+    pub loading_seconds: f64,
     pub table: String,
     pub source: String,
     pub first_hour: Hour,
@@ -206,7 +210,7 @@ impl IngestSummary {
         }
         t.quarantined_total = t.quarantined.values().sum();
         for e in t.engines.values_mut() {
-            e.events_per_second = if self.elapsed_seconds > 0.0 { e.stored as f64 / self.elapsed_seconds } else { 0.0 };
+            e.events_per_second = if self.loading_seconds > 0.0 { e.stored as f64 / self.loading_seconds } else { 0.0 };
         }
         self.totals = t;
     }

@@ -42,6 +42,28 @@ impl Encoder for BsonEncoder {
     fn encode(&self, stem: &str, doc: &CleanDoc) -> Result<Encoded, Rejected> {
         Ok(Box::new(to_bson(&doc.json, &document_id(stem, doc.line))?))
     }
+
+    /// One lexical pass (see [`check_bson`]) instead of three over the line.
+    fn check(&self, stem: &str, doc: &CleanDoc) -> Result<(), Rejected> {
+        check_bson(&doc.json, &document_id(stem, doc.line))
+    }
+}
+
+/// Whether [`to_bson`] would refuse `text` (with `_id` `id`), with the same verdict, mostly
+/// without building the BSON: one lexical pass ([`scan_json`]) tells that
+/// the nesting and numbers are within BSON's limits. Every other line is
+/// encoded in full, so its verdict and its words are [`to_bson`]'s: one whose
+/// pass finds something (rare), one that may hold its own `_id` (the text
+/// names `_id`, or escapes one of its letters), and one long enough that its
+/// BSON could pass 16 MiB (no JSON value grows more than 8-fold as BSON:
+/// `[0,0,…]` at most 6.5-fold, each element with a type byte and an index key).
+pub fn check_bson(text: &str, id: &str) -> Result<(), Rejected> {
+    let names_id = ["_id", "\\u005", "\\u006"].iter().any(|needle| memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some());
+    let could_be_too_large = text.len().saturating_mul(8) + 64 > MAX_BSON_BYTES;
+    if names_id || could_be_too_large || !scan_json(text).fits_bson() {
+        return to_bson(text, id).map(drop);
+    }
+    Ok(())
 }
 
 /// Transcodes (valid) JSON text straight into BSON bytes (no tree in between)
@@ -101,6 +123,13 @@ struct JsonShape {
     integer_out_of_range: Option<String>,
     /// The first number literal with a fraction or exponent beyond a double's range.
     number_out_of_range: Option<String>,
+}
+
+impl JsonShape {
+    /// Nothing BSON cannot hold: nesting and every number within its limits.
+    fn fits_bson(&self) -> bool {
+        self.max_depth <= MAX_NESTING && self.integer_out_of_range.is_none() && self.number_out_of_range.is_none()
+    }
 }
 
 /// Nesting depth and integer literals of (possibly invalid) JSON text, without
@@ -244,6 +273,29 @@ mod tests {
         // Many tiny values: a little JSON, more BSON (each element carries a type and an index key).
         let values = vec!["1"; MAX_BSON_BYTES / 8].join(",");
         assert_eq!(defect(&format!(r#"{{"a":[{values}]}}"#)), Err(Defect::TooLarge));
+    }
+
+    #[test]
+    fn the_check_gives_the_encoder_s_verdict_in_its_words() {
+        let nested = |levels: usize| format!("{}1{}", r#"{"a":"#.repeat(levels), "}".repeat(levels));
+        let values = vec!["1"; MAX_BSON_BYTES / 8].join(",");
+        let mut cases: Vec<String> = [
+            r#"{"_id":1}"#, r#"{"\u005fid":1}"#, r#"{"a":{"_id":1}}"#, r#"{"n":10000000000000000000}"#, r#"{"n":18446744073709551617}"#,
+            r#"{"a":[1,{"n":-9223372036854775809}]}"#, r#"{"n":1.7e308}"#, r#"{"s":"99999999999999999999","t":"_id"}"#, r#"{"ok":[1,2.5,{"x":"y"}]}"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        cases.extend([nested(MAX_NESTING), nested(MAX_NESTING + 1), nested(120), nested(200), format!(r#"{{"a":[{values}]}}"#)]);
+        let real = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../../shared/data/gharchive/2015-01-01-0.json.gz");
+        if let Ok(file) = std::fs::File::open(&real) {
+            let lines = std::io::BufRead::lines(std::io::BufReader::new(flate2::read::MultiGzDecoder::new(file)));
+            cases.extend(lines.map_while(Result::ok));
+        }
+        for text in &cases {
+            let verdict = |r: Result<(), Rejected>| r.map_err(|r| (r.defect, r.detail));
+            assert_eq!(verdict(check_bson(text, "x")), verdict(to_bson(text, "x").map(drop)), "{}", &text[..text.len().min(200)]);
+        }
     }
 
     #[test]

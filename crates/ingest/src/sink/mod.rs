@@ -218,6 +218,13 @@ pub trait Encoder: Send + Sync {
     /// Line `doc` of the hour `stem` in the engine's form; a refusal
     /// quarantines the line for every engine.
     fn encode(&self, stem: &str, doc: &CleanDoc) -> Result<Encoded, Rejected>;
+
+    /// Whether [`Encoder::encode`] would refuse `doc`, and why, for a run that
+    /// does not load this engine: the same verdict, without building what
+    /// nobody sends. An encoder with a cheaper way to tell overrides it.
+    fn check(&self, stem: &str, doc: &CleanDoc) -> Result<(), Rejected> {
+        self.encode(stem, doc).map(drop)
+    }
 }
 
 /// An engine configured for a run (its options read): connects sinks for a
