@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use ghbench_core::Hour;
 use ghbench_ingest::clean::strip_nul_escapes;
 use ghbench_ingest::decode::{decode_hour, gz_lines};
-use ghbench_mongo::encode::{document_id, to_bson};
+use ghbench_mongo::encode::{check_bson, document_id, to_bson};
 use ghbench_ingest::quarantine::Quarantine;
 use ghbench_postgres::sink::JsonbText;
 use ghbench_ingest::source::HourBytes;
@@ -81,6 +81,15 @@ fn stages(c: &mut Criterion) {
         b.iter(|| {
             for (i, l) in lines.iter().enumerate() {
                 black_box(to_bson(l, &document_id("2015-01-01-0", i as u64)).unwrap());
+            }
+        })
+    });
+    // What a run that does not load MongoDB pays to keep its policy: the
+    // verdict alone, one lexical pass per line.
+    group.bench_function("bson_check", |b| {
+        b.iter(|| {
+            for (i, l) in lines.iter().enumerate() {
+                black_box(check_bson(l, &document_id("2015-01-01-0", i as u64)).unwrap());
             }
         })
     });

@@ -5,6 +5,9 @@
 #   client alone: ghbench --dry-run vs `zcat > /dev/null`
 #   peak memory of ghbench ingest for 1 hour and for many hours
 # Usage: scripts/bench-ingest.sh [HOURS] [DATA_DIR]   (needs `just setup`; run via `just bench-ingest`)
+# GHBENCH_BENCH_ROUNDS (5): rounds of the PostgreSQL comparison, alternated;
+# GHBENCH_BENCH_BEFORE: another ghbench binary run in the same rounds (a build before a change);
+# GHBENCH_BENCH_PARTS ("postgres mongo client memory"): the parts to run.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -60,23 +63,52 @@ echo "== ghbench bench-ingest: $hours hours, $events events, $mb MB JSON from $d
 "$bin" doctor | grep -E '^[a-z]+ +ok' || true
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo)"
 
-# -- PostgreSQL
-pg -c "DROP TABLE IF EXISTS bench_psql; CREATE TABLE bench_psql (data jsonb)"
-t0=$(now)
-for f in "${files[@]}"; do
-    zcat "$f" | sed 's/\\u0000//g' | pg -c "\copy bench_psql from stdin with (format csv, quote e'\x01', delimiter e'\x02', escape e'\x01')"
-done
-psql_s=$(elapsed "$t0" "$(now)")
-t0=$(now); ghbench_ingest --engines postgres --table bench_ghbench --drop; gh_pg_s=$(elapsed "$t0" "$(now)")
-[ "$(pg -tAc 'SELECT count(*) FROM bench_ghbench')" = "$events" ] || { echo "ghbench loaded a wrong count" >&2; exit 1; }
-pg -c "DROP TABLE bench_psql; DROP TABLE bench_ghbench; DELETE FROM ghbench_ledger WHERE tbl = 'bench_ghbench'"
+# Which parts run (GHBENCH_BENCH_PARTS, default all): postgres mongo client memory.
+parts=" ${GHBENCH_BENCH_PARTS:-postgres mongo client memory} "
+part() { [[ "$parts" == *" $1 "* ]]; }
 
-# -- MongoDB-wire server
+# -- PostgreSQL: rounds of psql \copy and ghbench alternated (and an older
+# ghbench binary, GHBENCH_BENCH_BEFORE=/path/to/ghbench, to compare builds
+# side by side); the medians and ranges of the rounds are what count.
+rounds=${GHBENCH_BENCH_ROUNDS:-5}
+before_bin=${GHBENCH_BENCH_BEFORE:-}
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+range() { tr ' ' '\n' | grep . | sort -g | awk 'NR==1{lo=$1} {hi=$1} END {printf "%s-%s", lo, hi}'; }
+psql_load() {
+    pg -c "DROP TABLE IF EXISTS bench_psql; CREATE TABLE bench_psql (data jsonb)"
+    local t0; t0=$(now)
+    for f in "${files[@]}"; do
+        zcat "$f" | sed 's/\\u0000//g' | pg -c "\copy bench_psql from stdin with (format csv, quote e'\x01', delimiter e'\x02', escape e'\x01')"
+    done
+    elapsed "$t0" "$(now)"
+}
+ghbench_load() {
+    local program=$1 t0; t0=$(now)
+    "$program" ingest --quarantine-dir "$work/q" --source "$data" --from "$first_hour" --hours "$hours" --engines postgres --table bench_ghbench --drop >/dev/null 2>&1
+    local seconds; seconds=$(elapsed "$t0" "$(now)")
+    [ "$(pg -tAc 'SELECT count(*) FROM bench_ghbench')" = "$events" ] || { echo "ghbench ($program) loaded a wrong count" >&2; exit 1; }
+    echo "$seconds"
+}
+psql_runs=(); gh_runs=(); before_runs=()
+part postgres || rounds=0
+for round in $(seq 1 "$rounds"); do
+    psql_runs+=("$(psql_load)")
+    gh_runs+=("$(ghbench_load "$bin")")
+    [ -z "$before_bin" ] || before_runs+=("$(ghbench_load "$before_bin")")
+    echo "round $round/$rounds: psql ${psql_runs[-1]} s, ghbench ${gh_runs[-1]} s${before_bin:+, before ${before_runs[-1]:-} s}" >&2
+done
+pg -c "DROP TABLE IF EXISTS bench_psql; DROP TABLE IF EXISTS bench_ghbench; DELETE FROM ghbench_ledger WHERE tbl = 'bench_ghbench'"
+psql_s=$(echo "${psql_runs[*]}" | median); gh_pg_s=$(echo "${gh_runs[*]}" | median)
+
+# -- MongoDB-wire server (pymongo also cleans up after the memory part)
+if part mongo || part memory; then
 py=$repo/.ghbench/venv/bin/python
 if ! "$py" -c 'import pymongo' 2>/dev/null; then
     python3 -m venv "$repo/.ghbench/bench-venv" && "$repo/.ghbench/bench-venv/bin/pip" install -q pymongo
     py=$repo/.ghbench/bench-venv/bin/python
 fi
+fi
+if part mongo; then
 mongo_db=ghbench
 t0=$(now); "$py" scripts/pymongo_load.py "$MONGODB_URI" "$mongo_db" bench_pymongo "${files[@]}" >/dev/null; pymongo_s=$(elapsed "$t0" "$(now)")
 t0=$(now); ghbench_ingest --engines mongo --table bench_ghbench --drop; gh_mongo_s=$(elapsed "$t0" "$(now)")
@@ -86,12 +118,16 @@ from pymongo import MongoClient
 db = MongoClient(sys.argv[1])["ghbench"]
 db.bench_pymongo.drop(); db.bench_ghbench.drop(); db.ghbench_ledger.delete_many({"table": "bench_ghbench"})
 PY
+fi
 
 # -- client alone
+if part client; then
 t0=$(now); for f in "${files[@]}"; do zcat "$f" >/dev/null; done; zcat_s=$(elapsed "$t0" "$(now)")
 t0=$(now); ghbench_ingest --dry-run --table bench_dry; dry_s=$(elapsed "$t0" "$(now)")
+fi
 
 # -- peak memory (resident), one hour vs many hours, both engines where affordable
+if part memory; then
 peak() { /usr/bin/time -f %M "$bin" ingest --quarantine-dir "$work/q" --source "$data" --from "$first_hour" "$@" 2>&1 >/dev/null | tail -n1; }
 mem_1=$(peak --hours 1 --engines postgres,mongo --table bench_mem1 --drop)
 mem_some=$(peak --hours "$hours" --engines postgres --table bench_mem2 --drop)
@@ -101,16 +137,27 @@ pg -c "DROP TABLE IF EXISTS bench_mem1; DROP TABLE IF EXISTS bench_mem2; DELETE 
 "$py" -c "
 from pymongo import MongoClient; db = MongoClient('$MONGODB_URI')['ghbench']
 db.bench_mem1.drop(); db.ghbench_ledger.delete_many({'table': 'bench_mem1'})"
+fi
 
 printf '\n%-44s %10s %12s %8s  %s\n' "run ($hours hours, $events events)" "seconds" "events/s" "ratio" "target"
 row() { printf '%-44s %10s %12s %8s  %s\n' "$@"; }
-row "postgres: zcat|sed|psql \\copy (baseline)" "$psql_s" "$(rate "$events" "$psql_s")" "" ""
-r=$(ratio "$gh_pg_s" "$psql_s"); row "postgres: ghbench ingest" "$gh_pg_s" "$(rate "$events" "$gh_pg_s")" "${r}x" "1.5x: $(verdict "$r" 1.5)"
+if part postgres; then
+row "postgres: zcat|sed|psql \\copy (baseline)" "$psql_s" "$(rate "$events" "$psql_s")" "" "median of $rounds, $(echo "${psql_runs[*]}" | range) s"
+r=$(ratio "$gh_pg_s" "$psql_s"); row "postgres: ghbench ingest" "$gh_pg_s" "$(rate "$events" "$gh_pg_s")" "${r}x" "1.5x: $(verdict "$r" 1.5); median of $rounds, $(echo "${gh_runs[*]}" | range) s"
+if [ -n "$before_bin" ]; then
+    before_s=$(echo "${before_runs[*]}" | median); r=$(ratio "$before_s" "$psql_s")
+    row "postgres: ghbench ingest, $before_bin" "$before_s" "$(rate "$events" "$before_s")" "${r}x" "median of $rounds, $(echo "${before_runs[*]}" | range) s"
+fi
+fi
+if part mongo; then
 row "mongo: pymongo insert_many (baseline)" "$pymongo_s" "$(rate "$events" "$pymongo_s")" "" ""
 r=$(ratio "$gh_mongo_s" "$pymongo_s"); row "mongo: ghbench ingest" "$gh_mongo_s" "$(rate "$events" "$gh_mongo_s")" "${r}x" "1.2x: $(verdict "$r" 1.2)"
+fi
+if part client; then
 row "client: zcat > /dev/null (baseline)" "$zcat_s" "$(rate "$events" "$zcat_s")" "" ""
 r=$(ratio "$dry_s" "$zcat_s"); row "client: ghbench ingest --dry-run" "$dry_s" "$(rate "$events" "$dry_s")" "${r}x" "0.5x: $(verdict "$r" 0.5)"
+fi
 echo
-echo "peak RSS: 1 hour (both engines) $((mem_1 / 1024)) MB; postgres $hours hours $((mem_some / 1024)) MB, $many_hours hours $((mem_many / 1024)) MB; $many_hours hours (dry run) $((mem_many_dry / 1024)) MB; target < 300 MB"
-echo "(memory grows with --concurrency, one hour in flight per worker, not with the number of hours)"
+part memory && echo "peak RSS: 1 hour (both engines) $((mem_1 / 1024)) MB; postgres $hours hours $((mem_some / 1024)) MB, $many_hours hours $((mem_many / 1024)) MB; $many_hours hours (dry run) $((mem_many_dry / 1024)) MB; target < 300 MB"
+part memory && echo "(memory grows with --concurrency, one hour in flight per worker, not with the number of hours)"
 echo "(ratios are baseline seconds / ghbench seconds; the MongoDB side is whatever server doctor names above)"

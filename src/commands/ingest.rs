@@ -114,8 +114,8 @@ pub struct IngestArgs {
     #[arg(long, value_name = "HOURS", value_parser = parse_hours, conflicts_with_all = ["drop", "dry_run"])]
     pub reload: Option<BTreeSet<Hour>>,
 
-    /// Read, check and encode every hour for every engine but store nothing and
-    /// contact no server: measures the client pipeline alone.
+    /// Read every hour and check each line as every engine would store it, but
+    /// store nothing and contact no server: measures the client pipeline alone.
     #[arg(long)]
     pub dry_run: bool,
 

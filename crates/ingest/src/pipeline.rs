@@ -70,8 +70,8 @@ pub struct IngestOptions {
     pub quarantine_dir: PathBuf,
     /// Start from an empty table (and ledger) on every engine.
     pub drop: bool,
-    /// Read, check and encode every hour for all engines, but store nothing and
-    /// touch no server: the speed of the client alone.
+    /// Read every hour and check each line as every engine would store it,
+    /// but store nothing and touch no server: the speed of the client alone.
     pub dry_run: bool,
     /// Hours to load again on every engine, replacing what is stored of them
     /// (exactly once; an hour not stored yet is simply loaded), whether or not

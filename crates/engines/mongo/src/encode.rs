@@ -54,11 +54,12 @@ impl Encoder for BsonEncoder {
 /// the nesting and numbers are within BSON's limits. Every other line is
 /// encoded in full, so its verdict and its words are [`to_bson`]'s: one whose
 /// pass finds something (rare), one that may hold its own `_id` (the text
-/// names `_id`, or escapes one of its letters), and one long enough that its
+/// has the string `"_id"`, or escapes one of its letters; every event's
+/// `gravatar_id` must not count), and one long enough that its
 /// BSON could pass 16 MiB (no JSON value grows more than 8-fold as BSON:
 /// `[0,0,…]` at most 6.5-fold, each element with a type byte and an index key).
 pub fn check_bson(text: &str, id: &str) -> Result<(), Rejected> {
-    let names_id = ["_id", "\\u005", "\\u006"].iter().any(|needle| memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some());
+    let names_id = ["\"_id\"", "\\u005", "\\u006"].iter().any(|needle| memchr::memmem::find(text.as_bytes(), needle.as_bytes()).is_some());
     let could_be_too_large = text.len().saturating_mul(8) + 64 > MAX_BSON_BYTES;
     if names_id || could_be_too_large || !scan_json(text).fits_bson() {
         return to_bson(text, id).map(drop);
