@@ -283,6 +283,9 @@ fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() 
     assert!(wall <= elapsed && wall >= 0.8 * (elapsed - upkeep), "the wall time within 20% of the ingest's own, less its upkeep");
     assert!(summed > 1.5 * wall, "four hours at a time: their own times add up to far more than the wall time");
     let said = String::from_utf8_lossy(&query.stdout).to_string() + &String::from_utf8_lossy(&query.stderr);
+    // Off a terminal, a timestamped line for each run as it ends.
+    let run_line = said.lines().find(|l| l.contains("A corrected on postgres: run 1/1 in ")).unwrap_or_default();
+    assert!(run_line.contains("Z (+") && run_line.ends_with(" s"), "{said}");
     let rate = format!("{:.0} events/s", data["events"].as_f64().unwrap() / wall);
     assert!(said.contains(&rate) && !said.contains("summed over hours"), "the rate from the wall time: {rate}\n{said}");
 }

@@ -2,17 +2,21 @@
 //! engines, written as JSON and Markdown and shown as a table.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
 use ghbench_olap::runner::{ClearCaches, Progress, RunEvent};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
 use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
+use crate::progress::Log;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
@@ -134,10 +138,20 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
 }
 
 /// One bar over every run, ticking on its own so the elapsed time moves
-/// during a long query; indicatif draws only on a terminal.
+/// during a long query; indicatif draws only on a terminal. Off one (a log,
+/// CI) a timestamped line says each cooling and each run as it ends, and a
+/// run still going says so every minute (a query of hours on a year of data).
 pub struct QueryProgress {
     pub bar: ProgressBar,
+    log: Arc<Log>,
+    /// The run going on, and since when: what the minute's line names.
+    current: Arc<Mutex<Option<(String, Instant)>>>,
+    /// Stops the minute's lines when the progress is dropped.
+    done: Arc<AtomicBool>,
 }
+
+/// How often a long run says it is still going, off a terminal.
+const STILL_RUNNING_EVERY: Duration = Duration::from_secs(60);
 
 impl Default for QueryProgress {
     fn default() -> Self {
@@ -147,25 +161,49 @@ impl Default for QueryProgress {
 
 impl QueryProgress {
     pub fn new() -> Self {
-        let bar = ProgressBar::new(0);
+        let multi = MultiProgress::new();
+        let bar = multi.add(ProgressBar::new(0));
         bar.set_style(
             ProgressStyle::with_template("{prefix}[{bar:30}] {pos}/{len} runs  {elapsed_precise}  {msg}")
                 .expect("template")
                 .progress_chars("=> "),
         );
-        bar.enable_steady_tick(std::time::Duration::from_millis(500));
-        QueryProgress { bar }
+        bar.enable_steady_tick(Duration::from_millis(500));
+        let (log, current, done) = (Arc::new(Log::new(multi)), Arc::new(Mutex::new(None)), Arc::new(AtomicBool::new(false)));
+        if !log.on_terminal() {
+            let (log, current, done) = (log.clone(), current.clone(), done.clone());
+            std::thread::spawn(move || still_running(&log, &current, &done));
+        }
+        QueryProgress { bar, log, current, done }
+    }
+
+    /// On the bar; and, when there is no bar, as a log line when `worth_a_line`.
+    fn say(&self, what: &str, worth_a_line: bool) {
+        if worth_a_line {
+            self.log.log_only(format!("{}{what}", self.bar.prefix()));
+        }
+        self.bar.set_message(what.to_string());
     }
 }
 
-impl QueryProgress {
-    /// On the bar; and, when there is no bar (output to a file or pipe), as a
-    /// line for the steps worth a log: each query's first run, each cooling.
-    fn say(&self, what: &str, worth_a_line: bool) {
-        if self.bar.is_hidden() && worth_a_line {
-            eprintln!("{}{:>5.0} s  {what}", self.bar.prefix(), self.bar.elapsed().as_secs_f64());
+impl Drop for QueryProgress {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Every [`STILL_RUNNING_EVERY`] that one run has gone on, a line naming it
+/// and how long it has run, until `done`.
+fn still_running(log: &Log, current: &Mutex<Option<(String, Instant)>>, done: &AtomicBool) {
+    let mut said_at = Instant::now();
+    while !done.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(500));
+        let running = current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let Some((what, since)) = running else { continue };
+        if since.elapsed() >= STILL_RUNNING_EVERY && said_at.elapsed() >= STILL_RUNNING_EVERY {
+            log.log_only(format!("{what}: still running after {:.0} min", since.elapsed().as_secs_f64() / 60.0));
+            said_at = Instant::now();
         }
-        self.bar.set_message(what.to_string());
     }
 }
 
@@ -175,14 +213,20 @@ impl Progress for QueryProgress {
             RunEvent::Planned { runs } => self.bar.set_length(runs),
             RunEvent::Cooling { engine, variant, query, how } => self.say(&format!("{query} {variant} on {engine}: making it cold ({how})"), true),
             RunEvent::Running { engine, variant, query, label } => {
-                let first = label == "cold run" || label.starts_with("run 1/") || label == ghbench_olap::runner::MEASURED_PLAN;
-                self.say(&format!("{query} {variant} on {engine}: {label}"), first)
+                let what = format!("{query} {variant} on {engine}: {label}");
+                *self.current.lock().unwrap_or_else(|p| p.into_inner()) = Some((format!("{}{what}", self.bar.prefix()), Instant::now()));
+                self.say(&what, false)
             }
             RunEvent::Ran { engine, seconds: s } => {
+                let ran = self.current.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some((what, _)) = ran {
+                    self.log.log_only(format!("{what} in {} s", seconds(s)));
+                }
                 self.bar.inc(1);
                 self.bar.set_message(format!("{engine}: {} s", seconds(s)));
             }
-            RunEvent::QueryDone { .. } => {}
+            // A run that failed said no `Ran`: it is not running any more.
+            RunEvent::QueryDone { .. } => drop(self.current.lock().unwrap_or_else(|p| p.into_inner()).take()),
             RunEvent::Loading { engine, clients, seconds } => {
                 self.say(&format!("{engine}: {} at once for {seconds:.0} s (concurrency phase, warm-up included)", ghbench_olap::concurrency::clients_said(clients)), true)
             }
