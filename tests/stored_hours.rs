@@ -17,9 +17,15 @@ const HOUR: &str = "2015-01-01T00";
 
 /// A folder with the real hour in it (a link: the data is never copied).
 fn source_with_real_hour(work: &Path, real: &Path) -> PathBuf {
+    let source = empty_source(work);
+    std::os::unix::fs::symlink(real, source.join(REAL_HOUR_FILE)).unwrap();
+    source
+}
+
+/// An empty folder of hours in `work`.
+fn empty_source(work: &Path) -> PathBuf {
     let source = work.join("hours");
     std::fs::create_dir_all(&source).unwrap();
-    std::os::unix::fs::symlink(real, source.join(REAL_HOUR_FILE)).unwrap();
     source
 }
 
@@ -237,8 +243,7 @@ async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
-    let source = work.join("hours");
-    std::fs::create_dir_all(&source).unwrap();
+    let source = empty_source(work);
     let lines = real_lines(&real);
     for hour in 0..9 {
         write_hour(&source, &format!("2015-01-01-{hour}.json.gz"), &lines[hour * 500..(hour + 1) * 500]);
@@ -306,8 +311,7 @@ async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour()
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
-    let source = work.join("hours");
-    std::fs::create_dir_all(&source).unwrap();
+    let source = empty_source(work);
     let lines = real_lines(&real);
     write_hour(&source, REAL_HOUR_FILE, &lines[..40]);
     let table = table("reload_small");
