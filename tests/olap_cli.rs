@@ -121,6 +121,15 @@ fn ingest_index_query_report_in_one_go() {
         assert_eq!(engine["data"]["hours"], 1);
         assert_eq!(engine["storage"]["rows"], HOUR_EVENTS);
     }
+    // Each engine's data against the memory it had: all on this machine here.
+    let machine_memory = &record["context"]["machine"]["memory_bytes"];
+    for engine in record["context"]["engines"].as_array().unwrap() {
+        assert_eq!(&engine["memory"]["bytes"], machine_memory, "{engine}");
+        assert!(engine["memory"]["from"].as_str().is_some_and(|f| f.starts_with("this machine's memory (MemTotal)")), "{engine}");
+    }
+    let label = record["context"]["cold"]["label"].as_str().unwrap();
+    assert!(label.starts_with("hot: no cache dropped; every run after the first finds data cached; postgres data 0.0"), "{label}");
+    assert!(label.contains("× memory, mongo data ") && !label.contains("read from disk"), "the real hour fits: {label}");
     // MongoDB's rows as its load counted them: no exact count per command.
     let counted = record["context"]["engines"][1]["storage"]["sizes_from"].as_str().unwrap_or_default();
     assert!(counted.starts_with("rows as the load counted them (its ledger)"), "{counted}");

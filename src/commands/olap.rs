@@ -247,6 +247,7 @@ pub async fn measure(
     };
     let (queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     context.cold = cold;
+    context.cold.label = ghbench_olap::record::with_fit(&context.cold.label, &context.engines);
     // The kept queries first, as in the record, with their answers from beside it;
     // every mismatch's cause said as this run's data check says it.
     let mut queries: Vec<QueryRecord> = kept.into_iter().chain(queries).collect();

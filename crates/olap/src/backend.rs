@@ -13,7 +13,7 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
-use crate::record::{IndexBuild, Plan, Storage};
+use crate::record::{IndexBuild, MemoryShare, Plan, Storage};
 use crate::rows::Row;
 
 /// Tables larger than this get the engine's fast row count (the planner's
@@ -30,6 +30,18 @@ pub type OnIndexBuilt = dyn Fn(&IndexBuild) + Send + Sync;
 /// A query made ready to send, in the engine's own form (SQL text, a parsed
 /// pipeline, a plan): whatever should not be timed.
 pub type Prepared = Box<dyn Any + Send + Sync>;
+
+/// This machine's memory, for an engine whose server runs here or that runs
+/// in ghbench's own processes (see [`Backend::memory`]); None otherwise.
+pub fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemoryShare> {
+    let here = backend.runs_in_process() || backend.server_url().is_some_and(|url| ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine);
+    let from = match backend.runs_in_process() {
+        true => "this machine's memory (MemTotal): the engine runs in ghbench's processes",
+        false => "this machine's memory (MemTotal): the server runs here",
+    };
+    let bytes = crate::environment::machine().memory_bytes.filter(|_| here)?;
+    Some(MemoryShare { bytes, from: from.into() })
+}
 
 #[async_trait]
 pub trait Backend: Send + Sync {
@@ -131,6 +143,13 @@ pub trait Backend: Send + Sync {
     /// tells whether it runs on this machine (see `ghbench_core::Place`).
     fn server_url(&self) -> Option<&str> {
         None
+    }
+
+    /// The memory the engine's data competes for: this machine's, for a
+    /// server that runs here or an engine in ghbench's own processes. A
+    /// server elsewhere may say its own (MongoDB's `hostInfo`); else None.
+    async fn memory(&self) -> Option<MemoryShare> {
+        this_machine_memory(self)
     }
 
     /// Clears what this engine can clear of its caches without a restart;

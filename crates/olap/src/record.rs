@@ -257,6 +257,63 @@ pub struct EngineRecord {
     pub data_error: Option<String>,
     pub storage: Option<Storage>,
     pub storage_error: Option<String>,
+    /// The memory the engine's data competed for (None: not known, e.g. a
+    /// server elsewhere that does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryShare>,
+}
+
+/// The memory an engine had, and where the figure comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryShare {
+    pub bytes: u64,
+    /// e.g. "this machine's memory (MemTotal): the server runs here".
+    pub from: String,
+}
+
+impl EngineRecord {
+    /// The engine's stored bytes (table and indexes) over its memory: below 1
+    /// its data can stay cached, beyond it hot runs read from disk.
+    pub fn data_to_memory(&self) -> Option<f64> {
+        let (storage, memory) = (self.storage.as_ref()?, self.memory.as_ref().filter(|m| m.bytes > 0)?);
+        Some((storage.table_bytes + storage.index_bytes) as f64 / memory.bytes as f64)
+    }
+
+    /// `data 0.07× memory` / `data 4.1× memory: read from disk`.
+    pub fn fit_said(&self) -> Option<String> {
+        let ratio = self.data_to_memory()?;
+        Some(match ratio <= 1.0 {
+            true => format!("data {} memory", ratio_text(ratio)),
+            false => format!("data {} memory: read from disk", ratio_text(ratio)),
+        })
+    }
+}
+
+/// The label of the runs (`cold.label`) with each engine's data against its
+/// memory (`postgres data 0.07× memory, mongo data 4.1× memory: read from
+/// disk`). "Every run after the first finds data cached" holds only for data
+/// that fits: where some does not, the label says so.
+pub fn with_fit(label: &str, engines: &[EngineRecord]) -> String {
+    let said: Vec<String> = engines.iter().filter_map(|e| Some(format!("{} {}", e.engine, e.fit_said()?))).collect();
+    if said.is_empty() {
+        return label.to_string();
+    }
+    let outgrown = engines.iter().any(|e| e.data_to_memory().is_some_and(|r| r > 1.0));
+    let label = match outgrown {
+        true => label.replace("every run after the first finds data cached", "every run after the first finds cached what fits in memory"),
+        false => label.to_string(),
+    };
+    format!("{label}; {}", said.join(", "))
+}
+
+/// Two significant digits below 1 (`0.00047×`, `0.30×`), then `4.1×`, `12×`.
+fn ratio_text(ratio: f64) -> String {
+    match ratio {
+        r if r <= 0.0 => "0×".to_string(),
+        r if r < 1.0 => format!("{r:.digits$}×", digits = (-r.log10()).ceil() as usize + 1),
+        r if r < 10.0 => format!("{r:.1}×"),
+        r => format!("{r:.0}×"),
+    }
 }
 
 /// A server (or embedded library) as its engine described it.
@@ -733,5 +790,33 @@ mod tests {
         let old: Resumed = serde_json::from_value(serde_json::json!({"from_started_at": "T0", "kept": ["A corrected"]})).unwrap();
         let third = Resumed::going_on_from("T3", Some(&old), kept(&["A corrected", "C corrected"]));
         assert_eq!(third.runs().iter().map(|r| r.started_at.as_str()).collect::<Vec<_>>(), ["T0", "T3"]);
+    }
+
+    fn engine(name: &str, stored: u64, memory: Option<u64>) -> EngineRecord {
+        EngineRecord {
+            engine: Engine::from(name),
+            capabilities: None,
+            setup: None,
+            server: None,
+            server_error: None,
+            data: None,
+            data_error: None,
+            storage: Some(Storage { table_bytes: stored, index_bytes: stored / 10, ..Storage::default() }),
+            storage_error: None,
+            memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into() }),
+        }
+    }
+
+    #[test]
+    fn the_label_says_each_engine_s_data_against_its_memory_and_whether_it_fit() {
+        let hot = "hot: no cache dropped; every run after the first finds data cached";
+        let fits = [engine("postgres", 1_000, Some(2_200_000)), engine("mongo", 300_000, Some(1_100_000)), engine("far", 10, None)];
+        assert_eq!(with_fit(hot, &fits), format!("{hot}; postgres data 0.00050× memory, mongo data 0.30× memory"));
+        let outgrown = [engine("postgres", 4_000, Some(1_000)), engine("polars", 100, Some(1_000))];
+        assert_eq!(
+            with_fit(hot, &outgrown),
+            "hot: no cache dropped; every run after the first finds cached what fits in memory; postgres data 4.4× memory: read from disk, polars data 0.11× memory"
+        );
+        assert_eq!(with_fit(hot, &[engine("far", 10, None)]), hot, "nothing known, nothing said");
     }
 }

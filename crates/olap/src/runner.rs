@@ -119,6 +119,7 @@ pub async fn describe_engine(backend: &dyn Backend) -> DescribedEngine {
         data_error,
         storage,
         storage_error,
+        memory: backend.memory().await,
     };
     DescribedEngine { record, ledger }
 }

@@ -22,10 +22,10 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
+use ghbench_olap::backend::{prepared, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
 use ghbench_olap::catalog::{parse_json, QueryFile};
 use ghbench_olap::ledger::Ledger;
-use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
+use ghbench_olap::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
 use mongodb::action::{Action, RunCommand};
 use mongodb::bson::{doc, Bson, Document};
@@ -440,6 +440,17 @@ impl Backend for MongoBackend {
 
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    /// This machine's memory for a server here; else the server's own, as
+    /// `hostInfo` reports it (None when it does not).
+    async fn memory(&self) -> Option<MemoryShare> {
+        if let Some(here) = this_machine_memory(self) {
+            return Some(here);
+        }
+        let reply = self.db.client().database("admin").run_command(doc! {"hostInfo": 1}).await.ok()?;
+        let megabytes = crate::ledger::number(reply.get_document("system").ok()?, "memSizeMB")?;
+        Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory as it reports it (hostInfo system.memSizeMB)".into() })
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
