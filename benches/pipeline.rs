@@ -89,7 +89,7 @@ fn stages(c: &mut Criterion) {
     group.bench_function("bson_check", |b| {
         b.iter(|| {
             for (i, l) in lines.iter().enumerate() {
-                black_box(check_bson(l, &document_id("2015-01-01-0", i as u64)).unwrap());
+                black_box(check_bson(l, &document_id("2015-01-01-0", i as u64))).unwrap();
             }
         })
     });

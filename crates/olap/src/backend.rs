@@ -39,7 +39,7 @@ pub fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemorySha
         true => "this machine's memory (MemTotal): the engine runs in ghbench's processes",
         false => "this machine's memory (MemTotal): the server runs here",
     };
-    let bytes = crate::environment::machine().memory_bytes.filter(|_| here)?;
+    let bytes = crate::environment::memory_bytes().filter(|_| here)?;
     Some(MemoryShare { bytes, from: from.into() })
 }
 

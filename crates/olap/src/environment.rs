@@ -7,16 +7,18 @@ use crate::record::Machine;
 
 pub fn machine() -> Machine {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     Machine {
         cpu_model: field(&cpuinfo, "model name").map(str::to_string),
         logical_cores: std::thread::available_parallelism().ok().map(|n| n.get()),
-        // `MemTotal:       24684084 kB`
-        memory_bytes: field(&meminfo, "MemTotal")
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map(|kib| kib * 1024),
+        memory_bytes: memory_bytes(),
         os_release: std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| format!("Linux {}", s.trim())),
     }
+}
+
+/// This machine's memory (`MemTotal:       24684084 kB`).
+pub fn memory_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    field(&meminfo, "MemTotal").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()).map(|kib| kib * 1024)
 }
 
 /// The value of the first `key : value` line.

@@ -13,7 +13,7 @@ use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
 use ghbench_ingest::decode::EngineBatch;
 use ghbench_ingest::space::{Free, Room};
-use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock};
+use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, note_every, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};
@@ -177,11 +177,6 @@ impl EngineSink for MongoSink {
             return Ok(stored);
         }
         let what = format!("{} collection {}", self.setup.spec.engine, self.name());
-        let listed: u64 = stored.values().map(|h| h.events).sum();
-        let fast = self.data().estimated_document_count().await.sink()?;
-        if fast == listed && *check != StoredCheck::Whole {
-            return Ok(stored);
-        }
         if *check == StoredCheck::Whole {
             let rows = self.data().count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await.sink()?;
             let stems: Vec<String> = stored.keys().cloned().collect();
@@ -192,6 +187,11 @@ impl EngineSink for MongoSink {
                 Ok(counted)
             })
             .await?;
+            return Ok(stored);
+        }
+        let listed: u64 = stored.values().map(|h| h.events).sum();
+        let fast = self.data().estimated_document_count().await.sink()?;
+        if fast == listed {
             return Ok(stored);
         }
         if listed == 0 {
@@ -216,9 +216,7 @@ impl EngineSink for MongoSink {
                 "{what}: its metadata count (estimatedDocumentCount) is {fast} where the hours this run counted and \
                  its ledger's other entries make {explained}; rerun with --check-stored to count every hour"
             );
-            for hour in stored.values_mut() {
-                hour.note.get_or_insert_with(|| note.clone());
-            }
+            note_every(&mut stored, &note);
         }
         Ok(stored)
     }

@@ -591,11 +591,17 @@ pub fn check_estimate(stored: &mut BTreeMap<String, StoredHour>, what: &str, est
             "{what}: {} estimates {} rows where its ledger lists {listed} events (rerun with --check-stored to count them and reload what is not whole)",
             estimate.from, estimate.rows
         );
-        for hour in stored.values_mut() {
-            hour.note.get_or_insert_with(|| note.clone());
-        }
+        note_every(stored, &note);
     }
     Ok(())
+}
+
+/// Says `note` once per run (see [`StoredHour::note`]), on every entry that
+/// says nothing yet: the plan keeps each note once.
+pub fn note_every(stored: &mut BTreeMap<String, StoredHour>, note: &str) {
+    for hour in stored.values_mut() {
+        hour.note.get_or_insert_with(|| note.to_string());
+    }
 }
 
 /// Refuses to record an hour whose stored count differs from what was sent.
