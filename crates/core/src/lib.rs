@@ -10,6 +10,7 @@ pub mod redact;
 pub mod place;
 pub mod server;
 pub mod setup;
+pub mod size;
 pub mod stop;
 pub mod table;
 pub mod ticking;

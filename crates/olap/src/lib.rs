@@ -8,13 +8,15 @@
 //! - [`ledger`]: what ingest says each engine holds, hour by hour; [`consistency`]:
 //!   whether the engines hold the same data, checked before timing.
 //! - [`kernel_io`]: what the kernel counted for a server's processes on this
-//!   machine (bytes from storage), read around each query's runs.
+//!   machine (bytes from storage), read around each query's runs;
+//!   [`cgroup`]: the memory limit an engine runs under and whether it held.
 //! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown,
 //!   comparison, SVG charts, the HTML page).
 
 pub mod backend;
 pub mod bench;
 pub mod catalog;
+pub mod cgroup;
 pub mod concurrency;
 pub mod consistency;
 pub mod environment;
