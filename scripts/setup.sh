@@ -20,14 +20,60 @@ cd /
 PG_PORT=${GHBENCH_PG_PORT:-54320}
 MONGO_PORT=${GHBENCH_MONGO_PORT:-27017}
 SECANTUS_VERSION=0.7.0b3
+# GHBENCH_MEMORY=SIZE (4GiB, 768MiB): each server starts inside a memory cgroup
+# of that size, page cache included and no swap, as on a machine that small
+# (needs root). Unset: the whole machine.
+MEMORY=${GHBENCH_MEMORY:-}
+
+# A size as ghbench reads one: a number and its unit, binary (KiB MiB GiB TiB)
+# or decimal (KB MB GB TB; a bare K M G T is decimal too).
+size_bytes() {
+    local text=${1// /} number unit factor
+    [[ $text =~ ^([0-9]+(\.[0-9]+)?)([A-Za-z]*)$ ]] || return 1
+    number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[3],,}
+    case $unit in
+        ''|b) factor=1 ;; k|kb) factor=1000 ;; ki|kib) factor=1024 ;;
+        m|mb) factor=1000000 ;; mi|mib) factor=1048576 ;;
+        g|gb) factor=1000000000 ;; gi|gib) factor=1073741824 ;;
+        t|tb) factor=1000000000000 ;; ti|tib) factor=1099511627776 ;;
+        *) return 1 ;;
+    esac
+    awk -v n="$number" -v f="$factor" 'BEGIN { printf "%.0f\n", n * f }'
+}
+
+MEMORY_BYTES=
+if [ -n "$MEMORY" ]; then
+    MEMORY_BYTES=$(size_bytes "$MEMORY") \
+        || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is not a size: write a number and its unit, e.g. 4GiB or 768MiB" >&2; exit 2; }
+    [ "$MEMORY_BYTES" -ge $((64 << 20)) ] \
+        || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is too little to run a server in: give at least 64MiB" >&2; exit 2; }
+fi
+memory_mb=$(( ${MEMORY_BYTES:-0} >> 20 ))
+# Under a limit, each setting not given stands to it as the paper's stood to its
+# 64 GiB (shared_buffers 12GB = 3/16, work_mem 1GB = 1/64); PostgreSQL's
+# effective_cache_size at half of it (the PostgreSQL wiki's "normal conservative
+# setting"), maintenance_work_mem 1/16.
+scaled() { [ -n "$MEMORY_BYTES" ] && echo "$(( memory_mb * $1 / $2 ))MB"; }
 # Settings recorded by every query run; sized for a 24 GiB machine (the paper used
 # shared_buffers=12GB, work_mem=1GB on 64 GiB).
-PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-2GB}
-PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-256MB}
+PG_SHARED_BUFFERS=${GHBENCH_PG_SHARED_BUFFERS:-$(scaled 3 16 || echo 2GB)}
+PG_WORK_MEM=${GHBENCH_PG_WORK_MEM:-$(scaled 1 64 || echo 256MB)}
+PG_EFFECTIVE_CACHE_SIZE=${GHBENCH_PG_EFFECTIVE_CACHE_SIZE:-$(scaled 1 2 || echo 4GB)}
 # Index builds: PostgreSQL's defaults (64MB, 2 workers) sort a year's index in
 # many passes on disk; the builds get 1GB and half the cores (at least one, at
 # most 8: max_parallel_workers, 8 by default, caps what they can use).
-PG_MAINTENANCE_WORK_MEM=${GHBENCH_PG_MAINTENANCE_WORK_MEM:-1GB}
+PG_MAINTENANCE_WORK_MEM=${GHBENCH_PG_MAINTENANCE_WORK_MEM:-$(scaled 1 16 || echo 1GB)}
+# A buffer pool given larger than the limit would have the server killed once it fills.
+if [ -n "$MEMORY_BYTES" ] && [ "$(size_bytes "$PG_SHARED_BUFFERS" || echo 0)" -ge "$MEMORY_BYTES" ]; then
+    echo "[setup] error: GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS does not fit in GHBENCH_MEMORY=$MEMORY: PostgreSQL would be killed for memory once its buffers fill; leave it unset to scale it to the limit" >&2
+    exit 2
+fi
+# WiredTiger's cache: MongoDB's documented default, the larger of 50% of
+# (memory - 1 GB) and 256 MB, of the limit; unset, the server's own default.
+WT_CACHE_MB=${GHBENCH_WT_CACHE_MB:-}
+if [ -z "$WT_CACHE_MB" ] && [ -n "$MEMORY_BYTES" ]; then
+    WT_CACHE_MB=$(( (memory_mb - 1024) / 2 )); [ "$WT_CACHE_MB" -ge 256 ] || WT_CACHE_MB=256
+fi
 half_cores=$(( $(nproc) / 2 ))
 PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( half_cores < 1 ? 1 : half_cores > 8 ? 8 : half_cores ))}
 # Where SecantusDB is installed when no mongod is on PATH (a test's own setup reuses the checkout's).
@@ -46,6 +92,65 @@ apt_updated=
 apt_install() {
     if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+# The memory cgroup a server of this checkout runs in: ghbench/<checkout>-<server>.
+cgroup_name() { printf 'ghbench/%s-%s' "$(printf '%s' "$GHBENCH_HOME" | md5sum | cut -c1-12)" "$1"; }
+
+# Where a cgroup hierarchy is mounted: `cgroup_mount memory` (v1) or `cgroup_mount 2`.
+cgroup_mount() {
+    awk -v want="$1" '{ for (i = 7; i <= NF; i++) if ($i == "-") {
+        if (want == "2" && $(i + 1) == "cgroup2") print $5
+        else if ($(i + 1) == "cgroup" && ("," $(i + 3) ",") ~ ("," want ",")) print $5
+        break } }' /proc/self/mountinfo | head -n 1
+}
+
+# Moves this (sub)shell into server $1's memory cgroup of $MEMORY_BYTES, with
+# no swap, so the server it starts next runs and is charged inside it. A
+# cgroup whose limit changes is made anew (when empty), so its peak and counts
+# are about this limit alone; one of the same limit is taken again, so a
+# restart for a cold run keeps counting where it was.
+enter_memory_limit() {
+    [ -n "$MEMORY_BYTES" ] || return 0
+    [ "$(id -u)" = 0 ] || die "GHBENCH_MEMORY needs root: the limit is a memory cgroup made under /sys/fs/cgroup (run setup as root, e.g. sudo -E just setup)"
+    local name dir v1 v2 mine=$BASHPID
+    name=$(cgroup_name "$1")
+    v1=$(cgroup_mount memory)
+    if [ -n "$v1" ]; then
+        dir=$v1/$name
+        if [ -d "$dir" ] && [ "$(cat "$dir/memory.limit_in_bytes")" != "$MEMORY_BYTES" ] && [ -z "$(cat "$dir/cgroup.procs")" ]; then
+            rmdir "$dir"
+        fi
+        mkdir -p "$dir" || die "cannot make the memory cgroup $dir"
+        # memsw (memory and swap) may never be below the memory limit: raised first, lowered last.
+        echo "$MEMORY_BYTES" >"$dir/memory.memsw.limit_in_bytes" 2>/dev/null || true
+        echo "$MEMORY_BYTES" >"$dir/memory.limit_in_bytes" || die "cannot set the limit of $dir (is more than GHBENCH_MEMORY=$MEMORY in use there?)"
+        if [ -e "$dir/memory.memsw.limit_in_bytes" ]; then echo "$MEMORY_BYTES" >"$dir/memory.memsw.limit_in_bytes" || die "cannot turn swap off in $dir"; fi
+        echo 0 >"$dir/memory.swappiness" 2>/dev/null || true
+        echo "$mine" >"$dir/cgroup.procs" || die "cannot start inside the memory cgroup $dir"
+        # Block I/O counted per server where the kernel does.
+        local blkio; blkio=$(cgroup_mount blkio)
+        if [ -n "$blkio" ] && mkdir -p "$blkio/$name" 2>/dev/null; then echo "$mine" >"$blkio/$name/cgroup.procs" || true; fi
+    else
+        v2=$(cgroup_mount 2)
+        [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" \
+            || die "GHBENCH_MEMORY needs a cgroup memory controller, and this machine mounts none (no cgroup v1 'memory', no cgroup v2 offering it)"
+        dir=$v2/$name
+        if [ -d "$dir" ] && [ "$(cat "$dir/memory.max")" != "$MEMORY_BYTES" ] && [ -z "$(cat "$dir/cgroup.procs")" ]; then
+            rmdir "$dir"
+        fi
+        local parent
+        for parent in "$v2" "$v2/ghbench"; do
+            mkdir -p "$parent"
+            echo "+memory +io" >"$parent/cgroup.subtree_control" 2>/dev/null || echo "+memory" >"$parent/cgroup.subtree_control" \
+                || die "cannot hand the memory controller down to $parent's children"
+        done
+        mkdir -p "$dir" || die "cannot make the memory cgroup $dir"
+        echo "$MEMORY_BYTES" >"$dir/memory.max" || die "cannot set the limit of $dir"
+        if [ -e "$dir/memory.swap.max" ]; then echo 0 >"$dir/memory.swap.max" || die "cannot turn swap off in $dir"; fi
+        echo "$mine" >"$dir/cgroup.procs" || die "cannot start inside the memory cgroup $dir"
+    fi
+    log "$1 starts inside the memory cgroup $name: $MEMORY of memory, no swap"
 }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -115,6 +220,7 @@ port = $PG_PORT
 unix_socket_directories = '$dir'
 shared_buffers = $PG_SHARED_BUFFERS
 work_mem = $PG_WORK_MEM
+effective_cache_size = $PG_EFFECTIVE_CACHE_SIZE
 maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
 max_parallel_maintenance_workers = $PG_MAINTENANCE_WORKERS
 max_wal_size = 8GB
@@ -122,8 +228,11 @@ checkpoint_timeout = 30min
 EOF
     grep -q "include_if_exists = 'ghbench.conf'" "$data/postgresql.conf" \
         || echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
-    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 && [ "$before" != "$(cat "$conf")" ]; then
-        log "PostgreSQL settings changed: restarting"
+    # A running server cannot be moved under another limit: it is restarted.
+    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit
+    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 \
+        && { [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; }; then
+        log "PostgreSQL settings or memory limit changed: restarting"
         "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
     fi
     if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
@@ -131,8 +240,11 @@ EOF
     else
         port_open "$PG_PORT" && die "port $PG_PORT is taken by another server; set GHBENCH_PG_PORT"
         log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-        "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null \
+        # (`&&`: under `||`, `set -e` does not stop a failed step.)
+        ( enter_memory_limit postgres &&
+          "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null ) \
             || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+        echo "$limited_as" >"$limit_file"
     fi
     if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U ghbench -d postgres -tAc \
         "SELECT 1 FROM pg_database WHERE datname = 'ghbench'" | grep -q 1; then
@@ -144,15 +256,24 @@ setup_mongo() {
     local dir=$GHBENCH_HOME/mongo
     mkdir -p "$dir/data"
     local pidfile=$dir/server.pid
+    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit
     if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && port_open "$MONGO_PORT"; then
-        log "MongoDB-wire server already running (pid $(cat "$pidfile"))"
-        return
+        if [ "$limited_as" = "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
+            log "MongoDB-wire server already running (pid $(cat "$pidfile"))"
+            return
+        fi
+        # A running server cannot be moved under another limit: it is restarted.
+        log "MongoDB-wire server's memory limit changed: restarting"
+        bash "$repo/scripts/down.sh" mongo >&2
     fi
+    echo "$limited_as" >"$limit_file"
     port_open "$MONGO_PORT" && die "port $MONGO_PORT is taken by another server; set GHBENCH_MONGO_PORT"
     if command -v mongod >/dev/null; then
         log "starting mongod on 127.0.0.1:$MONGO_PORT"
-        mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 \
-            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1
+        local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--wiredTigerCacheSizeGB "$(awk -v mb="$WT_CACHE_MB" 'BEGIN { printf "%.2f", mb / 1024 }')")
+        ( enter_memory_limit mongo &&
+          exec mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
+            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1 )
     else
         local venv=$VENV
         if [ ! -x "$venv/bin/secantusd-py" ]; then
@@ -168,8 +289,9 @@ setup_mongo() {
         # `setsid`: a session of its own, so a signal to the caller's process
         # group (Ctrl-C on `ghbench bench --cold`, which restarts servers through
         # this script; a killed job) does not take the server down with it.
-        (cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
-            --storage-path "$dir/data" --standalone </dev/null >"$dir/server.log" 2>&1) &
+        local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--cache-size "${WT_CACHE_MB}M")
+        (enter_memory_limit mongo && cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
+            --storage-path "$dir/data" --standalone "${cache[@]}" </dev/null >"$dir/server.log" 2>&1) &
         echo $! >"$pidfile"
     fi
     wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
@@ -181,12 +303,19 @@ setup_mongo() {
 write_servers_json() {
     local pg_data restart
     pg_data=$(readlink -f "$GHBENCH_HOME/pg")/data
-    restart="\"env\", \"GHBENCH_HOME=$GHBENCH_HOME\", \"GHBENCH_PG_PORT=$PG_PORT\", \"GHBENCH_MONGO_PORT=$MONGO_PORT\""
-    restart+=", \"GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS\", \"GHBENCH_PG_WORK_MEM=$PG_WORK_MEM\", \"GHBENCH_VENV=$VENV\""
-    restart+=", \"bash\", \"$repo/scripts/restart.sh\""
+    restart="\"env\", \"GHBENCH_HOME=$GHBENCH_HOME\", \"GHBENCH_PG_PORT=$PG_PORT\", \"GHBENCH_MONGO_PORT=$MONGO_PORT\", \"GHBENCH_VENV=$VENV\""
+    # The settings given, not those scaled to a limit: `ghbench bench --memory`
+    # restarts with GHBENCH_MEMORY of its own, and the scaled ones follow it.
+    local given
+    for given in GHBENCH_PG_SHARED_BUFFERS GHBENCH_PG_WORK_MEM GHBENCH_PG_EFFECTIVE_CACHE_SIZE GHBENCH_PG_MAINTENANCE_WORK_MEM GHBENCH_PG_MAINTENANCE_WORKERS GHBENCH_WT_CACHE_MB; do
+        if [ -n "${!given:-}" ]; then restart+=", \"$given=${!given}\""; fi
+    done
+    # The limit setup ran with, which a restart keeps unless GHBENCH_MEMORY says otherwise.
+    restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"bash\", \"$repo/scripts/restart.sh\""
     cat >"$GHBENCH_HOME/servers.json" <<JSON
 {
   "written_by": "scripts/setup.sh",
+  "memory": "$MEMORY",
   "servers": [
     {"name": "postgres", "address": "127.0.0.1:$PG_PORT", "data_dir": "$pg_data", "restart": [$restart, "postgres"]},
     {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]}

@@ -30,6 +30,11 @@ struct OwnSetup {
 
 impl OwnSetup {
     fn start() -> Option<OwnSetup> {
+        OwnSetup::start_with(Some("128MB"))
+    }
+
+    /// `shared_buffers`: None leaves it to setup (scaled to a memory limit, if any).
+    fn start_with(shared_buffers: Option<&str>) -> Option<OwnSetup> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let venv = repo.join(".ghbench/venv");
         let has_mongod = Command::new("sh").args(["-c", "command -v mongod"]).output().is_ok_and(|o| o.status.success());
@@ -41,15 +46,14 @@ impl OwnSetup {
         let home = std::env::temp_dir().join(format!("ghbench-bench-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
         let (pg_port, mongo_port) = (free_port(), free_port());
-        let out = Command::new("bash")
-            .arg(repo.join("scripts/setup.sh"))
-            .env("GHBENCH_HOME", &home)
-            .env("GHBENCH_PG_PORT", pg_port.to_string())
-            .env("GHBENCH_MONGO_PORT", mongo_port.to_string())
-            .env("GHBENCH_PG_SHARED_BUFFERS", "128MB")
-            .env("GHBENCH_VENV", &venv)
-            .output()
-            .unwrap();
+        let mut command = Command::new("bash");
+        command.arg(repo.join("scripts/setup.sh")).env("GHBENCH_HOME", &home).env("GHBENCH_VENV", &venv);
+        command.env("GHBENCH_PG_PORT", pg_port.to_string()).env("GHBENCH_MONGO_PORT", mongo_port.to_string());
+        match shared_buffers {
+            Some(size) => command.env("GHBENCH_PG_SHARED_BUFFERS", size),
+            None => command.env_remove("GHBENCH_PG_SHARED_BUFFERS"),
+        };
+        let out = command.env_remove("GHBENCH_MEMORY").output().unwrap();
         let setup = OwnSetup {
             home,
             pg_url: format!("postgres://ghbench@127.0.0.1:{pg_port}/ghbench"),
@@ -240,4 +244,100 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(label.contains("not a true cold run"), "{cold}");
     // No server was restarted: the label must not say one was.
     assert!(label.starts_with("true cold where polars started afresh (no server)") && !label.contains("restarted or"), "{label}");
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `bench --memory`: the servers restarted inside a cgroup of that size and
+/// held under it; the record says so, hot runs of data larger than the limit
+/// read from disk, every cold restart goes back inside, and afterwards the
+/// servers run as setup left them.
+#[tokio::test(flavor = "multi_thread")]
+async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() {
+    if !is_root() {
+        eprintln!("SKIPPED: --memory needs root (the test of its error runs as another user)");
+        return;
+    }
+    // Its memory settings scaled to the limit, as a user's setup would be.
+    let Some(setup) = OwnSetup::start_with(None) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    const LIMIT: u64 = 96 << 20;
+    // About 90 MB of jsonb: more than the limit leaves for the page cache.
+    let args = ["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres,polars", "--memory", "96MiB", "--cold", "--repeat", "2"];
+    let places = ["--variant", "corrected", "--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
+    assert!(ok, "bench --memory failed: {said}");
+    assert!(said.contains("inside a 96MiB memory cgroup") && said.contains("restarted as `just setup` left it"), "{said}");
+
+    let (_, record) = bench_record(Path::new(&path("results")));
+    let run = &record["sizes"][0]["run"];
+    for engine in ["postgres", "polars"] {
+        let memory = &of(&run["context"]["engines"], engine)["memory"];
+        assert_eq!(memory["bytes"].as_u64(), Some(LIMIT), "{engine}: {memory}");
+        let limit = &memory["limit"];
+        assert!(limit["cgroup"].as_str().unwrap().starts_with("/ghbench/"), "{engine}: {limit}");
+        assert!(limit["enforced_by"].as_str().unwrap().contains("page cache charged to it"), "{engine}: {limit}");
+        let over = &limit["over_runs"];
+        let peak = over["peak_bytes"].as_u64().unwrap();
+        assert!(peak > 0 && peak <= LIMIT, "{engine}: the kernel held the limit: {over}");
+        assert_eq!(over["oom_kills"].as_u64(), Some(0), "{engine}: {over}");
+    }
+    let label = run["context"]["cold"]["label"].as_str().unwrap();
+    assert!(label.contains("postgres data") && label.contains("(a 96.0 MiB limit): read from disk"), "{label}");
+    // Every restart for a cold run came back inside the limit, and said so.
+    let actions: Vec<&str> = run["context"]["cold"]["actions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(actions.iter().any(|a| a.contains("postgres back inside its 96.0 MiB memory cgroup")), "{actions:?}");
+    assert!(!actions.iter().any(|a| a.contains("NOT back under")), "{actions:?}");
+    let true_cold = run["context"]["cold"]["true_cold_engines"].as_array().unwrap();
+    assert!(true_cold.iter().any(|e| e == "postgres"), "every restart came back inside: {}", run["context"]["cold"]);
+    // A hot run of the scan queries reads from disk what the limit does not keep.
+    let hot_reads: u64 = run["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|q| q["query"] == "B" || q["query"] == "C")
+        .map(|q| of(&q["engines"], "postgres")["read"]["kernel"]["counters"]["read_bytes"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(hot_reads > 0, "postgres read from disk under the limit");
+    // Afterwards: as setup left it, under no limit.
+    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(!cgroup.contains("/ghbench/"), "after the bench the server runs outside the limit: {cgroup}");
+}
+
+/// Without root, `--memory` stops before any data is made, saying what it needs.
+#[test]
+fn memory_without_root_is_refused_saying_what_it_needs() {
+    if !is_root() || Command::new("id").arg("nobody").output().map_or(true, |o| !o.status.success()) {
+        eprintln!("SKIPPED: needs root to run ghbench as user nobody");
+        return;
+    }
+    // A copy of ghbench that user nobody can run, in a folder it can write.
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("ghbench");
+    std::fs::copy(env!("CARGO_BIN_EXE_ghbench"), &program).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    for (path, mode) in [(dir.path(), 0o777), (program.as_path(), 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let data = dir.path().join("data");
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&program)
+        .args(["bench", "--gen", "1", "--engines", "polars", "--memory", "256MiB", "--data-dir"])
+        .arg(&data)
+        .arg("--output")
+        .arg(dir.path().join("results"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(!out.status.success(), "an error stopped it: {said}");
+    assert!(said.contains("--memory 256MiB") && said.contains("needs root"), "{said}");
+    assert!(!data.exists(), "nothing was generated before the check");
 }

@@ -100,6 +100,7 @@ fn options(variant: &str, queries: &[&str]) -> QueryOptions {
         reconnect_limit: ghbench_olap::runner::RECONNECT_LIMIT,
         query_timeout: None,
         analyze_plans: false,
+        server_memory: None,
         skip: Vec::new(),
     }
 }

@@ -15,7 +15,7 @@ use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::Catalog;
 
 fn options(limit: Duration) -> QueryOptions {
-    QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, reconnect_limit: limit, query_timeout: None, analyze_plans: false, skip: Vec::new() }
+    QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, reconnect_limit: limit, query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
-use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, QueryRecord, Resumed, RunRecord, SCHEMA};
+use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, MemoryShare, QueryRecord, Resumed, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
@@ -65,6 +65,13 @@ pub struct TimingArgs {
     /// query runs exactly --repeat times (+1 with --cold).
     #[arg(long)]
     pub analyze_plans: bool,
+
+    /// The memory of a server whose memory ghbench cannot learn (one on
+    /// another machine that does not report it), e.g. 64GiB: each record's
+    /// data ÷ memory then uses it, labelled as declared by you. A server on
+    /// this machine is measured instead (its cgroup's limit, else the machine's).
+    #[arg(long, value_name = "SIZE", value_parser = ghbench_core::size::parse_memory)]
+    pub server_memory: Option<u64>,
 }
 
 impl TimingArgs {
@@ -83,6 +90,7 @@ impl TimingArgs {
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
             analyze_plans: self.analyze_plans,
+            server_memory: self.server_memory,
             skip: Vec::new(),
         })
     }
@@ -209,7 +217,12 @@ pub async fn measure(
     let concurrency = plan_concurrency(catalog, options, concurrency)?;
     let described = describe_engines(backends).await;
     let data_consistency = check_data(&described);
-    let engines = described.into_iter().map(|e| e.record).collect();
+    let mut engines: Vec<EngineRecord> = described.into_iter().map(|e| e.record).collect();
+    if let Some(bytes) = options.server_memory {
+        for engine in engines.iter_mut().filter(|e| e.memory.is_none()) {
+            engine.memory = Some(MemoryShare { bytes, from: "declared by the user (--server-memory), not measured".into(), limit: None });
+        }
+    }
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
     context.baseline = baseline;
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
@@ -258,6 +271,10 @@ pub async fn measure(
         Some(load) => Some(run_concurrency(backends, catalog, &queries, &answers, &load, progress).await),
         None => None,
     };
+    // What the kernel counted under each engine's memory limit, the runs and clients included.
+    for limit in context.engines.iter_mut().filter_map(|e| e.memory.as_mut()?.limit.as_mut()) {
+        ghbench_olap::cgroup::count_over_runs(limit);
+    }
     Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
 }
 

@@ -13,7 +13,8 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
-use crate::record::{IndexBuild, MemoryShare, Plan, Storage};
+use crate::cgroup::MemoryCgroup;
+use crate::record::{IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
 use crate::rows::Row;
 
 /// Tables larger than this get the engine's fast row count (the planner's
@@ -31,16 +32,39 @@ pub type OnIndexBuilt = dyn Fn(&IndexBuild) + Send + Sync;
 /// pipeline, a plan): whatever should not be timed.
 pub type Prepared = Box<dyn Any + Send + Sync>;
 
-/// This machine's memory, for an engine whose server runs here or that runs
-/// in ghbench's own processes (see [`Backend::memory`]); None otherwise.
-pub fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemoryShare> {
-    let here = backend.runs_in_process() || backend.server_url().is_some_and(|url| ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine);
-    let from = match backend.runs_in_process() {
+/// The memory an engine's data competes for, on this machine: the limit of
+/// the memory cgroup its processes run in (the server's, or polars' worker's)
+/// when one is below the machine's memory, else the machine's (MemTotal).
+/// None for a server elsewhere (see [`Backend::memory`]).
+pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemoryShare> {
+    let in_process = backend.runs_in_process();
+    let url = backend.server_url().filter(|url| ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine).map(str::to_string);
+    if !in_process && url.is_none() {
+        return None;
+    }
+    let machine = crate::environment::memory_bytes();
+    let pid = match (backend.own_process().await, url) {
+        (Some(pid), _) => Some(pid),
+        (None, Some(url)) => tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url).ok()).await.ok().flatten(),
+        (None, None) => None,
+    };
+    let cgroup = pid.and_then(|pid| MemoryCgroup::of_process(pid).ok());
+    if let Some(limited) = cgroup.and_then(|c| limited_memory(&c, machine)) {
+        return Some(limited);
+    }
+    let from = match in_process {
         true => "this machine's memory (MemTotal): the engine runs in ghbench's processes",
         false => "this machine's memory (MemTotal): the server runs here",
     };
-    let bytes = crate::environment::memory_bytes().filter(|_| here)?;
-    Some(MemoryShare { bytes, from: from.into() })
+    Some(MemoryShare { bytes: machine?, from: from.into(), limit: None })
+}
+
+/// The memory a cgroup's limit leaves its processes, when it is a limit
+/// (below the machine's memory), with the counters as of now.
+pub fn limited_memory(cgroup: &MemoryCgroup, machine: Option<u64>) -> Option<MemoryShare> {
+    let bytes = cgroup.limit().filter(|&limit| machine.is_none_or(|m| limit < m))?;
+    let limit = MemoryLimit { cgroup_version: cgroup.version, cgroup: cgroup.path.clone(), enforced_by: cgroup.enforced_by(), before_runs: cgroup.counters(), over_runs: None };
+    Some(MemoryShare { bytes, from: format!("the memory limit of the cgroup its processes run in ({})", cgroup.path), limit: Some(limit) })
 }
 
 #[async_trait]
@@ -149,7 +173,7 @@ pub trait Backend: Send + Sync {
     /// server that runs here or an engine in ghbench's own processes. A
     /// server elsewhere may say its own (MongoDB's `hostInfo`); else None.
     async fn memory(&self) -> Option<MemoryShare> {
-        this_machine_memory(self)
+        this_machine_memory(self).await
     }
 
     /// Clears what this engine can clear of its caches without a restart;

@@ -15,12 +15,15 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::record::MemoryCounters;
+
 /// A limit at or above this means none (cgroup v1 writes "no limit" as the
 /// largest page-aligned i64).
 const UNLIMITED: u64 = 1 << 62;
 
 /// Which kernel interface a cgroup is read through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Version {
     V1,
     V2,
@@ -37,45 +40,6 @@ pub struct MemoryCgroup {
     /// Where its block I/O is counted: the same folder in v2 (`io.stat`), the
     /// blkio hierarchy's in v1 (None when the process is not in one of that name).
     io_dir: Option<PathBuf>,
-}
-
-/// What the kernel counted for a cgroup, as of one moment. Counts only grow
-/// while the cgroup lives: what happened over a span is the growth.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryCounters {
-    /// Memory charged now, page cache included.
-    pub usage_bytes: Option<u64>,
-    /// The most ever charged since the cgroup was made (v1: or last reset).
-    pub peak_bytes: Option<u64>,
-    /// Times a charge hit the limit and had to reclaim (v1 `memory.failcnt`,
-    /// v2 `memory.events` max).
-    pub limit_hits: Option<u64>,
-    /// Processes the kernel killed for want of memory under the limit.
-    pub oom_kills: Option<u64>,
-    /// Pages read again soon after reclaim pushed them out (`workingset_refault_*`):
-    /// the sign that the working set does not fit.
-    pub refaults: Option<u64>,
-    /// Page faults that had to read from storage (`pgmajfault`).
-    pub major_faults: Option<u64>,
-    /// Bytes its processes read from block devices (v1 blkio, v2 `io.stat`).
-    pub read_bytes: Option<u64>,
-}
-
-impl MemoryCounters {
-    /// What grew from `before` to `self` (peak and usage as of `self`); a
-    /// count that shrank belongs to another cgroup of the same name: None.
-    pub fn since(&self, before: &MemoryCounters) -> MemoryCounters {
-        let grew = |after: Option<u64>, before: Option<u64>| after?.checked_sub(before?);
-        MemoryCounters {
-            usage_bytes: self.usage_bytes,
-            peak_bytes: self.peak_bytes,
-            limit_hits: grew(self.limit_hits, before.limit_hits),
-            oom_kills: grew(self.oom_kills, before.oom_kills),
-            refaults: grew(self.refaults, before.refaults),
-            major_faults: grew(self.major_faults, before.major_faults),
-            read_bytes: grew(self.read_bytes, before.read_bytes),
-        }
-    }
 }
 
 /// Where this machine's cgroup hierarchies are mounted.
@@ -146,6 +110,18 @@ impl MemoryCgroup {
             Version::V2 => Some(root.join(path.trim_start_matches('/'))),
         };
         Ok(MemoryCgroup { version, dir: root.join(path.trim_start_matches('/')), path, io_dir })
+    }
+
+    /// The cgroup a record names (`MemoryLimit`'s version and path), to read it again.
+    pub fn at(version: Version, path: &str) -> Option<MemoryCgroup> {
+        let mounts = Mounts::read();
+        let (mounted, root) = mounts.memory()?;
+        let dir = root.join(path.trim_start_matches('/'));
+        let io_dir = match version {
+            Version::V1 => mounts.v1_blkio.map(|blkio| blkio.join(path.trim_start_matches('/'))),
+            Version::V2 => Some(dir.clone()),
+        };
+        (mounted == version && dir.is_dir()).then(|| MemoryCgroup { version, path: path.to_string(), dir, io_dir: io_dir.filter(|d| d.is_dir()) })
     }
 
     /// Makes (or takes again) the cgroup `ghbench/<name>` with `limit` bytes
@@ -304,6 +280,12 @@ impl MemoryCgroup {
     }
 }
 
+/// Fills what the kernel counted over the runs into `limit` (read again from
+/// the cgroup it names; left None when that is gone).
+pub fn count_over_runs(limit: &mut crate::record::MemoryLimit) {
+    limit.over_runs = MemoryCgroup::at(limit.cgroup_version, &limit.cgroup).map(|c| c.counters().since(&limit.before_runs));
+}
+
 fn write(path: &Path, value: &str) -> std::io::Result<()> {
     fs::OpenOptions::new().write(true).open(path)?.write_all(value.as_bytes())
 }
@@ -354,13 +336,5 @@ mod tests {
         let counters = mine.counters();
         assert!(counters.usage_bytes.is_some_and(|u| u > 0), "{mine:?}: {counters:?}");
         assert!(mine.path.starts_with('/'), "{}", mine.path);
-    }
-
-    #[test]
-    fn growth_is_what_the_counts_gained() {
-        let before = MemoryCounters { limit_hits: Some(3), oom_kills: Some(1), read_bytes: Some(100), refaults: None, ..MemoryCounters::default() };
-        let after = MemoryCounters { limit_hits: Some(10), oom_kills: Some(1), read_bytes: Some(50), refaults: Some(9), peak_bytes: Some(7), ..MemoryCounters::default() };
-        let grew = after.since(&before);
-        assert_eq!((grew.limit_hits, grew.oom_kills, grew.read_bytes, grew.refaults, grew.peak_bytes), (Some(7), Some(0), None, None, Some(7)));
     }
 }

@@ -64,6 +64,11 @@ pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
     Err(format!("the server's processes kept starting and ending while they were counted ({ATTEMPTS} tries)"))
 }
 
+/// The top process of the server `url` points at, when it runs here.
+pub fn server_pid(url: &str) -> Result<u32, String> {
+    Ok(ProcessTree::read()?.server_listening(url)? as u32)
+}
+
 /// What was read between two snapshots of the same top process.
 pub fn reads_between(before: Result<Snapshot, String>, after: Result<Snapshot, String>) -> KernelReads {
     let not_counted = |processes: String, why: String| KernelReads { processes, counters: BTreeMap::new(), unavailable: Some(why) };

@@ -269,6 +269,95 @@ pub struct MemoryShare {
     pub bytes: u64,
     /// e.g. "this machine's memory (MemTotal): the server runs here".
     pub from: String,
+    /// The kernel's limit the engine ran under, when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<MemoryLimit>,
+}
+
+/// A memory limit the kernel enforced on an engine's processes (a cgroup),
+/// and what it counted: the proof that the limit held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MemoryLimit {
+    /// `v1` or `v2`, and the cgroup's path in its hierarchy (`/ghbench/1a2b-postgres`).
+    pub cgroup_version: crate::cgroup::Version,
+    pub cgroup: String,
+    /// How: the kernel file that sets it, that the page cache counts, swap.
+    pub enforced_by: String,
+    /// Counted when the engine was described, before the runs.
+    pub before_runs: MemoryCounters,
+    /// What grew over the runs (peak and usage as of their end); None until
+    /// they end, or when the counters could not be read again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_runs: Option<MemoryCounters>,
+}
+
+/// What the kernel counted for a cgroup, as of one moment or over a span
+/// (then each count is what it grew by). Whatever the kernel does not offer is None.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryCounters {
+    /// Memory charged, page cache included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_bytes: Option<u64>,
+    /// The most ever charged since the cgroup was made (for a server that
+    /// `just setup` or `bench --memory` started under it: since it started,
+    /// its load and index builds included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_bytes: Option<u64>,
+    /// Times a charge hit the limit and had to reclaim (v1 `memory.failcnt`,
+    /// v2 `memory.events` max).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_hits: Option<u64>,
+    /// Processes the kernel killed for want of memory under the limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
+    /// Pages read again soon after reclaim pushed them out
+    /// (`workingset_refault_*`): the sign that the working set does not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refaults: Option<u64>,
+    /// Page faults that had to read from storage (`pgmajfault`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_faults: Option<u64>,
+    /// Bytes its processes read from block devices (v1 blkio, v2 `io.stat`;
+    /// None where this kernel does not count them per cgroup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+}
+
+impl MemoryCounters {
+    /// What grew from `before` to `self` (peak and usage as of `self`); a
+    /// count that shrank belongs to another cgroup of the same name: None.
+    pub fn since(&self, before: &MemoryCounters) -> MemoryCounters {
+        let grew = |after: Option<u64>, before: Option<u64>| after?.checked_sub(before?);
+        MemoryCounters {
+            usage_bytes: self.usage_bytes,
+            peak_bytes: self.peak_bytes,
+            limit_hits: grew(self.limit_hits, before.limit_hits),
+            oom_kills: grew(self.oom_kills, before.oom_kills),
+            refaults: grew(self.refaults, before.refaults),
+            major_faults: grew(self.major_faults, before.major_faults),
+            read_bytes: grew(self.read_bytes, before.read_bytes),
+        }
+    }
+}
+
+impl MemoryLimit {
+    /// For people: `limit 512.0 MiB (cgroup v1 …); over the runs: peak 498.2 MiB, the limit hit 1,204 times, 0 OOM kills, 88,120 refaults`.
+    pub fn said(&self, bytes: u64) -> String {
+        let mut said = format!("limit {} ({})", ghbench_core::size::said(bytes), self.enforced_by);
+        if let Some(over) = &self.over_runs {
+            let mut counted = Vec::new();
+            if let Some(peak) = over.peak_bytes {
+                counted.push(format!("peak {}", ghbench_core::size::said(peak)));
+            }
+            let counts = [(over.limit_hits, "times the limit was hit"), (over.oom_kills, "OOM kills"), (over.refaults, "refaults"), (over.major_faults, "major faults")];
+            counted.extend(counts.iter().filter_map(|(n, what)| Some(format!("{} {what}", n.as_ref()?))));
+            if let Some(read) = over.read_bytes {
+                counted.push(format!("{} read from disk", ghbench_core::size::said(read)));
+            }
+            said.push_str(&format!("; over the runs: {}", counted.join(", ")));
+        }
+        said
+    }
 }
 
 impl EngineRecord {
@@ -280,11 +369,16 @@ impl EngineRecord {
     }
 
     /// `data 0.07× memory` / `data 4.1× memory: read from disk`.
+    /// With a limit: `data 4.1× memory (a 512.0 MiB limit): read from disk`.
     pub fn fit_said(&self) -> Option<String> {
         let ratio = self.data_to_memory()?;
+        let limit = match self.memory.as_ref().filter(|m| m.limit.is_some()) {
+            Some(memory) => format!(" (a {} limit)", ghbench_core::size::said(memory.bytes)),
+            None => String::new(),
+        };
         Some(match ratio <= 1.0 {
-            true => format!("data {} memory", ratio_text(ratio)),
-            false => format!("data {} memory: read from disk", ratio_text(ratio)),
+            true => format!("data {} memory{limit}", ratio_text(ratio)),
+            false => format!("data {} memory{limit}: read from disk", ratio_text(ratio)),
         })
     }
 }
@@ -566,6 +660,11 @@ pub struct EngineResult {
     /// counters before and after them; None in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<Reads>,
+    /// The kernel killed a process of the engine's for memory during the runs
+    /// (an OOM kill under its cgroup's limit): how many. The run is failed,
+    /// not retried as a lost connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_kills: Option<u64>,
 }
 
 /// What a query's runs read, as the engine counts it and, for processes on
@@ -671,6 +770,7 @@ impl EngineResult {
             connection_gone: false,
             timed_out: None,
             read: None,
+            oom_kills: None,
         }
     }
 }
@@ -803,8 +903,24 @@ mod tests {
             data_error: None,
             storage: Some(Storage { table_bytes: stored, index_bytes: stored / 10, ..Storage::default() }),
             storage_error: None,
-            memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into() }),
+            memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into(), limit: None }),
         }
+    }
+
+    #[test]
+    fn counters_over_a_span_are_what_each_count_grew_by() {
+        let before = MemoryCounters { limit_hits: Some(3), oom_kills: Some(1), read_bytes: Some(100), refaults: None, ..MemoryCounters::default() };
+        let after = MemoryCounters { limit_hits: Some(10), oom_kills: Some(1), read_bytes: Some(50), refaults: Some(9), peak_bytes: Some(7), ..MemoryCounters::default() };
+        let grew = after.since(&before);
+        assert_eq!((grew.limit_hits, grew.oom_kills, grew.read_bytes, grew.refaults, grew.peak_bytes), (Some(7), Some(0), None, None, Some(7)));
+    }
+
+    #[test]
+    fn a_limit_is_named_in_the_label() {
+        let mut limited = engine("postgres", 4 << 20, Some(1 << 20));
+        let memory = limited.memory.as_mut().unwrap();
+        memory.limit = Some(MemoryLimit { cgroup_version: crate::cgroup::Version::V2, cgroup: "/ghbench/x-postgres".into(), enforced_by: "test".into(), before_runs: MemoryCounters::default(), over_runs: None });
+        assert_eq!(limited.fit_said().unwrap(), "data 4.4× memory (a 1.0 MiB limit): read from disk");
     }
 
     #[test]

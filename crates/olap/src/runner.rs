@@ -13,6 +13,7 @@ use crate::catalog::{Catalog, QuerySpec};
 use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
+use crate::cgroup::MemoryCgroup;
 use crate::kernel_io;
 use crate::ledger::Ledger;
 use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reads, Reconnect, ServerRecord, Stats};
@@ -77,6 +78,8 @@ pub struct QueryOptions {
     /// `--analyze-plans`: each query's plan as it ran, by one more run of it
     /// (said in the progress); else the estimated plan, with no extra run.
     pub analyze_plans: bool,
+    /// `--server-memory`: the memory a server has that ghbench cannot learn.
+    pub server_memory: Option<u64>,
     /// Queries (variant, query) not run: a resumed run has them already.
     pub skip: Vec<(String, String)>,
 }
@@ -376,11 +379,53 @@ async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f6
     }
 }
 
+/// The memory cgroup limit an engine's processes run under, watched for the
+/// kernel's OOM kills during a query's runs: a server killed for memory
+/// loses its connections too, and must not be taken for a network fault.
+struct OomWatch {
+    cgroup: MemoryCgroup,
+    limit: u64,
+    kills_before: u64,
+}
+
+impl OomWatch {
+    /// Watches the cgroup of the processes `counted` read (None: no limit, or not here).
+    fn of(counted: &Counted) -> Option<OomWatch> {
+        let top = counted.kernel.as_ref().ok()?.top;
+        let cgroup = MemoryCgroup::of_process(u32::try_from(top).ok()?).ok()?;
+        let limit = cgroup.limit()?;
+        let kills_before = cgroup.counters().oom_kills?;
+        Some(OomWatch { cgroup, limit, kills_before })
+    }
+
+    /// The kernel's OOM kills in the cgroup since the watch began.
+    fn kills(&self) -> u64 {
+        self.cgroup.counters().oom_kills.map_or(0, |now| now.saturating_sub(self.kills_before))
+    }
+}
+
 /// What to do after a step failed with `error`: go on with a new connection
 /// (the loss recorded), or stop (the error recorded; `connection_gone` when
-/// no new connection came).
-async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult, at: &str, error: anyhow::Error, limit: Duration) -> bool {
+/// no new connection came). A failure with OOM kills in the engine's cgroup
+/// is the kernel's doing: said as such and not run again (it would be killed
+/// again), with a new connection for the next queries.
+async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult, at: &str, error: anyhow::Error, limit: Duration, oom: Option<&OomWatch>) -> bool {
     let said = format!("{error:#}");
+    if let Some((kills, watch)) = oom.map(|w| (w.kills(), w)).filter(|(kills, _)| *kills > 0) {
+        result.oom_kills = Some(kills);
+        let what = format!(
+            "{at}: the kernel killed {kills} of {}'s processes for want of memory (OOM kill under the {} limit of cgroup {}); the engine said: {said}",
+            backend.engine(),
+            ghbench_core::size::said(watch.limit),
+            watch.cgroup.path
+        );
+        result.error = Some(what.clone());
+        if let Err(why) = reconnect(backend, limit).await {
+            result.error = Some(format!("{what}; {why}"));
+            result.connection_gone = true;
+        }
+        return false;
+    }
     if let Some(cut) = QueryTimedOut::in_chain(&error) {
         // The next runs would be cut too: the query is said to take longer than the limit.
         result.timed_out = Some(cut.limit.as_secs_f64());
@@ -510,6 +555,7 @@ async fn run_one(
     // Read before the runs (once the query is prepared: polars' worker starts
     // then) and after them: their reads, with no run of their own.
     let mut reads_before = None;
+    let mut oom = None;
     let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
     let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
     let mut i = 0;
@@ -519,14 +565,16 @@ async fn run_one(
             Some(ready) => ready,
             None => match backend.prepare(&file).await {
                 Ok(ready) => prepared.insert(ready),
-                Err(e) => match after_failure(backend, &mut result, "preparing", e, options.reconnect_limit).await {
+                Err(e) => match after_failure(backend, &mut result, "preparing", e, options.reconnect_limit, oom.as_ref()).await {
                     true => continue,
                     false => return (result, None),
                 },
             },
         };
         if reads_before.is_none() {
-            reads_before = Some(read_counters(backend.as_ref(), true).await);
+            let counted = read_counters(backend.as_ref(), true).await;
+            oom = OomWatch::of(&counted);
+            reads_before = Some(counted);
         }
         progress.event(RunEvent::Running { engine: &engine, variant, query, label });
         // The clock: the same for every engine, around the engine's execute alone.
@@ -546,7 +594,7 @@ async fn run_one(
                 i += 1;
             }
             Err(e) => {
-                if !after_failure(backend, &mut result, label, e, options.reconnect_limit).await {
+                if !after_failure(backend, &mut result, label, e, options.reconnect_limit, oom.as_ref()).await {
                     break;
                 }
                 // The same run again, on the new connection.

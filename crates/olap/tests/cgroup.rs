@@ -50,7 +50,7 @@ fn a_process_inside_is_held_under_the_limit_and_reads_the_rest_from_disk() {
     let file = dir.path().join("big");
     let mut out = std::fs::File::create(&file).unwrap();
     let block = vec![7u8; 1 << 20];
-    for _ in 0..(2 * LIMIT >> 20) {
+    for _ in 0..((2 * LIMIT) >> 20) {
         out.write_all(&block).unwrap();
     }
     out.sync_all().unwrap();

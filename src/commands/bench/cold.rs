@@ -99,6 +99,8 @@ impl ManagedServers {
 pub struct BenchCooler {
     plans: Vec<Plan>,
     table: TableName,
+    /// `bench --memory`: every restart goes back under the limit.
+    memory: Option<super::memory::MemorySize>,
 }
 
 enum Plan {
@@ -110,7 +112,7 @@ enum Plan {
 }
 
 impl BenchCooler {
-    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName) -> BenchCooler {
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
         let plans = engines
             .iter()
             .map(|engine| {
@@ -123,7 +125,7 @@ impl BenchCooler {
                 }
             })
             .collect();
-        BenchCooler { plans, table: table.clone() }
+        BenchCooler { plans, table: table.clone(), memory }
     }
 
     /// For people: which engines get a true cold run and how.
@@ -187,7 +189,7 @@ impl Cooler for BenchCooler {
         let mut actions = Vec::new();
         let restarted = match server {
             None => true,
-            Some(server) => match restart(server).await {
+            Some(server) => match restart(server, self.memory.as_ref().map(|m| m.text.as_str())).await {
                 Ok(()) => {
                     actions.push(format!("server {} at {} restarted", server.name, server.address));
                     true
@@ -204,6 +206,22 @@ impl Cooler for BenchCooler {
             Some(_) => self.reconnect(engine).await,
             None => engine.backend(&self.table).await.map_err(|e| e.context(format!("{} could not start afresh", engine.engine()))),
         };
+        // Under --memory a restarted server must be back inside its limit, or
+        // the run is not what it is labelled.
+        let mut limited = true;
+        if let (Some(size), Some(url)) = (&self.memory, server.and(renewed.as_ref().ok()).and_then(|b| b.server_url().map(str::to_string))) {
+            let said = tokio::task::spawn_blocking({
+                let bytes = size.bytes;
+                move || super::memory::inside_limit(&url, bytes)
+            });
+            match said.await.unwrap_or_else(|e| Err(e.to_string())) {
+                Ok(inside) => actions.push(format!("{} {inside}", engine.engine())),
+                Err(why) => {
+                    actions.push(format!("{} {why}", engine.engine()));
+                    limited = false;
+                }
+            }
+        }
         let renewed = match renewed {
             Ok(fresh) => {
                 *backend = fresh;
@@ -218,15 +236,21 @@ impl Cooler for BenchCooler {
             }
         };
         // A restarted server is one `just setup` started: on this machine.
-        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed, started_afresh: server.is_none(), elsewhere: None }
+        ColdStep { actions, true_cold: restarted && page_cache.dropped && renewed && limited, started_afresh: server.is_none(), elsewhere: None }
     }
 }
 
 /// Runs the server's restart command, bounded in time; its output is kept
-/// for the error only.
-async fn restart(server: &ManagedServer) -> Result<()> {
+/// for the error only. `memory`: the limit it starts under (`GHBENCH_MEMORY`,
+/// see `bench --memory`); None: the one `just setup` ran with.
+pub async fn restart(server: &ManagedServer, memory: Option<&str>) -> Result<()> {
     let (program, args) = server.restart.split_first().context("no restart command")?;
-    let child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    match memory {
+        Some(size) => command.env("GHBENCH_MEMORY", size),
+        None => command.env_remove("GHBENCH_MEMORY"),
+    };
+    let child = command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -6,6 +6,7 @@
 
 pub mod cold;
 mod data;
+pub mod memory;
 mod resume;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, reconnect_notes, seconds};
+use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::runner::create_indexes;
 
 use self::cold::BenchCooler;
@@ -57,6 +59,16 @@ analysed as part of their load. A rerun reuses what each engine's ledger lists a
 --servers) is restarted and the OS page cache dropped, an engine without a server
 starts afresh: a true cold run, labelled so. Other servers get the page cache dropped
 and what they clear themselves, labelled as not truly cold. The other runs are hot.
+
+--memory SIZE: the servers `just setup` started are restarted inside a memory cgroup of
+SIZE (page cache included, no swap; cgroup v1 or v2, as root), their memory settings
+scaled as the paper's stood to its 64 GiB (shared_buffers 3/16, work_mem 1/64, the
+WiredTiger cache as MongoDB sizes it by default), polars' workers start inside one too,
+and the page cache is dropped before the queries. Every cold restart goes back inside and
+is checked; the record keeps each engine's limit, data ÷ memory, and the kernel's
+counters (peak, times the limit was hit, OOM kills, refaults); an OOM kill is recorded
+as one. A server ghbench did not start is refused (a running server cannot be moved
+under a limit). Afterwards the servers are restarted as setup left them.
 
 Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
@@ -125,6 +137,11 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub managed: cold::ServersArg,
 
+    /// Run the servers and polars' workers inside a memory limit of SIZE
+    /// (`4GiB`, `768MiB`), as on a machine that small (see below; needs root).
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<memory::MemorySize>,
+
     /// Where generated hours are kept (one folder per size of hour and seed).
     #[arg(long, value_name = "DIR", default_value = ".ghbench/bench")]
     pub data_dir: PathBuf,
@@ -178,9 +195,12 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
-    let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
-    let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let managed = if args.cold { args.managed.load()? } else { None };
+    // Checked before any data is made, and again for the sizes (cheap).
+    plan_concurrency(&catalog, &args.timing.options(&catalog, Vec::new(), args.cold)?, args.concurrency.options())?;
+    let managed = if args.cold || args.memory.is_some() { args.managed.load()? } else { None };
+    if let Some(size) = &args.memory {
+        memory::check_can_limit(size)?;
+    }
     ensure_output_dir(&args.output)?;
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
@@ -193,11 +213,37 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
+    let under_limit = match &args.memory {
+        Some(size) => Some(memory::UnderLimit::start(size, &engines, managed.as_ref(), &|line| eprintln!("[bench] {line}")).await?),
+        None => None,
+    };
+    let measured = measure_sizes(&args, registry, &catalog, &data, &engines, sizes, tables, managed.as_ref(), started).await;
+    if let Some(under) = under_limit {
+        under.end(&|line| eprintln!("[bench] {line}")).await;
+    }
+    measured
+}
+
+/// Each size loaded, indexed and measured; the report of them all.
+#[allow(clippy::too_many_arguments)]
+async fn measure_sizes(
+    args: &BenchArgs,
+    registry: &Engines,
+    catalog: &ghbench_olap::Catalog,
+    data: &Data,
+    engines: &[Selected],
+    sizes: Vec<u32>,
+    tables: Vec<TableName>,
+    managed: Option<&cold::ManagedServers>,
+    started: Instant,
+) -> Result<ExitCode> {
+    let options = args.timing.options(catalog, Vec::new(), args.cold)?;
+    let concurrency = plan_concurrency(catalog, &options, args.concurrency.options())?;
     let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None };
     // Written after every size (unfinished until the report): a bench that
     // stops keeps the sizes it measured; a resumed one finishes its record.
     let (mut record, json_path) = match &args.resume {
-        Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines)?, path.clone()),
+        Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, engines)?, path.clone()),
         None => (fresh, output_path(&args.output, "bench", "json")),
     };
     for (hours, table) in sizes.into_iter().zip(tables) {
@@ -206,24 +252,28 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             continue;
         }
         let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
-        phase(&format!("load into '{table}' on {}", names(&engines)));
+        phase(&format!("load into '{table}' on {}", names(engines)));
         let range = HourRange::starting_at(data.first, hours)?;
         let mut loads = Vec::new();
-        for engine in &engines {
-            loads.push(load(engine, registry, &data, range, &table, &args).await?);
+        for engine in engines {
+            loads.push(load(engine, registry, data, range, &table, args).await?);
         }
-        let mut backends = connect_backends(&engines, &table).await?;
+        let mut backends = connect_backends(engines, &table).await?;
         phase("indexes");
         let mut indexes = Vec::new();
         for backend in &backends {
-            let built = create_indexes(backend.as_ref(), &catalog, &|_| {}).await;
+            let built = create_indexes(backend.as_ref(), catalog, &|_| {}).await;
             let (built, error) = match built {
                 Ok(built) => (built, None),
                 Err(e) => (Vec::new(), Some(format!("{e:#}"))),
             };
             indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
         }
-        let cooler = BenchCooler::new(&engines, managed.as_ref(), &table);
+        let cooler = BenchCooler::new(engines, managed, &table, args.memory.clone());
+        if let Some(size) = &args.memory {
+            // What the queries read is then charged to the limits, not found cached outside them.
+            phase(&format!("memory: {} ({size} limit)", drop_os_page_cache().action, size = size.text));
+        }
         if args.cold {
             for line in cooler.describe() {
                 phase(&format!("cold: {line}"));
@@ -233,7 +283,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         let baseline = engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
+        let measured = measure(&mut backends, catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;

@@ -445,12 +445,18 @@ impl Backend for MongoBackend {
     /// This machine's memory for a server here; else the server's own, as
     /// `hostInfo` reports it (None when it does not).
     async fn memory(&self) -> Option<MemoryShare> {
-        if let Some(here) = this_machine_memory(self) {
+        if let Some(here) = this_machine_memory(self).await {
             return Some(here);
         }
         let reply = self.db.client().database("admin").run_command(doc! {"hostInfo": 1}).await.ok()?;
-        let megabytes = crate::ledger::number(reply.get_document("system").ok()?, "memSizeMB")?;
-        Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory as it reports it (hostInfo system.memSizeMB)".into() })
+        let system = reply.get_document("system").ok()?;
+        // mongod in a container with a memory limit reports it beside the host's memory.
+        let limited = crate::ledger::number(system, "memLimitMB").filter(|&limit| crate::ledger::number(system, "memSizeMB").is_none_or(|size| limit < size));
+        if let Some(megabytes) = limited {
+            return Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory limit as it reports it (hostInfo system.memLimitMB)".into(), limit: None });
+        }
+        let megabytes = crate::ledger::number(system, "memSizeMB")?;
+        Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory as it reports it (hostInfo system.memSizeMB)".into(), limit: None })
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {

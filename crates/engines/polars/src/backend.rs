@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared, QueryTimedOut};
+use ghbench_olap::backend::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, Prepared, QueryTimedOut};
 use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::{Entry, Ledger};
-use ghbench_olap::record::{Plan, Storage};
+use ghbench_olap::record::{MemoryShare, Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
 use polars::prelude::*;
 use polars::sql::SQLContext;
@@ -273,6 +273,19 @@ impl Backend for PolarsBackend {
 
     fn runs_in_process(&self) -> bool {
         matches!(self.runs_in, RunsIn::ThisProcess)
+    }
+
+    /// The limit its workers start under (`bench --memory`), else as every
+    /// engine on this machine: its processes' cgroup, or the machine's memory.
+    async fn memory(&self) -> Option<MemoryShare> {
+        let limited = match &self.runs_in {
+            RunsIn::Worker { .. } => crate::worker::memory_limit().and_then(|c| limited_memory(&c, ghbench_olap::environment::memory_bytes())),
+            RunsIn::ThisProcess => None,
+        };
+        match limited {
+            Some(limited) => Some(limited),
+            None => this_machine_memory(self).await,
+        }
     }
 
     /// The worker that reads the table's files (ghbench's own process when

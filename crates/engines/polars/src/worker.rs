@@ -21,6 +21,7 @@ use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::rows::Row;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Set (to anything), polars' queries run in ghbench's own process, as
@@ -38,6 +39,28 @@ static PROGRAM: OnceLock<PathBuf> = OnceLock::new();
 /// caller's process, where nothing can stop one.
 pub fn serve_queries_with(program: PathBuf) {
     let _ = PROGRAM.set(program);
+}
+
+/// The memory cgroup every worker starts in, when ghbench runs under a
+/// memory limit (`bench --memory`): the worker is where polars reads and
+/// computes, so the limit is the engine's, as a server's is.
+static MEMORY_LIMIT: std::sync::Mutex<Option<MemoryCgroup>> = std::sync::Mutex::new(None);
+
+/// Starts every worker from now on inside a memory cgroup of `bytes`
+/// (`ghbench/polars-<pid>`, no swap); None: without one (the cgroup made
+/// before is removed once empty).
+pub fn limit_memory(bytes: Option<u64>) -> Result<(), CgroupError> {
+    let cgroup = bytes.map(|bytes| MemoryCgroup::create(&format!("polars-{}", std::process::id()), bytes)).transpose()?;
+    let mut slot = MEMORY_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(before) = std::mem::replace(&mut *slot, cgroup) {
+        before.remove();
+    }
+    Ok(())
+}
+
+/// The memory cgroup workers start in, if any.
+pub fn memory_limit() -> Option<MemoryCgroup> {
+    MEMORY_LIMIT.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The program queries run in, if any.
@@ -108,6 +131,9 @@ impl Worker {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 Ok(())
             });
+        }
+        if let Some(cgroup) = memory_limit() {
+            cgroup.enter_on_spawn(command.as_std_mut()).map_err(|e| anyhow::anyhow!("starting the polars worker inside the memory cgroup {}: {e}", cgroup.path))?;
         }
         let mut child = command.spawn().map_err(|e| anyhow::anyhow!("starting the polars worker ({} {SUBCOMMAND}): {e}", program.display()))?;
         let stdin = child.stdin.take().expect("piped");

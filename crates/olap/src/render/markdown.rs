@@ -74,6 +74,9 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
     );
     for engine in &c.engines {
         let _ = writeln!(md, "- **{}**: {}; {}", engine.engine, server_label(engine), data_line(engine));
+        if let Some(said) = super::memory_limit_line(engine) {
+            let _ = writeln!(md, "  - memory: {said}");
+        }
     }
     md.push('\n');
     for (engine, caveat) in caveats(c) {

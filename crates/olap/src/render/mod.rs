@@ -491,3 +491,11 @@ pub fn setup_lines(engine: &EngineRecord) -> Vec<String> {
 pub fn caveats(context: &Context) -> Vec<(&Engine, &str)> {
     context.engines.iter().filter_map(|e| Some((&e.engine, e.server.as_ref()?.caveat.as_deref()?))).collect()
 }
+
+/// An engine's kernel memory limit and what it counted over the runs, for
+/// the lines under every table (None without a limit).
+pub fn memory_limit_line(engine: &crate::record::EngineRecord) -> Option<String> {
+    let memory = engine.memory.as_ref()?;
+    Some(memory.limit.as_ref()?.said(memory.bytes))
+}
+

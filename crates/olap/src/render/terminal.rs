@@ -19,6 +19,9 @@ pub fn server_lines(context: &Context) -> Vec<String> {
         if !settings.is_empty() {
             lines.push(format!("{:<15} settings: {}", "", settings.join(" ")));
         }
+        if let Some(said) = super::memory_limit_line(engine) {
+            lines.push(format!("{:<15} memory: {said}", ""));
+        }
         for (_, caveat) in caveats(context).into_iter().filter(|(e, _)| **e == engine.engine) {
             lines.push(format!("{:<15} note: {caveat}", ""));
         }

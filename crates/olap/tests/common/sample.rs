@@ -93,6 +93,7 @@ fn result(q: usize, e: usize) -> EngineResult {
         connection_gone: false,
         timed_out: None,
         read: None,
+        oom_kills: None,
     }
 }
 

@@ -1,0 +1,107 @@
+//! `bench --memory SIZE`: the benchmark on a machine that small. The servers
+//! `just setup` started are restarted inside a memory cgroup of that size
+//! (`scripts/setup.sh` with `GHBENCH_MEMORY`, which also scales their memory
+//! settings as the paper's stood to its RAM), polars' workers start inside
+//! one of their own, and the page cache is dropped before the queries so what
+//! they read is charged to the limit. A running server cannot be moved under
+//! a limit: a server ghbench did not start is refused, never measured as if
+//! it were limited. At the end the servers go back as setup left them.
+
+use std::str::FromStr;
+
+use anyhow::{bail, Result};
+use ghbench_olap::cgroup::MemoryCgroup;
+
+use super::cold::{restart, ManagedServer, ManagedServers};
+use crate::options::Selected;
+
+/// `--memory SIZE`: as written (passed on to `scripts/setup.sh`) and in bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemorySize {
+    pub text: String,
+    pub bytes: u64,
+}
+
+impl FromStr for MemorySize {
+    type Err = String;
+    fn from_str(text: &str) -> Result<MemorySize, String> {
+        Ok(MemorySize { text: text.trim().to_string(), bytes: ghbench_core::size::parse_memory(text)? })
+    }
+}
+
+/// Whether this machine and user can put a limit of `size` (root, a memory
+/// controller): a cgroup made and removed at once, so the error comes before
+/// any data is made or server touched.
+pub fn check_can_limit(size: &MemorySize) -> Result<()> {
+    let probe = MemoryCgroup::create(&format!("probe-{}", std::process::id()), size.bytes).map_err(|e| anyhow::anyhow!("--memory {}: {e}", size.text))?;
+    probe.remove();
+    Ok(())
+}
+
+/// Whether the server `url` points at runs inside a cgroup limited to
+/// `bytes` (after a restart for a cold run): said for the record.
+pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
+    let pid = ghbench_olap::kernel_io::server_pid(url)?;
+    let cgroup = MemoryCgroup::of_process(pid)?;
+    match cgroup.limit() {
+        Some(limit) if limit == bytes => Ok(format!("back inside its {} memory cgroup ({})", ghbench_core::size::said(bytes), cgroup.path)),
+        other => Err(format!(
+            "NOT back under the {} limit: its process {pid} runs in {} with {}",
+            ghbench_core::size::said(bytes),
+            cgroup.path,
+            other.map_or("no limit".to_string(), |l| format!("a limit of {}", ghbench_core::size::said(l)))
+        )),
+    }
+}
+
+/// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
+pub struct UnderLimit {
+    servers: Vec<ManagedServer>,
+}
+
+impl UnderLimit {
+    /// Checks that every engine can be put under `size` (root, a memory
+    /// controller, servers ghbench can restart), then restarts each server
+    /// inside its cgroup and limits polars' workers.
+    pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
+        check_can_limit(size)?;
+        let mut servers: Vec<ManagedServer> = Vec::new();
+        for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
+            let location = engine.loader().location();
+            match managed.and_then(|m| m.serving(&location)) {
+                Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
+                Some(_) => {}
+                None => bail!(
+                    "--memory {}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
+                    size.text,
+                    engine.engine(),
+                    ghbench_core::redact_url(&location)
+                ),
+            }
+        }
+        let under = UnderLimit { servers };
+        for server in under.servers.clone() {
+            say(&format!("memory: restarting {} at {} inside a {} memory cgroup", server.name, server.address, size.text));
+            if let Err(e) = restart(&server, Some(&size.text)).await {
+                under.end(say).await;
+                bail!("--memory {}: {} did not start under the limit: {e:#}", size.text, server.name);
+            }
+        }
+        if engines.iter().any(|e| !e.plugin.spec().capabilities.server) {
+            ghbench_polars::worker::limit_memory(Some(size.bytes)).map_err(|e| anyhow::anyhow!("--memory {}: polars' workers: {e}", size.text))?;
+        }
+        Ok(under)
+    }
+
+    /// The servers restarted as `just setup` left them (its own limit, if
+    /// it had one), polars' workers unlimited again.
+    pub async fn end(self, say: &dyn Fn(&str)) {
+        let _ = ghbench_polars::worker::limit_memory(None);
+        for server in &self.servers {
+            match restart(server, None).await {
+                Ok(()) => say(&format!("memory: {} restarted as `just setup` left it", server.name)),
+                Err(e) => eprintln!("warning: {} was not restarted after --memory ({e:#}); it still runs under the limit: restart it with `just setup`", server.name),
+            }
+        }
+    }
+}
