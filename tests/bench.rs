@@ -43,7 +43,10 @@ impl OwnSetup {
             return None;
         }
         // Under /tmp: user postgres must be able to enter it when we are root.
-        let home = std::env::temp_dir().join(format!("ghbench-bench-{}", std::process::id()));
+        // One folder per setup: the tests of this file run at once, in one process.
+        static SETUPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let nth = SETUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let home = std::env::temp_dir().join(format!("ghbench-bench-{}-{nth}", std::process::id()));
         let _ = std::fs::remove_dir_all(&home);
         let (pg_port, mongo_port) = (free_port(), free_port());
         let mut command = Command::new("bash");
