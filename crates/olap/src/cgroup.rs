@@ -81,6 +81,18 @@ impl Mounts {
             (None, None) => None,
         }
     }
+
+    /// The cgroup at `path` (memory) and `io_path` (v1's blkio hierarchy,
+    /// where a process may sit elsewhere; v2 counts I/O in the same folder).
+    fn cgroup(&self, version: Version, root: &Path, path: &str, io_path: Option<&str>) -> MemoryCgroup {
+        let below = |base: &Path, path: &str| base.join(path.trim_start_matches('/'));
+        let dir = below(root, path);
+        let io_dir = match version {
+            Version::V1 => self.v1_blkio.as_deref().zip(io_path).map(|(blkio, io_path)| below(blkio, io_path)),
+            Version::V2 => Some(dir.clone()),
+        };
+        MemoryCgroup { version, path: path.to_string(), dir, io_dir }
+    }
 }
 
 /// Why no limit could be made: each says what is missing and what to do.
@@ -105,23 +117,16 @@ impl MemoryCgroup {
             Version::V2 => cgroups.0.iter().find(|c| c.hierarchy == 0).map(|c| c.pathname.clone()),
         };
         let path = line_of("memory").ok_or_else(|| format!("process {pid} is in no memory cgroup"))?;
-        let io_dir = match version {
-            Version::V1 => mounts.v1_blkio.as_deref().zip(line_of("blkio")).map(|(blkio, p)| blkio.join(p.trim_start_matches('/'))),
-            Version::V2 => Some(root.join(path.trim_start_matches('/'))),
-        };
-        Ok(MemoryCgroup { version, dir: root.join(path.trim_start_matches('/')), path, io_dir })
+        Ok(mounts.cgroup(version, root, &path, line_of("blkio").as_deref()))
     }
 
     /// The cgroup a record names (`MemoryLimit`'s version and path), to read it again.
     pub fn at(version: Version, path: &str) -> Option<MemoryCgroup> {
         let mounts = Mounts::read();
         let (mounted, root) = mounts.memory()?;
-        let dir = root.join(path.trim_start_matches('/'));
-        let io_dir = match version {
-            Version::V1 => mounts.v1_blkio.map(|blkio| blkio.join(path.trim_start_matches('/'))),
-            Version::V2 => Some(dir.clone()),
-        };
-        (mounted == version && dir.is_dir()).then(|| MemoryCgroup { version, path: path.to_string(), dir, io_dir: io_dir.filter(|d| d.is_dir()) })
+        let mut cgroup = mounts.cgroup(version, root, path, Some(path));
+        cgroup.io_dir = cgroup.io_dir.filter(|d| d.is_dir());
+        (mounted == version && cgroup.dir.is_dir()).then_some(cgroup)
     }
 
     /// Makes (or takes again) the cgroup `ghbench/<name>` with `limit` bytes
@@ -130,7 +135,7 @@ impl MemoryCgroup {
         let mounts = Mounts::read();
         let (version, root) = mounts.memory().ok_or(CgroupError::NoController)?;
         let path = format!("/ghbench/{name}");
-        let dir = root.join(path.trim_start_matches('/'));
+        let mut cgroup = mounts.cgroup(version, root, &path, Some(&path));
         let setup = |what: &str, source| CgroupError::Setup { path: path.clone(), what: what.into(), source };
         if version == Version::V2 {
             // A v2 child gets a controller only when every parent hands it down.
@@ -139,12 +144,11 @@ impl MemoryCgroup {
                 write(&parent.join("cgroup.subtree_control"), "+memory +io").or_else(|_| write(&parent.join("cgroup.subtree_control"), "+memory")).map_err(|e| setup("handing the memory controller down", e))?;
             }
         }
-        fs::create_dir_all(&dir).map_err(|source| CgroupError::NotPermitted { path: path.clone(), source })?;
-        let io_dir = match version {
-            Version::V1 => mounts.v1_blkio.map(|blkio| blkio.join(path.trim_start_matches('/'))).filter(|d| fs::create_dir_all(d).is_ok()),
-            Version::V2 => Some(dir.clone()),
-        };
-        let cgroup = MemoryCgroup { version, path: path.clone(), dir, io_dir };
+        fs::create_dir_all(&cgroup.dir).map_err(|source| CgroupError::NotPermitted { path: path.clone(), source })?;
+        if version == Version::V1 {
+            // Block I/O counted where a blkio hierarchy lets it be made.
+            cgroup.io_dir = cgroup.io_dir.filter(|d| fs::create_dir_all(d).is_ok());
+        }
         cgroup.set_limit(limit).map_err(|e| setup("setting the limit", e))?;
         Ok(cgroup)
     }

@@ -60,11 +60,10 @@ pub struct UnderLimit {
 }
 
 impl UnderLimit {
-    /// Checks that every engine can be put under `size` (root, a memory
-    /// controller, servers ghbench can restart), then restarts each server
-    /// inside its cgroup and limits polars' workers.
+    /// Checks that every server can be put under `size` (one ghbench can
+    /// restart), then restarts each inside its cgroup and limits polars'
+    /// workers. [`check_can_limit`] first: this touches the servers.
     pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
-        check_can_limit(size)?;
         let mut servers: Vec<ManagedServer> = Vec::new();
         for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
             let location = engine.loader().location();
@@ -88,7 +87,10 @@ impl UnderLimit {
             }
         }
         if engines.iter().any(|e| !e.plugin.spec().capabilities.server) {
-            ghbench_polars::worker::limit_memory(Some(size.bytes)).map_err(|e| anyhow::anyhow!("--memory {}: polars' workers: {e}", size.text))?;
+            if let Err(e) = ghbench_polars::worker::limit_memory(Some(size.bytes)) {
+                under.end(say).await;
+                bail!("--memory {}: polars' workers: {e}", size.text);
+            }
         }
         Ok(under)
     }

@@ -195,8 +195,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
-    // Checked before any data is made, and again for the sizes (cheap).
-    plan_concurrency(&catalog, &args.timing.options(&catalog, Vec::new(), args.cold)?, args.concurrency.options())?;
+    let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
+    let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
     let managed = if args.cold || args.memory.is_some() { args.managed.load()? } else { None };
     if let Some(size) = &args.memory {
         memory::check_can_limit(size)?;
@@ -217,94 +217,82 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         Some(size) => Some(memory::UnderLimit::start(size, &engines, managed.as_ref(), &|line| eprintln!("[bench] {line}")).await?),
         None => None,
     };
-    let measured = measure_sizes(&args, registry, &catalog, &data, &engines, sizes, tables, managed.as_ref(), started).await;
+    // The servers go back as setup left them however the bench ends, short of
+    // a signal (then they stay under the limit, which every record names,
+    // until `just setup`).
+    let measured = async {
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None };
+        // Written after every size (unfinished until the report): a bench that
+        // stops keeps the sizes it measured; a resumed one finishes its record.
+        let (mut record, json_path) = match &args.resume {
+            Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines)?, path.clone()),
+            None => (fresh, output_path(&args.output, "bench", "json")),
+        };
+        for (hours, table) in sizes.into_iter().zip(tables) {
+            if record.sizes.iter().any(|s| s.hours == hours) {
+                eprintln!("[bench {hours} h] kept from the record it resumes");
+                continue;
+            }
+            let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
+            phase(&format!("load into '{table}' on {}", names(&engines)));
+            let range = HourRange::starting_at(data.first, hours)?;
+            let mut loads = Vec::new();
+            for engine in &engines {
+                loads.push(load(engine, registry, &data, range, &table, &args).await?);
+            }
+            let mut backends = connect_backends(&engines, &table).await?;
+            phase("indexes");
+            let mut indexes = Vec::new();
+            for backend in &backends {
+                let built = create_indexes(backend.as_ref(), &catalog, &|_| {}).await;
+                let (built, error) = match built {
+                    Ok(built) => (built, None),
+                    Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+                };
+                indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
+            }
+            let cooler = BenchCooler::new(&engines, managed.as_ref(), &table, args.memory.clone());
+            if let Some(size) = &args.memory {
+                // What the queries read is then charged to the limits, not found cached outside them.
+                phase(&format!("memory: {} ({size} limit)", drop_os_page_cache().action, size = size.text));
+            }
+            if args.cold {
+                for line in cooler.describe() {
+                    phase(&format!("cold: {line}"));
+                }
+            }
+            phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if args.cold { " after a cold one" } else { "" }));
+            let baseline = engines.first().map(|e| e.engine().clone());
+            let progress = QueryProgress::new();
+            progress.bar.set_prefix(format!("[bench {hours} h] "));
+            let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
+            progress.bar.finish_and_clear();
+            for backend in &backends {
+                backend.close().await;
+            }
+            let (run, _) = measured?;
+            if let Some(kept) = record.sizes.first() {
+                resume::same_run(&kept.run.context, &run.context)?;
+            }
+            let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
+            println!("{}", size_text(&size));
+            if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
+                println!("{text}");
+            }
+            record.sizes.push(size);
+            if let Err(e) = write(&json_path, &serde_json::to_string_pretty(&record)?) {
+                eprintln!("warning: the record of the sizes so far was not written ({e:#}); the bench goes on");
+            }
+        }
+        record.growth = growth(&record.sizes);
+        record.finished = true;
+        report(&record, &json_path, started.elapsed())
+    }
+    .await;
     if let Some(under) = under_limit {
         under.end(&|line| eprintln!("[bench] {line}")).await;
     }
     measured
-}
-
-/// Each size loaded, indexed and measured; the report of them all.
-#[allow(clippy::too_many_arguments)]
-async fn measure_sizes(
-    args: &BenchArgs,
-    registry: &Engines,
-    catalog: &ghbench_olap::Catalog,
-    data: &Data,
-    engines: &[Selected],
-    sizes: Vec<u32>,
-    tables: Vec<TableName>,
-    managed: Option<&cold::ManagedServers>,
-    started: Instant,
-) -> Result<ExitCode> {
-    let options = args.timing.options(catalog, Vec::new(), args.cold)?;
-    let concurrency = plan_concurrency(catalog, &options, args.concurrency.options())?;
-    let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None };
-    // Written after every size (unfinished until the report): a bench that
-    // stops keeps the sizes it measured; a resumed one finishes its record.
-    let (mut record, json_path) = match &args.resume {
-        Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, engines)?, path.clone()),
-        None => (fresh, output_path(&args.output, "bench", "json")),
-    };
-    for (hours, table) in sizes.into_iter().zip(tables) {
-        if record.sizes.iter().any(|s| s.hours == hours) {
-            eprintln!("[bench {hours} h] kept from the record it resumes");
-            continue;
-        }
-        let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
-        phase(&format!("load into '{table}' on {}", names(engines)));
-        let range = HourRange::starting_at(data.first, hours)?;
-        let mut loads = Vec::new();
-        for engine in engines {
-            loads.push(load(engine, registry, data, range, &table, args).await?);
-        }
-        let mut backends = connect_backends(engines, &table).await?;
-        phase("indexes");
-        let mut indexes = Vec::new();
-        for backend in &backends {
-            let built = create_indexes(backend.as_ref(), catalog, &|_| {}).await;
-            let (built, error) = match built {
-                Ok(built) => (built, None),
-                Err(e) => (Vec::new(), Some(format!("{e:#}"))),
-            };
-            indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
-        }
-        let cooler = BenchCooler::new(engines, managed, &table, args.memory.clone());
-        if let Some(size) = &args.memory {
-            // What the queries read is then charged to the limits, not found cached outside them.
-            phase(&format!("memory: {} ({size} limit)", drop_os_page_cache().action, size = size.text));
-        }
-        if args.cold {
-            for line in cooler.describe() {
-                phase(&format!("cold: {line}"));
-            }
-        }
-        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if args.cold { " after a cold one" } else { "" }));
-        let baseline = engines.first().map(|e| e.engine().clone());
-        let progress = QueryProgress::new();
-        progress.bar.set_prefix(format!("[bench {hours} h] "));
-        let measured = measure(&mut backends, catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
-        progress.bar.finish_and_clear();
-        for backend in &backends {
-            backend.close().await;
-        }
-        let (run, _) = measured?;
-        if let Some(kept) = record.sizes.first() {
-            resume::same_run(&kept.run.context, &run.context)?;
-        }
-        let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
-        println!("{}", size_text(&size));
-        if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
-            println!("{text}");
-        }
-        record.sizes.push(size);
-        if let Err(e) = write(&json_path, &serde_json::to_string_pretty(&record)?) {
-            eprintln!("warning: the record of the sizes so far was not written ({e:#}); the bench goes on");
-        }
-    }
-    record.growth = growth(&record.sizes);
-    record.finished = true;
-    report(&record, &json_path, started.elapsed())
 }
 
 /// One engine's load of one size, in a run of its own; hours its ledger

@@ -449,14 +449,7 @@ impl Backend for MongoBackend {
             return Some(here);
         }
         let reply = self.db.client().database("admin").run_command(doc! {"hostInfo": 1}).await.ok()?;
-        let system = reply.get_document("system").ok()?;
-        // mongod in a container with a memory limit reports it beside the host's memory.
-        let limited = crate::ledger::number(system, "memLimitMB").filter(|&limit| crate::ledger::number(system, "memSizeMB").is_none_or(|size| limit < size));
-        if let Some(megabytes) = limited {
-            return Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory limit as it reports it (hostInfo system.memLimitMB)".into(), limit: None });
-        }
-        let megabytes = crate::ledger::number(system, "memSizeMB")?;
-        Some(MemoryShare { bytes: megabytes << 20, from: "the server's memory as it reports it (hostInfo system.memSizeMB)".into(), limit: None })
+        reported_memory(reply.get_document("system").ok()?)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
@@ -516,9 +509,35 @@ fn normalise(doc: &Document) -> Row {
         .collect()
 }
 
+/// The memory `hostInfo`'s `system` says the server has: its limit
+/// (`memLimitMB`, which mongod reports when a cgroup limits it, as in a
+/// container) where below the machine's (`memSizeMB`).
+fn reported_memory(system: &Document) -> Option<MemoryShare> {
+    let size = crate::ledger::number(system, "memSizeMB");
+    let limited = crate::ledger::number(system, "memLimitMB").filter(|&limit| size.is_none_or(|size| limit < size));
+    let (megabytes, from) = match limited {
+        Some(limit) => (limit, "the server's memory limit as it reports it (hostInfo system.memLimitMB)"),
+        None => (size?, "the server's memory as it reports it (hostInfo system.memSizeMB)"),
+    };
+    Some(MemoryShare { bytes: megabytes << 20, from: from.into(), limit: None })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Replies shaped as MongoDB's `hostInfo` documentation shows them: a
+    /// host's, and a container's with a memory limit.
+    #[test]
+    fn the_memory_a_server_reports_is_its_limit_where_it_has_one() {
+        let host = doc! {"hostname": "db1", "memSizeMB": 65536_i64, "memLimitMB": 65536_i64, "numCores": 16};
+        assert_eq!(reported_memory(&host).map(|m| (m.bytes, m.from.contains("memSizeMB"))), Some((64 << 30, true)));
+        let container = doc! {"hostname": "db1", "memSizeMB": 65536_i64, "memLimitMB": 8192_i64};
+        assert_eq!(reported_memory(&container).map(|m| (m.bytes, m.from.contains("memLimitMB"))), Some((8 << 30, true)));
+        let older = doc! {"hostname": "db1", "memSizeMB": 24105};
+        assert_eq!(reported_memory(&older).map(|m| m.bytes), Some(24105 << 20));
+        assert_eq!(reported_memory(&doc! {"hostname": "db1"}), None, "nothing said, nothing guessed");
+    }
 
     #[test]
     fn group_results_normalise_to_key_and_value() {
