@@ -286,7 +286,7 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
         assert!(limit["enforced_by"].as_str().unwrap().contains("page cache charged to it"), "{engine}: {limit}");
         let over = &limit["over_runs"];
         let peak = over["peak_bytes"].as_u64().unwrap();
-        assert!(peak > 0 && peak <= LIMIT, "{engine}: the kernel held the limit: {over}");
+        assert!(peak > 0 && peak <= LIMIT + ghbench_olap::cgroup::FORCED_CHARGE_SLACK, "{engine}: the kernel held the limit: {over}");
         assert_eq!(over["oom_kills"].as_u64(), Some(0), "{engine}: {over}");
     }
     let label = run["context"]["cold"]["label"].as_str().unwrap();

@@ -21,6 +21,12 @@ pub use crate::record::MemoryCounters;
 /// largest page-aligned i64).
 const UNLIMITED: u64 = 1 << 62;
 
+/// How far past a limit the kernel's peak may go while the limit holds: a
+/// charge that may not fail (kernel memory, `__GFP_NOFAIL`) is forced through,
+/// and charges are made in batches of 64 pages (`MEMCG_CHARGE_BATCH`). Seen
+/// here: a peak one page past a 96 MiB limit, with no OOM kill.
+pub const FORCED_CHARGE_SLACK: u64 = 64 * 4096;
+
 /// Which kernel interface a cgroup is read through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

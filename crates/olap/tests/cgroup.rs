@@ -64,7 +64,7 @@ fn a_process_inside_is_held_under_the_limit_and_reads_the_rest_from_disk() {
     let grew = cgroup.counters().since(&before);
     cgroup.remove();
     let peak = grew.peak_bytes.expect("the kernel keeps a peak");
-    assert!(peak <= LIMIT, "the peak {peak} stayed under the limit {LIMIT}");
+    assert!(peak <= LIMIT + ghbench_olap::cgroup::FORCED_CHARGE_SLACK, "the peak {peak} stayed under the limit {LIMIT}");
     assert!(grew.limit_hits.unwrap_or(0) > 0 || grew.refaults.unwrap_or(0) > 0, "the limit was reached: {grew:?}");
     // Pages read again after the limit pushed them out; bytes from disk
     // where this kernel counts them per cgroup (v1 counts only throttled ones).
