@@ -18,6 +18,13 @@ if [ "$which" != mongo ] && [ -f "$data/postmaster.pid" ]; then
     if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); else run=(); fi
     "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null && echo "[down] PostgreSQL stopped"
 fi
+# shellcheck source=cgroup.sh
+. "$repo/scripts/cgroup.sh"
+# A stopped server's memory cgroup (GHBENCH_MEMORY) is removed once empty;
+# the next start under a limit makes it again. Not on a restart (restart.sh):
+# the cgroup's counters go on across it, as a cold run's record needs.
+cleanup=${GHBENCH_RESTARTING:-}
+if [ "$which" != mongo ] && [ -z "$cleanup" ]; then remove_memory_cgroups postgres; fi
 pidfile=$GHBENCH_HOME/mongo/server.pid
 if [ "$which" != postgres ] && [ -f "$pidfile" ]; then
     pid=$(cat "$pidfile")
@@ -33,3 +40,4 @@ if [ "$which" != postgres ] && [ -f "$pidfile" ]; then
     fi
     rm -f "$pidfile"
 fi
+if [ "$which" != postgres ] && [ -z "$cleanup" ]; then remove_memory_cgroups mongo; fi

@@ -9,5 +9,5 @@ case ${1:-} in postgres|mongo) ;; *) echo "usage: $0 postgres|mongo" >&2; exit 2
 # The memory limit: the one asked for now (`ghbench bench --memory` sets
 # GHBENCH_MEMORY, empty for none), else the one setup ran with.
 export GHBENCH_MEMORY=${GHBENCH_MEMORY-${GHBENCH_SETUP_MEMORY:-}}
-bash "$here/down.sh" "$1" >&2
+GHBENCH_RESTARTING=1 bash "$here/down.sh" "$1" >&2
 bash "$here/setup.sh" "$1" >/dev/null

@@ -25,26 +25,18 @@ SECANTUS_VERSION=0.7.0b3
 # (needs root). Unset: the whole machine.
 MEMORY=${GHBENCH_MEMORY:-}
 
-# A size as ghbench reads one: a number and its unit, binary (KiB MiB GiB TiB)
-# or decimal (KB MB GB TB; a bare K M G T is decimal too).
-size_bytes() {
-    local text=${1// /} number unit factor
-    [[ $text =~ ^([0-9]+(\.[0-9]+)?)([A-Za-z]*)$ ]] || return 1
-    number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[3],,}
-    case $unit in
-        ''|b) factor=1 ;; k|kb) factor=1000 ;; ki|kib) factor=1024 ;;
-        m|mb) factor=1000000 ;; mi|mib) factor=1048576 ;;
-        g|gb) factor=1000000000 ;; gi|gib) factor=1073741824 ;;
-        t|tb) factor=1000000000000 ;; ti|tib) factor=1099511627776 ;;
-        *) return 1 ;;
-    esac
-    awk -v n="$number" -v f="$factor" 'BEGIN { printf "%.0f\n", n * f }'
-}
-
+# shellcheck source=cgroup.sh
+. "$repo/scripts/cgroup.sh"
 MEMORY_BYTES=
 if [ -n "$MEMORY" ]; then
     MEMORY_BYTES=$(size_bytes "$MEMORY") \
-        || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is not a size: write a number and its unit, e.g. 4GiB or 768MiB" >&2; exit 2; }
+        || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is not a size: write a number and its unit, e.g. 4GiB or 768MiB (GiB and MiB are binary, GB and MB decimal)" >&2; exit 2; }
+    # Compared by awk: a size past bash's integers must be refused, not wrap.
+    machine_bytes=$(awk '/^MemTotal:/ { printf "%.0f\n", $2 * 1024 }' /proc/meminfo)
+    awk -v b="$MEMORY_BYTES" -v m="$machine_bytes" 'BEGIN { exit !(b <= m) }' \
+        || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is more than this machine's memory ($((machine_bytes >> 20)) MiB): such a limit would hold nothing back" >&2; exit 2; }
+    # In whole pages, as the kernel keeps a limit (and as ghbench rounds --memory).
+    MEMORY_BYTES=$(( MEMORY_BYTES / 4096 * 4096 ))
     [ "$MEMORY_BYTES" -ge $((64 << 20)) ] \
         || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is too little to run a server in: give at least 64MiB" >&2; exit 2; }
 fi
@@ -64,15 +56,21 @@ PG_EFFECTIVE_CACHE_SIZE=${GHBENCH_PG_EFFECTIVE_CACHE_SIZE:-$(scaled 1 2 || echo 
 # most 8: max_parallel_workers, 8 by default, caps what they can use).
 PG_MAINTENANCE_WORK_MEM=${GHBENCH_PG_MAINTENANCE_WORK_MEM:-$(scaled 1 16 || echo 1GB)}
 # A buffer pool given larger than the limit would have the server killed once it fills.
-if [ -n "$MEMORY_BYTES" ] && [ "$(size_bytes "$PG_SHARED_BUFFERS" || echo 0)" -ge "$MEMORY_BYTES" ]; then
-    echo "[setup] error: GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS does not fit in GHBENCH_MEMORY=$MEMORY: PostgreSQL would be killed for memory once its buffers fill; leave it unset to scale it to the limit" >&2
-    exit 2
+if [ -n "$MEMORY_BYTES" ]; then
+    buffers=$(pg_size_bytes "$PG_SHARED_BUFFERS") \
+        || { echo "[setup] error: GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS is not a PostgreSQL size (e.g. 128MB, 2GB, or a number of 8kB pages)" >&2; exit 2; }
+    if awk -v b="$buffers" -v m="$MEMORY_BYTES" 'BEGIN { exit !(b >= m) }'; then
+        echo "[setup] error: GHBENCH_PG_SHARED_BUFFERS=$PG_SHARED_BUFFERS does not fit in GHBENCH_MEMORY=$MEMORY: PostgreSQL would be killed for memory once its buffers fill; leave it unset to scale it to the limit" >&2
+        exit 2
+    fi
 fi
 # WiredTiger's cache: MongoDB's documented default, the larger of 50% of
-# (memory - 1 GB) and 256 MB, of the limit; unset, the server's own default.
+# (memory - 1 GB) and 256 MB, of the limit, but never more than half of it
+# (256 MB would not fit a smaller limit); unset, the server's own default.
 WT_CACHE_MB=${GHBENCH_WT_CACHE_MB:-}
 if [ -z "$WT_CACHE_MB" ] && [ -n "$MEMORY_BYTES" ]; then
     WT_CACHE_MB=$(( (memory_mb - 1024) / 2 )); [ "$WT_CACHE_MB" -ge 256 ] || WT_CACHE_MB=256
+    [ "$WT_CACHE_MB" -le $(( memory_mb / 2 )) ] || WT_CACHE_MB=$(( memory_mb / 2 ))
 fi
 half_cores=$(( $(nproc) / 2 ))
 PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( half_cores < 1 ? 1 : half_cores > 8 ? 8 : half_cores ))}
@@ -92,17 +90,6 @@ apt_updated=
 apt_install() {
     if [ -z "$apt_updated" ]; then as_root apt-get update -qq; apt_updated=1; fi
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
-}
-
-# The memory cgroup a server of this checkout runs in: ghbench/<checkout>-<server>.
-cgroup_name() { printf 'ghbench/%s-%s' "$(printf '%s' "$GHBENCH_HOME" | md5sum | cut -c1-12)" "$1"; }
-
-# Where a cgroup hierarchy is mounted: `cgroup_mount memory` (v1) or `cgroup_mount 2`.
-cgroup_mount() {
-    awk -v want="$1" '{ for (i = 7; i <= NF; i++) if ($i == "-") {
-        if (want == "2" && $(i + 1) == "cgroup2") print $5
-        else if ($(i + 1) == "cgroup" && ("," $(i + 3) ",") ~ ("," want ",")) print $5
-        break } }' /proc/self/mountinfo | head -n 1
 }
 
 # Moves this (sub)shell into server $1's memory cgroup of $MEMORY_BYTES, with

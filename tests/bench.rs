@@ -274,7 +274,7 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
     let places = ["--variant", "corrected", "--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
     let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
     assert!(ok, "bench --memory failed: {said}");
-    assert!(said.contains("inside a 96MiB memory cgroup") && said.contains("restarted as `just setup` left it"), "{said}");
+    assert!(said.contains("inside a 96.0 MiB memory cgroup") && said.contains("restarted as `just setup` left it"), "{said}");
 
     let (_, record) = bench_record(Path::new(&path("results")));
     let run = &record["sizes"][0]["run"];

@@ -92,6 +92,9 @@ fn the_real_hour_gives_the_same_answers_on_polars_postgres_and_mongo() {
     assert!(parquet > 100_000 && parquet < std::fs::metadata(&real).unwrap().len() * 3, "{parquet} bytes of Parquet");
     assert_eq!(polars["server"]["product"], "polars");
     assert!(polars["server"]["caveat"].as_str().unwrap().contains("embedded"));
+    // Its data against the memory its workers have here: the machine's.
+    assert_eq!(polars["memory"]["bytes"], record["context"]["machine"]["memory_bytes"], "{}", polars["memory"]);
+    assert!(record["context"]["cold"]["label"].as_str().unwrap().contains("polars data 0.0"), "{}", record["context"]["cold"]["label"]);
     drop_everywhere(&table);
 }
 

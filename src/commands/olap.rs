@@ -8,10 +8,10 @@ use anyhow::{Context as _, Result};
 use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
-use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, MemoryShare, QueryRecord, Resumed, RunRecord, SCHEMA};
+use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, MemoryShare, QueryRecord, DECLARED, Resumed, RunRecord, SCHEMA};
 use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
-use ghbench_olap::runner::{check_data, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
+use ghbench_olap::runner::{check_data, cold_label, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
 /// The default table when --table is not given: the paper's year.
@@ -70,7 +70,7 @@ pub struct TimingArgs {
     /// another machine that does not report it), e.g. 64GiB: each record's
     /// data ÷ memory then uses it, labelled as declared by you. A server on
     /// this machine is measured instead (its cgroup's limit, else the machine's).
-    #[arg(long, value_name = "SIZE", value_parser = ghbench_core::size::parse_memory)]
+    #[arg(long, value_name = "SIZE", value_parser = ghbench_core::size::parse_declared_memory)]
     pub server_memory: Option<u64>,
 }
 
@@ -139,6 +139,10 @@ pub struct RunPlan {
     /// An unfinished record to go on from (`--resume`), and where it is: its
     /// queries are kept, with their answers from beside it.
     pub resume: Option<(RunRecord, PathBuf)>,
+    /// What was done to every engine's caches before the runs (`bench
+    /// --memory` drops the page cache): recorded with the cold actions, and
+    /// said in the label of hot-only runs.
+    pub before_runs: Vec<String>,
 }
 
 /// Passes every event on, and writes the record so far after each query.
@@ -208,7 +212,7 @@ pub async fn measure(
     progress: &dyn Progress,
     cooler: &dyn Cooler,
 ) -> Result<(RunRecord, Vec<String>)> {
-    let RunPlan { queries: mut options, baseline, concurrency, record_to, resume } = plan;
+    let RunPlan { queries: mut options, baseline, concurrency, record_to, resume, before_runs } = plan;
     let kept: Vec<QueryRecord> = resume.as_ref().map(|(r, _)| r.queries.clone()).unwrap_or_default();
     let mut answers_kept = resume.as_ref().map(|(_, path)| kept_answers(path, &kept)).unwrap_or_default();
     options.skip = kept.iter().map(|q| (q.variant.clone(), q.query.clone())).collect();
@@ -220,7 +224,7 @@ pub async fn measure(
     let mut engines: Vec<EngineRecord> = described.into_iter().map(|e| e.record).collect();
     if let Some(bytes) = options.server_memory {
         for engine in engines.iter_mut().filter(|e| e.memory.is_none()) {
-            engine.memory = Some(MemoryShare { bytes, from: "declared by the user (--server-memory), not measured".into(), limit: None });
+            engine.memory = Some(MemoryShare { bytes, from: DECLARED.into(), limit: None });
         }
     }
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
@@ -260,6 +264,12 @@ pub async fn measure(
     };
     let (queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
     context.cold = cold;
+    if !before_runs.is_empty() {
+        context.cold.actions.splice(0..0, before_runs);
+        if !context.cold.requested {
+            context.cold.label = cold_label(&context.cold, &[]);
+        }
+    }
     context.cold.label = ghbench_olap::record::with_fit(&context.cold.label, &context.engines);
     // The kept queries first, as in the record, with their answers from beside it;
     // every mismatch's cause said as this run's data check says it.

@@ -110,7 +110,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
         Some(path) => path.clone(),
         None => output_path(&args.output, "olap", "json"),
     };
-    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume };
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume, before_runs: Vec::new() };
     let measured = measure(&mut backends, &catalog, plan, &table, &progress, &ClearCaches).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;

@@ -37,11 +37,13 @@ pub type Prepared = Box<dyn Any + Send + Sync>;
 /// when one is below the machine's memory, else the machine's (MemTotal).
 /// None for a server elsewhere (see [`Backend::memory`]).
 pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemoryShare> {
-    let in_process = backend.runs_in_process();
-    let url = backend.server_url().filter(|url| ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine).map(str::to_string);
-    if !in_process && url.is_none() {
-        return None;
-    }
+    // An engine with no server runs in ghbench's processes (its own or a worker's).
+    let url = match backend.server_url() {
+        None => None,
+        Some(url) if ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine => Some(url.to_string()),
+        Some(_) => return None,
+    };
+    let in_process = url.is_none();
     let machine = crate::environment::memory_bytes();
     let pid = match (backend.own_process().await, url) {
         (Some(pid), _) => Some(pid),
@@ -53,7 +55,7 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
         return Some(limited);
     }
     let from = match in_process {
-        true => "this machine's memory (MemTotal): the engine runs in ghbench's processes",
+        true => "this machine's memory (MemTotal): the engine runs in ghbench's processes or its workers",
         false => "this machine's memory (MemTotal): the server runs here",
     };
     Some(MemoryShare { bytes: machine?, from: from.into(), limit: None })

@@ -17,8 +17,7 @@ pub fn machine() -> Machine {
 
 /// This machine's memory (`MemTotal:       24684084 kB`).
 pub fn memory_bytes() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    field(&meminfo, "MemTotal").and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()).map(|kib| kib * 1024)
+    ghbench_core::size::machine_memory()
 }
 
 /// The value of the first `key : value` line.

@@ -263,6 +263,9 @@ pub struct EngineRecord {
     pub memory: Option<MemoryShare>,
 }
 
+/// [`MemoryShare::from`] of a memory the user declared (`--server-memory`).
+pub const DECLARED: &str = "declared by the user (--server-memory), not measured";
+
 /// The memory an engine had, and where the figure comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryShare {
@@ -372,9 +375,10 @@ impl EngineRecord {
     /// With a limit: `data 4.1× memory (a 512.0 MiB limit): read from disk`.
     pub fn fit_said(&self) -> Option<String> {
         let ratio = self.data_to_memory()?;
-        let limit = match self.memory.as_ref().filter(|m| m.limit.is_some()) {
-            Some(memory) => format!(" (a {} limit)", ghbench_core::size::said(memory.bytes)),
-            None => String::new(),
+        let limit = match self.memory.as_ref() {
+            Some(memory) if memory.limit.is_some() => format!(" (a {} limit)", ghbench_core::size::said(memory.bytes)),
+            Some(memory) if memory.from == DECLARED => format!(" (as declared: {})", ghbench_core::size::said(memory.bytes)),
+            _ => String::new(),
         };
         Some(match ratio <= 1.0 {
             true => format!("data {} memory{limit}", ratio_text(ratio)),
@@ -921,6 +925,9 @@ mod tests {
         let memory = limited.memory.as_mut().unwrap();
         memory.limit = Some(MemoryLimit { cgroup_version: crate::cgroup::Version::V2, cgroup: "/ghbench/x-postgres".into(), enforced_by: "test".into(), before_runs: MemoryCounters::default(), over_runs: None });
         assert_eq!(limited.fit_said().unwrap(), "data 4.4× memory (a 1.0 MiB limit): read from disk");
+        let mut declared = engine("mongo", 1 << 20, Some(4 << 20));
+        declared.memory.as_mut().unwrap().from = DECLARED.into();
+        assert_eq!(declared.fit_said().unwrap(), "data 0.27× memory (as declared: 4.0 MiB)");
     }
 
     #[test]

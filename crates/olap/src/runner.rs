@@ -319,7 +319,10 @@ pub async fn run_queries_keeping_answers(
 /// cache dropped is a true cold run.
 pub fn cold_label(cold: &ColdRecord, afresh: &[Engine]) -> String {
     if !cold.requested {
-        return "hot: no cache dropped; every run after the first finds data cached".into();
+        return match cold.actions.is_empty() {
+            true => "hot: no cache dropped; every run after the first finds data cached".into(),
+            false => format!("hot: before the first query {}; every run after the first finds data cached", cold.actions.join("; ")),
+        };
     }
     if cold.true_cold {
         return format!("true cold first runs: before each query's first run {} and the OS page cache dropped", made_cold(cold, afresh));
@@ -632,6 +635,13 @@ async fn run_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hot_label_says_what_was_done_before_the_runs() {
+        assert_eq!(cold_label(&ColdRecord::default(), &[]), "hot: no cache dropped; every run after the first finds data cached");
+        let dropped = ColdRecord { actions: vec!["OS page cache dropped (…) under the 96.0 MiB limit".into()], ..ColdRecord::default() };
+        assert_eq!(cold_label(&dropped, &[]), "hot: before the first query OS page cache dropped (…) under the 96.0 MiB limit; every run after the first finds data cached");
+    }
 
     #[test]
     fn a_cold_label_says_which_servers_the_page_cache_drop_did_not_reach() {

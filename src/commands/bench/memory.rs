@@ -59,28 +59,36 @@ pub struct UnderLimit {
     servers: Vec<ManagedServer>,
 }
 
-impl UnderLimit {
-    /// Checks that every server can be put under `size` (one ghbench can
-    /// restart), then restarts each inside its cgroup and limits polars'
-    /// workers. [`check_can_limit`] first: this touches the servers.
-    pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
-        let mut servers: Vec<ManagedServer> = Vec::new();
-        for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
-            let location = engine.loader().location();
-            match managed.and_then(|m| m.serving(&location)) {
-                Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
-                Some(_) => {}
-                None => bail!(
-                    "--memory {}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
-                    size.text,
-                    engine.engine(),
-                    ghbench_core::redact_url(&location)
-                ),
-            }
+/// The servers `engines` use, each one `just setup` started (listed in
+/// `managed`): a server it did not start is refused, since a running server
+/// cannot be moved under a limit. Checked before any data is made too.
+pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>) -> Result<Vec<ManagedServer>> {
+    let mut servers: Vec<ManagedServer> = Vec::new();
+    for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
+        let location = engine.loader().location();
+        match managed.and_then(|m| m.serving(&location)) {
+            Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
+            Some(_) => {}
+            None => bail!(
+                "--memory {}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
+                size.text,
+                engine.engine(),
+                ghbench_core::redact_url(&location)
+            ),
         }
-        let under = UnderLimit { servers };
+    }
+    Ok(servers)
+}
+
+impl UnderLimit {
+    /// Restarts each server `engines` use inside its cgroup of `size` (see
+    /// [`servers_to_limit`]) and limits polars' workers. [`check_can_limit`]
+    /// first: this touches the servers.
+    pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
+        let under = UnderLimit { servers: servers_to_limit(size, engines, managed)? };
+        let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
-            say(&format!("memory: restarting {} at {} inside a {} memory cgroup", server.name, server.address, size.text));
+            say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup (a Ctrl-C from here on leaves it there until `just setup`)", server.name, server.address));
             if let Err(e) = restart(&server, Some(&size.text)).await {
                 under.end(say).await;
                 bail!("--memory {}: {} did not start under the limit: {e:#}", size.text, server.name);

@@ -63,12 +63,14 @@ and what they clear themselves, labelled as not truly cold. The other runs are h
 --memory SIZE: the servers `just setup` started are restarted inside a memory cgroup of
 SIZE (page cache included, no swap; cgroup v1 or v2, as root), their memory settings
 scaled as the paper's stood to its 64 GiB (shared_buffers 3/16, work_mem 1/64, the
-WiredTiger cache as MongoDB sizes it by default), polars' workers start inside one too,
-and the page cache is dropped before the queries. Every cold restart goes back inside and
-is checked; the record keeps each engine's limit, data ÷ memory, and the kernel's
-counters (peak, times the limit was hit, OOM kills, refaults); an OOM kill is recorded
-as one. A server ghbench did not start is refused (a running server cannot be moved
-under a limit). Afterwards the servers are restarted as setup left them.
+WiredTiger cache as MongoDB sizes it by default, at most half the limit), polars'
+workers start inside one too, and the page cache is dropped before the queries. Every
+cold restart goes back inside and is checked; the record keeps each engine's limit,
+data ÷ memory, and the kernel's counters (peak, times the limit was hit, OOM kills,
+refaults); an OOM kill is recorded as one. SIZE is kept in whole pages and may not
+exceed this machine's memory. A server ghbench did not start is refused before any data
+is made (a running server cannot be moved under a limit). Afterwards the servers are
+restarted as setup left them; a Ctrl-C leaves them under the limit until `just setup`.
 
 Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
@@ -200,6 +202,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let managed = if args.cold || args.memory.is_some() { args.managed.load()? } else { None };
     if let Some(size) = &args.memory {
         memory::check_can_limit(size)?;
+        memory::servers_to_limit(size, &registry.select(&args.conn)?, managed.as_ref())?;
     }
     ensure_output_dir(&args.output)?;
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
@@ -252,10 +255,17 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
             }
             let cooler = BenchCooler::new(&engines, managed.as_ref(), &table, args.memory.clone());
-            if let Some(size) = &args.memory {
-                // What the queries read is then charged to the limits, not found cached outside them.
-                phase(&format!("memory: {} ({size} limit)", drop_os_page_cache().action, size = size.text));
-            }
+            // Under --memory what the queries read is charged to the limits, not
+            // found cached outside them: the page cache is dropped first, and
+            // said in the runs' label.
+            let before_runs = match &args.memory {
+                Some(size) => {
+                    let dropped = format!("{} under the {} limit", drop_os_page_cache().action, ghbench_core::size::said(size.bytes));
+                    phase(&format!("memory: {dropped}"));
+                    vec![dropped]
+                }
+                None => Vec::new(),
+            };
             if args.cold {
                 for line in cooler.describe() {
                     phase(&format!("cold: {line}"));
@@ -265,7 +275,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             let baseline = engines.first().map(|e| e.engine().clone());
             let progress = QueryProgress::new();
             progress.bar.set_prefix(format!("[bench {hours} h] "));
-            let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None }, &table, &progress, &cooler).await;
+            let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None, before_runs }, &table, &progress, &cooler).await;
             progress.bar.finish_and_clear();
             for backend in &backends {
                 backend.close().await;

@@ -1,0 +1,52 @@
+# What scripts/setup.sh and scripts/down.sh share about sizes and the memory
+# cgroups the servers run in (`GHBENCH_MEMORY`). Sourced, not run.
+
+# A size as ghbench reads one: a number and its unit, binary (KiB MiB GiB TiB
+# PiB) or decimal (KB MB GB TB PB; a bare K M G T P is decimal too).
+size_bytes() {
+    local text=${1// /} number unit factor
+    [[ $text =~ ^([0-9]+(\.[0-9]+)?)([A-Za-z]*)$ ]] || return 1
+    number=${BASH_REMATCH[1]} unit=${BASH_REMATCH[3],,}
+    case $unit in
+        ''|b) factor=1 ;; k|kb) factor=1000 ;; ki|kib) factor=1024 ;;
+        m|mb) factor=1000000 ;; mi|mib) factor=1048576 ;;
+        g|gb) factor=1000000000 ;; gi|gib) factor=1073741824 ;;
+        t|tb) factor=1000000000000 ;; ti|tib) factor=1099511627776 ;;
+        p|pb) factor=1000000000000000 ;; pi|pib) factor=1125899906842624 ;;
+        *) return 1 ;;
+    esac
+    awk -v n="$number" -v f="$factor" 'BEGIN { printf "%.0f\n", n * f }'
+}
+
+# A size as PostgreSQL reads one: its units are binary (kB MB GB TB), a bare
+# number counts 8kB pages (shared_buffers' unit).
+pg_size_bytes() {
+    local text=${1// /} unit
+    [[ $text =~ ^([0-9]+)(kB|MB|GB|TB)?$ ]] || return 1
+    case ${BASH_REMATCH[2]} in
+        '') unit=8192 ;; kB) unit=1024 ;; MB) unit=1048576 ;; GB) unit=1073741824 ;; TB) unit=1099511627776 ;;
+    esac
+    awk -v n="${BASH_REMATCH[1]}" -v u="$unit" 'BEGIN { printf "%.0f\n", n * u }'
+}
+
+# The memory cgroup a server of this checkout runs in: ghbench/<checkout>-<server>.
+cgroup_name() { printf 'ghbench/%s-%s' "$(printf '%s' "$GHBENCH_HOME" | md5sum | cut -c1-12)" "$1"; }
+
+# Where a cgroup hierarchy is mounted: `cgroup_mount memory` (v1) or `cgroup_mount 2`.
+cgroup_mount() {
+    awk -v want="$1" '{ for (i = 7; i <= NF; i++) if ($i == "-") {
+        if (want == "2" && $(i + 1) == "cgroup2") print $5
+        else if ($(i + 1) == "cgroup" && ("," $(i + 3) ",") ~ ("," want ",")) print $5
+        break } }' /proc/self/mountinfo | head -n 1
+}
+
+# Removes server $1's cgroups once nothing runs in them (memory, blkio, v2).
+remove_memory_cgroups() {
+    local name base
+    name=$(cgroup_name "$1")
+    for base in "$(cgroup_mount memory)" "$(cgroup_mount blkio)" "$(cgroup_mount 2)"; do
+        if [ -n "$base" ] && [ -d "$base/$name" ] && [ -z "$(cat "$base/$name/cgroup.procs" 2>/dev/null)" ]; then
+            rmdir "$base/$name" 2>/dev/null || true
+        fi
+    done
+}
