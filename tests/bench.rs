@@ -313,6 +313,74 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
     assert!(!cgroup.contains("/ghbench/"), "after the bench the server runs outside the limit: {cgroup}");
 }
 
+/// `bench --regime`: one load, then the queries again under limits chosen
+/// from postgres's stored bytes; every point written with its limit held,
+/// its data ÷ memory as asked, its answers verified; a chart per engine with
+/// the line where its data stops fitting; the servers as setup left them after.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
+    if !is_root() {
+        eprintln!("SKIPPED: --regime needs root");
+        return;
+    }
+    let Some(setup) = OwnSetup::start_with(None) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    // About 130 MB of jsonb and indexes: 1.5× leaves a limit above the 64 MiB floor.
+    let args = ["bench", "--gen", "3", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "1.5,0.5", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
+    assert!(ok, "bench --regime failed: {said}");
+    assert!(said.contains("Data against memory") && said.contains("restarted as `just setup` left it"), "{said}");
+
+    let (json, record) = bench_record(Path::new(&path("results")));
+    let regime = &record["regime"];
+    assert_eq!(regime["reference"], "postgres");
+    let reference = regime["reference_bytes"].as_u64().unwrap();
+    let stored = &of(&record["sizes"][0]["run"]["context"]["engines"], "postgres")["storage"];
+    assert_eq!(reference, stored["table_bytes"].as_u64().unwrap() + stored["index_bytes"].as_u64().unwrap(), "chosen from what postgres stored");
+    let points = regime["points"].as_array().unwrap();
+    assert_eq!(points.iter().map(|p| p["ratio"].as_f64().unwrap()).collect::<Vec<_>>(), [0.5, 1.5], "largest memory first");
+    for point in points {
+        let (ratio, limit) = (point["ratio"].as_f64().unwrap(), point["memory_bytes"].as_u64().unwrap());
+        assert_eq!(limit, (reference as f64 / ratio) as u64 / 4096 * 4096, "{point:.300}");
+        let run = &point["run"];
+        for engine in ["postgres", "polars"] {
+            let memory = &of(&run["context"]["engines"], engine)["memory"];
+            assert_eq!(memory["bytes"].as_u64(), Some(limit), "{engine} at {ratio}×: {memory}");
+            let over = &memory["limit"]["over_runs"];
+            assert!(over["peak_bytes"].as_u64().unwrap() <= limit + ghbench_olap::cgroup::FORCED_CHARGE_SLACK, "{engine} at {ratio}×: {over}");
+            assert_eq!(over["oom_kills"].as_u64(), Some(0), "{engine} at {ratio}×: {over}");
+        }
+        for q in run["queries"].as_array().unwrap() {
+            assert_eq!(q["verification"]["status"], "agree", "{ratio}×: {q:.300}");
+        }
+        let label = run["context"]["cold"]["label"].as_str().unwrap();
+        assert_eq!(label.contains("postgres data 1.5× memory") && label.contains("read from disk"), ratio > 1.0, "{ratio}×: {label}");
+    }
+    // Per engine a chart of time against memory, with its data's line; the
+    // Markdown and the page show the sweep.
+    let charts = json.with_file_name(format!("{}-charts", json.file_stem().unwrap().to_str().unwrap()));
+    for engine in ["postgres", "polars"] {
+        let svg = std::fs::read_to_string(charts.join(format!("regime-{engine}.svg"))).unwrap();
+        assert!(svg.contains("time against memory") && svg.contains("its data,"), "{engine}: {svg:.300}");
+        assert!(svg.matches("<circle").count() >= 3, "{engine}: free and two limits");
+    }
+    let md = std::fs::read_to_string(json.with_extension("md")).unwrap();
+    assert!(md.contains("## Data against memory") && md.contains("regime-postgres.svg") && md.contains("bytes per event") && md.contains("queries read"), "{md:.600}");
+    let html = std::fs::read_to_string(json.with_extension("html")).unwrap();
+    assert!(html.contains("id=\"regime\"") && html.contains("OOM kills"), "the page has the sweep");
+    // `ghbench report` reads the points back.
+    let (ok, report) = setup.ghbench(&["report", json.to_str().unwrap()]);
+    assert!(ok && report.contains("Data against memory"), "{report}");
+    // Afterwards: as setup left it, under no limit.
+    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    assert!(!cgroup.contains("/ghbench/"), "after the sweep the server runs outside the limits: {cgroup}");
+}
+
 /// Without root, `--memory` stops before any data is made, saying what it needs.
 #[test]
 fn memory_without_root_is_refused_saying_what_it_needs() {

@@ -10,6 +10,7 @@ use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
+use ghbench_olap::render::regime::regime_text;
 use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, no_disagreement, print_servers, problems, results_table, Style, DEFAULT_NOISE};
 
 use super::olap::write;
@@ -170,13 +171,16 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
         write(&path, &bench_html(bench, &BenchCharts::draw(bench)?)?)?;
         println!("wrote {}", path.display());
     } else if args.markdown {
-        println!("{}\n---\n\n{}", bench_markdown(bench, &[], ""), markdown(run));
+        println!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run));
     } else {
         for size in &bench.sizes {
             println!("{}", size_text(size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
                 println!("{text}");
             }
+        }
+        if let Some(text) = regime_text(bench) {
+            println!("{text}");
         }
         print_servers(&run.context);
         println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);

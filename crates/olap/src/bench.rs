@@ -29,6 +29,10 @@ pub struct BenchRecord {
     /// kept from there (`1 h`), measured then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed: Option<crate::record::Resumed>,
+    /// `--regime`: the largest size queried again under memory limits chosen
+    /// from its data (see [`Regime`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime: Option<Regime>,
 }
 
 fn finished() -> bool {
@@ -180,6 +184,50 @@ impl DataDamage {
         (!parts.is_empty()).then(|| parts.join("; "))
     }
 }
+
+/// `bench --regime`: one load, then the same engines queried under memory
+/// limits chosen so the reference engine's data (table and indexes) is the
+/// asked multiple of its memory: the paper's verdict as a function of
+/// data ÷ memory. The size's own run (memory free) is the first point.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Regime {
+    /// The engine the ratios are of (the run's first: postgres by default, the
+    /// paper's jsonb), and its stored bytes the limits were chosen from.
+    pub reference: Engine,
+    pub reference_bytes: u64,
+    /// The ratios asked (data ÷ memory), in the order measured (smallest first).
+    pub ratios: Vec<f64>,
+    /// Whether the limits held during the load and the index builds: the
+    /// sweep loads without one, since its limits come from what was stored.
+    pub load_memory: String,
+    /// One per ratio measured, in that order.
+    pub points: Vec<RegimePoint>,
+}
+
+/// The queries under one limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RegimePoint {
+    /// The data ÷ memory asked for the reference engine.
+    pub ratio: f64,
+    /// The limit: the reference's bytes over the ratio, in whole pages.
+    pub memory_bytes: u64,
+    /// The run under it: each engine's memory (its limit and the kernel's
+    /// counters), data ÷ memory, cold and hot runs, verification.
+    pub run: RunRecord,
+}
+
+impl Regime {
+    /// The limit for `ratio`: the reference's bytes over it, in whole 4 KiB
+    /// pages; None below [`MIN_REGIME_MEMORY`].
+    pub fn limit_for(reference_bytes: u64, ratio: f64) -> Option<u64> {
+        let bytes = (reference_bytes as f64 / ratio) as u64 / 4096 * 4096;
+        (bytes >= MIN_REGIME_MEMORY).then_some(bytes)
+    }
+}
+
+/// The least memory a sweep gives a server: PostgreSQL's processes alone
+/// take tens of MiB before a page of data is cached.
+pub const MIN_REGIME_MEMORY: u64 = 64 << 20;
 
 /// How one engine's hot median of one query grows with the data.
 #[derive(Debug, Clone, Serialize, Deserialize)]

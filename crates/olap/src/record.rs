@@ -405,7 +405,7 @@ pub fn with_fit(label: &str, engines: &[EngineRecord]) -> String {
 }
 
 /// Two significant digits below 1 (`0.00047×`, `0.30×`), then `4.1×`, `12×`.
-fn ratio_text(ratio: f64) -> String {
+pub fn ratio_text(ratio: f64) -> String {
     match ratio {
         r if r <= 0.0 => "0×".to_string(),
         r if r < 1.0 => format!("{r:.digits$}×", digits = (-r.log10()).ceil() as usize + 1),

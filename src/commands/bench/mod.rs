@@ -7,6 +7,7 @@
 pub mod cold;
 mod data;
 pub mod memory;
+mod regime;
 mod resume;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,10 @@ use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_
 use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, reconnect_notes, seconds};
 use ghbench_olap::environment::drop_os_page_cache;
-use ghbench_olap::runner::create_indexes;
+use ghbench_olap::concurrency::ConcurrencyOptions;
+use ghbench_olap::record::RunRecord;
+use ghbench_olap::runner::{create_indexes, QueryOptions};
+use ghbench_olap::{Backend, Catalog};
 
 use self::cold::BenchCooler;
 use self::data::{Data, Origin};
@@ -71,6 +75,16 @@ refaults); an OOM kill is recorded as one. SIZE is kept in whole pages and may n
 exceed this machine's memory. A server ghbench did not start is refused before any data
 is made (a running server cannot be moved under a limit). Afterwards the servers are
 restarted as setup left them; a Ctrl-C leaves them under the limit until `just setup`.
+
+--regime 0.25,1,5: the paper's regime in one run. After the queries with memory free,
+the same tables are queried again under limits chosen, as --memory sets one, so the
+first engine's data (table and indexes; postgres's, the paper's jsonb, by default) is
+each ratio times its memory, largest memory first. One load serves every point (it runs
+without a limit: the limits come from what it stored); each point is written to the
+record as it finishes. The reports add each engine's bytes per event, the times at every
+memory, the kernel's counters under each limit, and per engine a log–log chart of time
+against memory with a dashed line where its data stops fitting. A limit under 64 MiB (too
+little for a server) or above this machine's memory is refused before the first point.
 
 Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
@@ -144,6 +158,13 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<memory::MemorySize>,
 
+    /// After the queries with memory free, query the same data again under memory
+    /// limits chosen so the first engine's data (table and indexes: postgres's, the
+    /// paper's jsonb, by default) is each of these multiples of its memory, e.g.
+    /// 0.25,1,5: the paper's regime, charted (see below; needs root).
+    #[arg(long, value_delimiter = ',', value_name = "RATIO,...", conflicts_with_all = ["memory", "scale"], value_parser = regime::parse_ratio)]
+    pub regime: Vec<f64>,
+
     /// Where generated hours are kept (one folder per size of hour and seed).
     #[arg(long, value_name = "DIR", default_value = ".ghbench/bench")]
     pub data_dir: PathBuf,
@@ -199,8 +220,11 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     registry.select(&args.conn)?;
     let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let managed = if args.cold || args.memory.is_some() { args.managed.load()? } else { None };
-    if let Some(size) = &args.memory {
+    let managed = if args.cold || args.memory.is_some() || !args.regime.is_empty() { args.managed.load()? } else { None };
+    // The sweep's limits come from what is stored; the smallest a point can
+    // have stands for them in the checks made before any data.
+    let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize { text: "64MiB".into(), bytes: ghbench_olap::bench::MIN_REGIME_MEMORY });
+    if let Some(size) = args.memory.as_ref().or(smallest_sweep.as_ref()) {
         memory::check_can_limit(size)?;
         memory::servers_to_limit(size, &registry.select(&args.conn)?, managed.as_ref())?;
     }
@@ -213,6 +237,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let tables = sizes.iter().map(|&hours| data.table(&base, hours, &catalog)).collect::<Result<Vec<_>>>()?;
     data.make()?;
     let first_table = tables[0].clone();
+    let largest_table = tables.last().cloned().expect("at least one size");
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
@@ -224,7 +249,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     // a signal (then they stay under the limit, which every record names,
     // until `just setup`).
     let measured = async {
-        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None };
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None, regime: None };
         // Written after every size (unfinished until the report): a bench that
         // stops keeps the sizes it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
@@ -243,7 +268,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             for engine in &engines {
                 loads.push(load(engine, registry, &data, range, &table, &args).await?);
             }
-            let mut backends = connect_backends(&engines, &table).await?;
+            let backends = connect_backends(&engines, &table).await?;
             phase("indexes");
             let mut indexes = Vec::new();
             for backend in &backends {
@@ -254,33 +279,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 };
                 indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
             }
-            let cooler = BenchCooler::new(&engines, managed.as_ref(), &table, args.memory.clone());
-            // Under --memory what the queries read is charged to the limits, not
-            // found cached outside them: the page cache is dropped first, and
-            // said in the runs' label.
-            let before_runs = match &args.memory {
-                Some(size) => {
-                    let dropped = format!("{} under the {} limit", drop_os_page_cache().action, ghbench_core::size::said(size.bytes));
-                    phase(&format!("memory: {dropped}"));
-                    vec![dropped]
-                }
-                None => Vec::new(),
-            };
-            if args.cold {
-                for line in cooler.describe() {
-                    phase(&format!("cold: {line}"));
-                }
-            }
-            phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if args.cold { " after a cold one" } else { "" }));
-            let baseline = engines.first().map(|e| e.engine().clone());
-            let progress = QueryProgress::new();
-            progress.bar.set_prefix(format!("[bench {hours} h] "));
-            let measured = measure(&mut backends, &catalog, RunPlan { queries: options.clone(), baseline, concurrency: concurrency.clone(), record_to: None, resume: None, before_runs }, &table, &progress, &cooler).await;
-            progress.bar.finish_and_clear();
-            for backend in &backends {
-                backend.close().await;
-            }
-            let (run, _) = measured?;
+            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &table, cold: args.cold };
+            let run = queries.run(backends, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
@@ -294,6 +294,16 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 eprintln!("warning: the record of the sizes so far was not written ({e:#}); the bench goes on");
             }
         }
+        if !args.regime.is_empty() {
+            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &largest_table, cold: args.cold };
+            let write_record = |record: &BenchRecord| {
+                let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
+                if let Err(e) = written {
+                    eprintln!("warning: the record of the points so far was not written ({e:#}); the sweep goes on");
+                }
+            };
+            regime::sweep(&mut record, &args.regime, &queries, &write_record).await?;
+        }
         record.growth = growth(&record.sizes);
         record.finished = true;
         report(&record, &json_path, started.elapsed())
@@ -303,6 +313,55 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         under.end(&|line| eprintln!("[bench] {line}")).await;
     }
     measured
+}
+
+/// What every query run of a bench shares: the engines and their table, the
+/// queries and how they are timed. A size's run and each `--regime` point
+/// are runs of it.
+struct Queries<'a> {
+    engines: &'a [Selected],
+    managed: Option<&'a cold::ManagedServers>,
+    catalog: &'a Catalog,
+    options: &'a QueryOptions,
+    concurrency: &'a Option<ConcurrencyOptions>,
+    table: &'a TableName,
+    cold: bool,
+}
+
+impl Queries<'_> {
+    /// The queries on `backends` (closed afterwards), under `memory` when
+    /// the servers were restarted inside that limit.
+    async fn run(&self, mut backends: Vec<Box<dyn Backend>>, prefix: &str, memory: Option<&memory::MemorySize>, phase: &dyn Fn(&str)) -> Result<RunRecord> {
+        let cooler = BenchCooler::new(self.engines, self.managed, self.table, memory.cloned());
+        // Under a limit what the queries read is charged to it, not found
+        // cached outside it: the page cache is dropped first, and said in the
+        // runs' label.
+        let before_runs = match memory {
+            Some(size) => {
+                let dropped = format!("{} under the {} limit", drop_os_page_cache().action, ghbench_core::size::said(size.bytes));
+                phase(&format!("memory: {dropped}"));
+                vec![dropped]
+            }
+            None => Vec::new(),
+        };
+        if self.cold {
+            for line in cooler.describe() {
+                phase(&format!("cold: {line}"));
+            }
+        }
+        let options = self.options;
+        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if self.cold { " after a cold one" } else { "" }));
+        let baseline = self.engines.first().map(|e| e.engine().clone());
+        let progress = QueryProgress::new();
+        progress.bar.set_prefix(prefix.to_string());
+        let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: None, resume: None, before_runs };
+        let measured = measure(&mut backends, self.catalog, plan, self.table, &progress, &cooler).await;
+        progress.bar.finish_and_clear();
+        for backend in &backends {
+            backend.close().await;
+        }
+        Ok(measured?.0)
+    }
 }
 
 /// One engine's load of one size, in a run of its own; hours its ledger
@@ -403,11 +462,14 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<Exit
     let md_path = json_path.with_extension("md");
     let charts = BenchCharts::draw(record)?;
     let (dir, dir_name) = write_charts(&md_path, charts.all())?;
-    let md = format!("{}\n---\n\n{}", bench_markdown(record, &charts.growth, &dir_name), markdown_with_charts(run, &charts.largest, &dir_name));
+    let md = format!("{}\n---\n\n{}", bench_markdown(record, &charts, &dir_name), markdown_with_charts(run, &charts.largest, &dir_name));
     write(&md_path, &md)?;
     let html_path = json_path.with_extension("html");
     write(&html_path, &bench_html(record, &charts)?)?;
 
+    if let Some(text) = ghbench_olap::render::regime::regime_text(record) {
+        println!("{text}");
+    }
     print_servers(&run.context);
     println!("first runs: {}", run.context.cold.label);
     for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {

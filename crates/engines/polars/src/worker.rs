@@ -47,10 +47,13 @@ pub fn serve_queries_with(program: PathBuf) {
 static MEMORY_LIMIT: std::sync::Mutex<Option<MemoryCgroup>> = std::sync::Mutex::new(None);
 
 /// Starts every worker from now on inside a memory cgroup of `bytes`
-/// (`ghbench/polars-<pid>`, no swap); None: without one (the cgroup made
-/// before is removed once empty).
+/// (`ghbench/polars-<pid>-<n>`, no swap); None: without one (the cgroup made
+/// before is removed once empty). Each limit gets a cgroup of its own, so
+/// its peak is about that limit alone and removing the last one spares it.
 pub fn limit_memory(bytes: Option<u64>) -> Result<(), CgroupError> {
-    let cgroup = bytes.map(|bytes| MemoryCgroup::create(&format!("polars-{}", std::process::id()), bytes)).transpose()?;
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let name = |n: u32| format!("polars-{}-{n}", std::process::id());
+    let cgroup = bytes.map(|bytes| MemoryCgroup::create(&name(MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)), bytes)).transpose()?;
     let mut slot = MEMORY_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(before) = std::mem::replace(&mut *slot, cgroup) {
         before.remove();

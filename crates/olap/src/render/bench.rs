@@ -154,7 +154,7 @@ pub fn size_text(size: &SizeRecord) -> String {
     for line in size.damage_lines() {
         let _ = writeln!(text, "damaged input: {line}");
     }
-    text += &query_table(size).render_within(Style::Terminal, width);
+    text += &query_table(&size.run).render_within(Style::Terminal, width);
     if let Some(setups) = setups_table(&size.run) {
         let _ = write!(text, "\nEach setup against the one it changes:\n{}", setups.render_within(Style::Terminal, width));
     }
@@ -162,9 +162,9 @@ pub fn size_text(size: &SizeRecord) -> String {
 }
 
 /// One row per query, variant and engine: the cold run beside the hot ones.
-pub fn query_table(size: &SizeRecord) -> TextTable {
+pub fn query_table(run: &RunRecord) -> TextTable {
     let mut table = TextTable::new(&["query", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
-    for q in &size.run.queries {
+    for q in &run.queries {
         for r in &q.engines {
             let stats = r.stats;
             let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
@@ -248,12 +248,15 @@ pub fn growth_table(record: &BenchRecord) -> TextTable {
 /// section (per query, limits, charts) follows with its full report.
 pub(crate) const LOAD_HEADING: &str = "Many clients at once (the largest size's in full below):";
 
-/// A bench's charts, drawn once for every view that shows them.
+/// A bench's charts, drawn once for every view that shows them (none by default).
+#[derive(Default)]
 pub struct BenchCharts {
     /// How each engine's times grow with the data (none with a single size).
     pub growth: Vec<Chart>,
     /// The largest size's run: a bar chart per query, load and storage.
     pub largest: Vec<Chart>,
+    /// `--regime`: per engine its time against memory.
+    pub regime: Vec<Chart>,
 }
 
 impl BenchCharts {
@@ -262,11 +265,15 @@ impl BenchCharts {
             Some(run) => charts(run)?,
             None => Vec::new(),
         };
-        Ok(BenchCharts { growth: growth_charts(record)?, largest })
+        let regime = match &record.regime {
+            Some(regime) => super::regime::regime_charts(record, regime)?,
+            None => Vec::new(),
+        };
+        Ok(BenchCharts { growth: growth_charts(record)?, largest, regime })
     }
 
     pub fn all(&self) -> impl Iterator<Item = &Chart> {
-        self.growth.iter().chain(&self.largest)
+        self.growth.iter().chain(&self.regime).chain(&self.largest)
     }
 }
 
@@ -292,6 +299,7 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
             x_ticks: Vec::new(),
             lines,
             note: None,
+            marks: Vec::new(),
         };
         drawn.push(draw_lines(&format!("growth-{}-{}", q.query, q.variant), chart)?);
     }
@@ -331,6 +339,7 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
         x_ticks: Vec::new(),
         lines: loads,
         note: None,
+        marks: Vec::new(),
     };
     drawn.push(draw_lines("growth-load", chart)?);
     Ok(drawn)
@@ -350,10 +359,13 @@ pub fn partial_lines(record: &BenchRecord) -> Vec<String> {
 }
 
 /// Loud lines for the whole bench: partial, then each size's failed
-/// indexes, mismatches and failures (`8 h: MISMATCH …`).
+/// indexes, mismatches and failures (`8 h: MISMATCH …`), then each
+/// `--regime` point's (`under a 320.0 MiB limit: …`).
 pub fn bench_problems(record: &BenchRecord) -> Vec<String> {
     let sizes = record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(super::problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours)));
-    partial_lines(record).into_iter().chain(sizes).collect()
+    let points = record.regime.iter().flat_map(|r| &r.points);
+    let limited = points.flat_map(|p| super::problems(&p.run).into_iter().map(move |line| format!("under a {} limit: {line}", ghbench_core::size::said(p.memory_bytes))));
+    partial_lines(record).into_iter().chain(sizes).chain(limited).collect()
 }
 
 fn resumed_line(record: &BenchRecord) -> Option<String> {
@@ -362,7 +374,7 @@ fn resumed_line(record: &BenchRecord) -> Option<String> {
     Some(format!("RESUMED: sizes {}, {stopped}; the rest by this one, on the same data, servers and settings", r.said("measured", "bench")))
 }
 
-pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> String {
+pub fn bench_markdown(record: &BenchRecord, charts: &BenchCharts, dir: &str) -> String {
     let mut md = String::new();
     let Some(run) = largest(record) else { return md };
     let _ = writeln!(md, "# ghbench bench, {}\n", run.context.started_at);
@@ -384,7 +396,7 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
         for line in size.index_failures() {
             let _ = writeln!(md, "**{line}**\n");
         }
-        let _ = writeln!(md, "{}\n", query_table(size).render(Style::Markdown));
+        let _ = writeln!(md, "{}\n", query_table(&size.run).render(Style::Markdown));
         if let Some(setups) = setups_table(&size.run) {
             let _ = writeln!(md, "Each setup against the one it changes (hot medians; faster by = its time / the setup's):\n\n{}\n", setups.render(Style::Markdown));
         }
@@ -394,7 +406,10 @@ pub fn bench_markdown(record: &BenchRecord, charts: &[Chart], dir: &str) -> Stri
     }
     if !record.growth.is_empty() {
         let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));
-        md += &super::markdown::chart_links(charts, dir);
+        md += &super::markdown::chart_links(&charts.growth, dir);
+    }
+    if let Some(regime) = &record.regime {
+        md += &super::regime::regime_markdown(record, regime, &charts.regime, dir);
     }
     md
 }

@@ -271,6 +271,7 @@ pub fn charts(run: &RunRecord) -> Result<Vec<Chart>, ChartError> {
         x_ticks: record.clients.iter().map(|&c| c as f64).collect(),
         lines,
         note,
+        marks: Vec::new(),
     };
     let qps = chart(
         "Queries per second against clients",

@@ -72,7 +72,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
                 loads: bench::load_table(s),
                 damage: s.damage_lines(),
                 index_failures: s.index_failures(),
-                queries: bench::query_table(s),
+                queries: bench::query_table(&s.run),
                 setups: bench::setups_table(&s.run),
                 load: s.run.concurrency.as_ref().map(super::concurrency::load_table),
             })
@@ -80,6 +80,13 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
         growth: bench::growth_table(record),
         load_heading: bench::LOAD_HEADING,
         charts: charts.growth.iter().map(|c| Value::from_safe_string(c.svg.clone())).collect(),
+        regime: record.regime.as_ref().map(|regime| RegimeView {
+            intro: super::regime::regime_intro(regime),
+            fit: super::regime::fit_table(record, regime),
+            times: super::regime::times_table(record, regime),
+            counters: super::regime::counters_table(regime),
+            charts: charts.regime.iter().map(|c| Value::from_safe_string(c.svg.clone())).collect(),
+        }),
     };
     let mut page = Page::with_charts(run, &charts.largest);
     page.heading = format!("ghbench bench, {}", run.context.started_at);
@@ -107,6 +114,17 @@ struct BenchView {
     load_heading: &'static str,
     sizes: Vec<SizeView>,
     growth: TextTable,
+    charts: Vec<Value>,
+    /// `--regime`'s section, when the bench swept memory.
+    regime: Option<RegimeView>,
+}
+
+#[derive(Serialize)]
+struct RegimeView {
+    intro: String,
+    fit: TextTable,
+    times: TextTable,
+    counters: TextTable,
     charts: Vec<Value>,
 }
 

@@ -26,6 +26,15 @@ pub(crate) struct Lines {
     pub lines: Vec<Line>,
     /// A line under the chart, e.g. which points are left out and why.
     pub note: Option<String>,
+    /// Dashed vertical lines across the chart, each labelled at its top: where
+    /// something changes along x (an engine's data stops fitting in memory).
+    pub marks: Vec<Mark>,
+}
+
+/// A dashed vertical line at `x`, labelled.
+pub(crate) struct Mark {
+    pub x: f64,
+    pub label: String,
 }
 
 pub(crate) struct Line {
@@ -50,7 +59,9 @@ impl Lines {
         let drawn: Vec<(&Line, Vec<(f64, f64)>)> =
             self.lines.iter().map(|l| (l, l.points.iter().copied().filter(drawable).collect::<Vec<_>>())).filter(|(_, p)| !p.is_empty()).collect();
         let points = || drawn.iter().flat_map(|(_, p)| p.iter().copied());
-        let (x, y) = (span(points().map(|p| p.0)), span(points().map(|p| p.1)));
+        let marks: Vec<&Mark> = self.marks.iter().filter(|m| m.x > 0.0 && m.x.is_finite()).collect();
+        // A mark widens the x axis so it is seen.
+        let (x, y) = (span(points().map(|p| p.0).chain(marks.iter().map(|m| m.x))), span(points().map(|p| p.1)));
         let x_ticks = match self.x_ticks.iter().copied().filter(|t| x.contains(t)).collect::<Vec<f64>>() {
             given if given.is_empty() => ticks_in(&x),
             given => given,
@@ -71,6 +82,17 @@ impl Lines {
             .y_label_formatter(&|v| tick(*v))
             .label_style((FONT, 12))
             .draw()?;
+        let grey = RGBColor(110, 110, 110);
+        for mark in &marks {
+            // Dashes of 6 pixels' worth of the y axis, drawn as short segments.
+            let (low, high) = (y.start.ln(), y.end.ln());
+            let dashes = (0..40).step_by(2).map(|i| {
+                let at = |i: i32| (low + (high - low) * f64::from(i) / 40.0).exp();
+                PathElement::new(vec![(mark.x, at(i)), (mark.x, at(i + 1))], grey.stroke_width(1))
+            });
+            chart.draw_series(dashes)?;
+            chart.draw_series(std::iter::once(Text::new(mark.label.clone(), (mark.x, y.end / 1.08), (FONT, 12).into_font().color(&grey))))?;
+        }
         let (xs, ys) = chart.plotting_area().get_pixel_range();
         let in_pixels: Vec<Vec<(i32, i32)>> =
             drawn.iter().map(|(_, points)| points.iter().map(|p| chart.backend_coord(p)).map(|(x, y)| (x - xs.start, y - ys.start)).collect()).collect();
@@ -173,6 +195,7 @@ mod tests {
             x_ticks: Vec::new(),
             lines: points.into_iter().enumerate().map(|(place, points)| Line { label: format!("e{place}"), place, points }).collect(),
             note: None,
+            marks: Vec::new(),
         }
     }
 
@@ -211,6 +234,18 @@ mod tests {
             assert!(texts.contains(&label), "{label} in {texts:?}");
         }
         assert!(!texts.contains(&"2"), "no 1-2-5 ticks on x when given: {texts:?}");
+    }
+
+    #[test]
+    fn a_mark_is_drawn_dashed_and_labelled_even_beyond_the_points() {
+        let mut chart = lines(vec![vec![(100.0, 5.0), (400.0, 2.0)]]);
+        chart.marks = vec![Mark { x: 1600.0, label: "e0 data".into() }];
+        let svg = chart.svg().unwrap();
+        assert!(svg.contains("e0 data"), "the mark's label");
+        let dashes = svg.split("<polyline").filter(|l| l.contains("stroke=\"#6E6E6E\"")).count();
+        assert_eq!(dashes, 20, "twenty grey dashes");
+        let texts: Vec<&str> = svg.split("<text").skip(1).filter_map(|t| Some(t.split('>').nth(1)?.split('<').next()?.trim())).collect();
+        assert!(texts.contains(&"1k"), "the x axis reaches the mark: {texts:?}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod lines;
 mod overview;
 pub mod markdown;
 mod paper;
+pub mod regime;
 pub mod summary;
 pub mod terminal;
 

@@ -1,0 +1,203 @@
+//! Views of `bench --regime`: the same data queried with memory free and under
+//! limits chosen from it. What each engine stores per event (its compression
+//! decides where its data stops fitting), each query's hot median at every
+//! memory, the kernel's counters that show each limit held and what was read
+//! from disk, and per engine a chart of time against memory on log axes with
+//! a dashed line where its data stops fitting.
+
+use std::fmt::Write as _;
+
+use super::bench::{query_table, TextTable};
+use super::charts::{draw_lines, Chart, ChartError, MIB};
+use super::lines::{Line, Lines, Mark};
+use super::{memory_limit_line, query_label, result_for, seconds, terminal_width, Style};
+use crate::bench::{BenchRecord, Regime, RegimePoint};
+use crate::record::{EngineRecord, MemoryCounters, RunRecord};
+use ghbench_core::size::said;
+
+/// Every run of the sweep, memory free first, each with its heading
+/// (`memory free` / `a 320.0 MiB limit (5×)`).
+pub fn runs<'a>(record: &'a BenchRecord, regime: &'a Regime) -> Vec<(String, &'a RunRecord)> {
+    let free = record.sizes.last().map(|s| ("memory free".to_string(), &s.run));
+    let limited = regime.points.iter().map(|p| (format!("{} limit ({}×)", said(p.memory_bytes), p.ratio), &p.run));
+    free.into_iter().chain(limited).collect()
+}
+
+/// Printed as each point finishes: its queries, and each engine's limit and counters.
+pub fn point_text(point: &RegimePoint) -> String {
+    let width = terminal_width(point.run.context.engines.len());
+    let mut text = format!("Under a {} limit (data ÷ memory {}× for the first engine):\n", said(point.memory_bytes), point.ratio);
+    text += &query_table(&point.run).render_within(Style::Terminal, width);
+    for engine in &point.run.context.engines {
+        if let Some(line) = memory_limit_line(engine) {
+            let _ = write!(text, "\nmemory {}: {line}", engine.engine);
+        }
+    }
+    text
+}
+
+fn stored(engine: &EngineRecord) -> Option<u64> {
+    engine.storage.as_ref().map(|s| s.table_bytes + s.index_bytes)
+}
+
+/// Per engine what it stores (table and indexes) and per event, and its data ÷
+/// memory in every run: where each engine's knee falls.
+pub fn fit_table(record: &BenchRecord, regime: &Regime) -> TextTable {
+    let runs = runs(record, regime);
+    let mut header = vec!["engine".to_string(), "stored".into(), "bytes per event".into()];
+    header.extend(runs.iter().map(|(heading, _)| format!("data ÷ memory, {heading}")));
+    let mut table = TextTable::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
+    let Some((_, free)) = runs.first() else { return table };
+    for engine in &free.context.engines {
+        let bytes = stored(engine);
+        let events = engine.data.as_ref().map(|d| d.events).filter(|&n| n > 0);
+        let mut row = vec![
+            engine.engine.to_string(),
+            bytes.map_or_else(|| "–".into(), said),
+            bytes.zip(events).map_or_else(|| "–".into(), |(b, n)| format!("{:.0}", b as f64 / n as f64)),
+        ];
+        for (_, run) in &runs {
+            let ratio = run.context.engines.iter().find(|e| e.engine == engine.engine).and_then(EngineRecord::data_to_memory);
+            row.push(ratio.map_or_else(|| "–".into(), crate::record::ratio_text));
+        }
+        table.rows.push(row);
+    }
+    table.with_text_columns(1)
+}
+
+/// Per query and engine, the hot median in every run (memory free first).
+pub fn times_table(record: &BenchRecord, regime: &Regime) -> TextTable {
+    let runs = runs(record, regime);
+    let mut header = vec!["query".to_string(), "engine".into()];
+    header.extend(runs.iter().map(|(heading, _)| format!("hot median s, {heading}")));
+    let mut table = TextTable::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
+    let Some((_, free)) = runs.first() else { return table };
+    for q in &free.queries {
+        for r in &q.engines {
+            let mut row = vec![query_label(q), r.engine.to_string()];
+            for (_, run) in &runs {
+                let result = run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant).and_then(|o| result_for(o, &r.engine));
+                row.push(match result {
+                    Some(result) => result.stats.map_or_else(|| "failed".into(), |s| seconds(s.median)),
+                    None => "–".into(),
+                });
+            }
+            table.rows.push(row);
+        }
+    }
+    table.with_text_columns(2)
+}
+
+/// What an engine's processes read from storage over a run's queries, as
+/// the kernel counted it per query (`/proc/<pid>/io` `read_bytes`); None
+/// when no query was counted.
+fn queries_read(run: &RunRecord, engine: &ghbench_core::Engine) -> Option<u64> {
+    let counted = run.queries.iter().filter_map(|q| result_for(q, engine)?.read.as_ref()?.kernel.as_ref()?.counters.get("read_bytes").copied());
+    counted.fold(None, |sum, n| Some(sum.unwrap_or(0) + n))
+}
+
+/// Per limit and engine what the kernel counted over the runs: the proof the
+/// limit held (peak, OOM kills) and what was read again (refaults: pages
+/// read back after the limit evicted them; the queries' reads from storage).
+pub fn counters_table(regime: &Regime) -> TextTable {
+    let mut table = TextTable::new(&["limit", "engine", "peak", "limit hits", "OOM kills", "refaults", "major faults", "queries read"]);
+    for point in &regime.points {
+        for engine in &point.run.context.engines {
+            let over = engine.memory.as_ref().and_then(|m| m.limit.as_ref()).and_then(|l| l.over_runs.clone());
+            let read = queries_read(&point.run, &engine.engine).map_or_else(|| "–".into(), said);
+            let Some(MemoryCounters { peak_bytes, limit_hits, oom_kills, refaults, major_faults, .. }) = over else {
+                table.rows.push(vec![said(point.memory_bytes), engine.engine.to_string(), "not counted".into(), "–".into(), "–".into(), "–".into(), "–".into(), read]);
+                continue;
+            };
+            let count = |n: Option<u64>| n.map_or_else(|| "–".into(), |n| n.to_string());
+            table.rows.push(vec![
+                said(point.memory_bytes),
+                engine.engine.to_string(),
+                peak_bytes.map_or_else(|| "–".into(), said),
+                count(limit_hits),
+                count(oom_kills),
+                count(refaults),
+                count(major_faults),
+                read,
+            ]);
+        }
+    }
+    table.with_text_columns(2)
+}
+
+/// Per engine, each query's hot median against the memory it had (MiB; the
+/// machine's for the free run), log–log, with a dashed line at its stored
+/// size: to the right of it its data fits.
+pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>, ChartError> {
+    let runs = runs(record, regime);
+    let Some((_, free)) = runs.first() else { return Ok(Vec::new()) };
+    let mut drawn = Vec::new();
+    for engine in &free.context.engines {
+        let lines = free
+            .queries
+            .iter()
+            .enumerate()
+            .map(|(place, q)| Line {
+                label: query_label(q),
+                place,
+                points: runs
+                    .iter()
+                    .filter_map(|(_, run)| {
+                        let memory = run.context.engines.iter().find(|e| e.engine == engine.engine)?.memory.as_ref()?.bytes;
+                        let query = run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant)?;
+                        Some((memory as f64 / MIB, result_for(query, &engine.engine)?.stats?.median))
+                    })
+                    .collect(),
+            })
+            .collect();
+        let marks = stored(engine).map(|b| Mark { x: b as f64 / MIB, label: format!("its data, {}", said(b)) }).into_iter().collect();
+        let chart = Lines {
+            title: format!("{}: time against memory", engine.engine),
+            subtitle: "hot median per query; left of the dashed line its data does not fit in memory".into(),
+            x_label: "memory, MiB (the limit; the machine's when free)".into(),
+            y_label: "seconds".into(),
+            x_ticks: Vec::new(),
+            lines,
+            note: Some(regime.load_memory.clone()),
+            marks,
+        };
+        drawn.push(draw_lines(&format!("regime-{}", engine.engine), chart)?);
+    }
+    Ok(drawn)
+}
+
+/// What the sweep did, in one paragraph.
+pub fn regime_intro(regime: &Regime) -> String {
+    format!(
+        "The same tables queried with memory free, then with the servers and polars' workers inside memory limits (the page cache dropped first) chosen so {}'s {} of data is {} its memory; {}.",
+        regime.reference,
+        said(regime.reference_bytes),
+        regime.ratios.iter().map(|r| format!("{r}×")).collect::<Vec<_>>().join(", "),
+        regime.load_memory
+    )
+}
+
+/// The sweep's tables for the terminal; None without a sweep.
+pub fn regime_text(record: &BenchRecord) -> Option<String> {
+    let regime = record.regime.as_ref()?;
+    let width = terminal_width(record.sizes.last().map_or(1, |s| s.run.context.engines.len()));
+    Some(format!(
+        "Data against memory ({} at {}; {}):\n{}\n{}\n{}",
+        regime.reference,
+        regime.ratios.iter().map(|r| format!("{r}×")).collect::<Vec<_>>().join(", "),
+        regime.load_memory,
+        fit_table(record, regime).render_within(Style::Terminal, width),
+        times_table(record, regime).render_within(Style::Terminal, width),
+        counters_table(regime).render_within(Style::Terminal, width)
+    ))
+}
+
+/// The sweep's section of the Markdown report, charts linked as `<dir>/<name>.svg`.
+pub fn regime_markdown(record: &BenchRecord, regime: &Regime, charts: &[Chart], dir: &str) -> String {
+    let mut md = format!("## Data against memory (`--regime`)\n\n{}\n\n", regime_intro(regime));
+    let _ = writeln!(md, "What each engine stores, and its data ÷ memory in each run:\n\n{}\n", fit_table(record, regime).render(Style::Markdown));
+    let _ = writeln!(md, "{}\n", times_table(record, regime).render(Style::Markdown));
+    let _ = writeln!(md, "What the kernel counted under each limit, over the runs:\n\n{}\n", counters_table(regime).render(Style::Markdown));
+    md += &super::markdown::chart_links(charts, dir);
+    md
+}

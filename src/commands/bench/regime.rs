@@ -1,0 +1,139 @@
+//! `bench --regime RATIOS`: the paper's verdict as a function of data ÷
+//! memory. After the size's own run (memory free), the same engines are
+//! queried again under limits chosen so the first engine's data (table and
+//! indexes: postgres's by default, the paper's jsonb) is each ratio times its
+//! memory: one load, many memories. Each point restarts the servers inside
+//! its limit (`bench --memory`'s machinery) and is written to the record as
+//! soon as it is measured, so a sweep that stops keeps its points.
+
+use anyhow::{bail, Context as _, Result};
+use ghbench_olap::bench::{BenchRecord, Regime, RegimePoint, MIN_REGIME_MEMORY};
+use ghbench_olap::render::regime::point_text;
+use ghbench_core::size::said;
+
+use super::memory::{MemorySize, UnderLimit};
+use super::Queries;
+use crate::options::connect_backends;
+
+/// Said in the record: the sweep loads before it knows its limits.
+const LOAD_MEMORY: &str = "the load and the index builds ran without a limit (the sweep's limits are chosen from what they stored)";
+
+/// A ratio of data to memory, as `--regime` takes it: positive and finite.
+pub fn parse_ratio(text: &str) -> Result<f64, String> {
+    let ratio: f64 = text.trim().trim_end_matches(['x', '×']).parse().map_err(|_| format!("'{text}' is not a ratio of data to memory (e.g. 0.25, 1, 5)"))?;
+    match ratio.is_finite() && ratio > 0.0 {
+        true => Ok(ratio),
+        false => Err(format!("'{text}': a ratio of data to memory is above 0")),
+    }
+}
+
+/// The sweep's limits, largest memory first, for the reference engine's
+/// stored bytes; refused, before any is measured, when one would not let a
+/// server start or is more than this machine has.
+fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<Vec<(f64, u64)>> {
+    let mut ratios = ratios.to_vec();
+    ratios.sort_by(f64::total_cmp);
+    ratios.dedup();
+    ratios
+        .into_iter()
+        .map(|ratio| {
+            let Some(limit) = Regime::limit_for(bytes, ratio) else {
+                bail!(
+                    "--regime {ratio}: {reference}'s {} of data at {ratio}× memory is a limit under {}, too little for a server to start; load more data (--gen, --events-per-hour) or ask a smaller ratio",
+                    said(bytes),
+                    said(MIN_REGIME_MEMORY)
+                )
+            };
+            if limit > machine {
+                bail!(
+                    "--regime {ratio}: {reference}'s {} of data at {ratio}× memory needs {} of memory, more than this machine's {}; ask a larger ratio, or load less data",
+                    said(bytes),
+                    said(limit),
+                    said(machine)
+                );
+            }
+            Ok((ratio, limit))
+        })
+        .collect()
+}
+
+/// Measures every ratio the record does not hold yet, writing the record
+/// after each; the servers go back as setup left them however it ends.
+pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'_>, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
+    let size = record.sizes.last().context("--regime: no size was measured to sweep")?;
+    let reference = size.run.context.engines.first().context("--regime: the run has no engine")?;
+    let Some(storage) = &reference.storage else {
+        bail!("--regime: {} did not say how big its data is ({}), so no limit can be chosen from it", reference.engine, reference.storage_error.as_deref().unwrap_or("no sizes"));
+    };
+    let bytes = storage.table_bytes + storage.index_bytes;
+    let machine = ghbench_core::size::machine_memory().context("--regime: this machine's memory (MemTotal in /proc/meminfo) could not be read")?;
+    let limits = limits(ratios, &reference.engine.to_string(), bytes, machine)?;
+    let reference = reference.engine.clone();
+    let regime = record.regime.get_or_insert_with(|| Regime {
+        reference: reference.clone(),
+        reference_bytes: bytes,
+        ratios: limits.iter().map(|l| l.0).collect(),
+        load_memory: LOAD_MEMORY.into(),
+        points: Vec::new(),
+    });
+    if regime.reference != reference || regime.reference_bytes != bytes {
+        bail!("cannot resume the sweep: its limits were chosen from {}'s {} bytes, the data now holds {bytes} bytes of {reference}; start the bench anew", regime.reference, regime.reference_bytes);
+    }
+    let say = |line: &str| eprintln!("[regime] {line}");
+    let mut under: Option<UnderLimit> = None;
+    let swept = async {
+        for (ratio, limit) in limits {
+            if record.regime.as_ref().is_some_and(|r| r.points.iter().any(|p| p.ratio == ratio)) {
+                say(&format!("{ratio}×: kept from the record it resumes"));
+                continue;
+            }
+            let memory = MemorySize { text: format!("{}KiB", limit / 1024), bytes: limit };
+            let phase = |what: &str| eprintln!("[regime {ratio}×, {}] {what}", said(limit));
+            phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit", said(bytes), said(limit)));
+            // The servers move from one limit to the next; `end` once, after the last.
+            drop(under.take());
+            under = Some(UnderLimit::start(&memory, queries.engines, queries.managed, &say).await?);
+            let backends = connect_backends(queries.engines, queries.table).await?;
+            let run = queries.run(backends, &format!("[regime {ratio}×] "), Some(&memory), &phase).await?;
+            let point = RegimePoint { ratio, memory_bytes: limit, run };
+            println!("{}", point_text(&point));
+            record.regime.as_mut().expect("made above").points.push(point);
+            write_record(record);
+        }
+        Ok(())
+    }
+    .await;
+    if let Some(under) = under {
+        under.end(&say).await;
+    }
+    swept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_read_as_written_and_refuse_nonsense() {
+        assert_eq!(parse_ratio("0.25"), Ok(0.25));
+        assert_eq!(parse_ratio("5x"), Ok(5.0));
+        assert_eq!(parse_ratio(" 1× "), Ok(1.0));
+        assert!(parse_ratio("0").unwrap_err().contains("above 0"));
+        assert!(parse_ratio("inf").unwrap_err().contains("above 0"));
+        assert!(parse_ratio("half").unwrap_err().contains("not a ratio"));
+    }
+
+    #[test]
+    fn limits_are_whole_pages_largest_memory_first_and_refused_out_of_reach() {
+        let gib = 1u64 << 30;
+        let got = limits(&[5.0, 0.5, 1.0, 1.0], "postgres", 2 * gib, 24 * gib).unwrap();
+        assert_eq!(got.iter().map(|l| l.0).collect::<Vec<_>>(), vec![0.5, 1.0, 5.0]);
+        assert_eq!(got[0].1, 4 * gib);
+        assert_eq!(got[1].1, 2 * gib);
+        assert!(got.iter().all(|l| l.1 % 4096 == 0), "{got:?}");
+        let small = limits(&[40.0], "postgres", 2 * gib, 24 * gib).unwrap_err().to_string();
+        assert!(small.contains("too little for a server") && small.contains("load more data"), "{small}");
+        let large = limits(&[0.05], "postgres", 2 * gib, 24 * gib).unwrap_err().to_string();
+        assert!(large.contains("more than this machine's"), "{large}");
+    }
+}
