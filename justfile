@@ -56,6 +56,12 @@ bench-tuned hours="40" events="25000" repeat="3": setup build
 bench-clients hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-clients.sh {{hours}} {{events}} {{repeat}}
 
+# The paper's regime: 1M generated events loaded once, queried with memory free and
+# with the servers inside memory limits where postgres's data is 0.25, 1 and 5 times
+# memory (SecantusDB at 100,000 events beside postgres); charts in results/regime/. Root.
+bench-regime hours="40" events="25000" repeat="3": setup build
+    bash scripts/bench-regime.sh {{hours}} {{events}} {{repeat}}
+
 # Criterion microbenchmarks (gzip, cleaning, encodings) on small slices.
 bench:
     cargo bench --bench pipeline

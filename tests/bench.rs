@@ -291,6 +291,16 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
     }
     let label = run["context"]["cold"]["label"].as_str().unwrap();
     assert!(label.contains("postgres data") && label.contains("(a 96.0 MiB limit): read from disk"), "{label}");
+    // The limit held during the load and index builds too; polars loads outside it, said.
+    let during_load = &record["sizes"][0]["memory_during_load"];
+    let postgres_load = &of(during_load, "postgres")["counters"];
+    assert!(postgres_load["peak_bytes"].as_u64().unwrap() <= LIMIT + ghbench_olap::cgroup::FORCED_CHARGE_SLACK, "{during_load}");
+    assert_eq!(postgres_load["oom_kills"].as_u64(), Some(0), "{during_load}");
+    assert!(of(during_load, "polars")["outside"].as_str().unwrap().contains("ghbench's own process"), "{during_load}");
+    assert!(said.contains("postgres: during its load and index builds, peak"), "{said}");
+    // Beyond memory the disk sets the pace: which disk, and its measured speed.
+    let disk = &run["context"]["machine"]["disk"];
+    assert!(disk["sequential_read_bytes_per_second"].as_f64().unwrap() > 0.0 && disk["device"].is_string(), "{disk}");
     // Every restart for a cold run came back inside the limit, and said so.
     let actions: Vec<&str> = run["context"]["cold"]["actions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(actions.iter().any(|a| a.contains("postgres back inside its 96.0 MiB memory cgroup")), "{actions:?}");
@@ -358,6 +368,7 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
         }
         let label = run["context"]["cold"]["label"].as_str().unwrap();
         assert_eq!(label.contains("postgres data 1.5× memory") && label.contains("read from disk"), ratio > 1.0, "{ratio}×: {label}");
+        assert!(run["context"]["machine"]["disk"]["sequential_read_bytes_per_second"].as_f64().is_some(), "the disk, measured: {}", run["context"]["machine"]);
     }
     // Per engine a chart of time against memory, with its data's line; the
     // Markdown and the page show the sweep.

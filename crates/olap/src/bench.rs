@@ -66,6 +66,47 @@ pub struct SizeRecord {
     pub indexes: Vec<IndexEngineRecord>,
     /// The queries: cold and hot runs, verification, the engines' servers, data and sizes.
     pub run: RunRecord,
+    /// Under `--memory`: per engine whether the limit held during its load
+    /// and index builds too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory_during_load: Vec<LoadMemory>,
+}
+
+/// What an engine's memory cgroup counted from the restart into the limit
+/// to the end of the index builds: its load and index builds (and its
+/// start). An OOM kill there is why a load retried.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadMemory {
+    pub engine: Engine,
+    pub limit_bytes: u64,
+    /// The cgroup counted; None when the engine's load ran outside the
+    /// limit (`outside` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cgroup: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::record::MemoryCounters>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outside: Option<String>,
+}
+
+impl LoadMemory {
+    /// `postgres: during its load and index builds, peak 95.8 MiB of the 96.0 MiB limit, 0 OOM kills`.
+    pub fn said(&self) -> String {
+        let limit = ghbench_core::size::said(self.limit_bytes);
+        match (&self.counters, &self.outside) {
+            (Some(c), _) => {
+                let peak = c.peak_bytes.map_or_else(|| "peak not counted".into(), |p| format!("peak {}", ghbench_core::size::said(p)));
+                let ooms = match c.oom_kills {
+                    Some(0) => "0 OOM kills".to_string(),
+                    Some(n) => format!("{n} OOM kill(s): its processes were killed for memory, and the load retried what they lost"),
+                    None => "OOM kills not counted".into(),
+                };
+                format!("{}: during its load and index builds, {peak} of the {limit} limit, {ooms}", self.engine)
+            }
+            (None, Some(why)) => format!("{}: its load ran outside the {limit} limit ({why})", self.engine),
+            (None, None) => format!("{}: its load under the {limit} limit was not counted", self.engine),
+        }
+    }
 }
 
 impl SizeRecord {

@@ -12,6 +12,7 @@ pub fn machine() -> Machine {
         logical_cores: std::thread::available_parallelism().ok().map(|n| n.get()),
         memory_bytes: memory_bytes(),
         os_release: std::fs::read_to_string("/proc/sys/kernel/osrelease").ok().map(|s| format!("Linux {}", s.trim())),
+        disk: None,
     }
 }
 

@@ -19,6 +19,7 @@ pub mod catalog;
 pub mod cgroup;
 pub mod concurrency;
 pub mod consistency;
+pub mod disk;
 pub mod environment;
 pub mod kernel_io;
 pub mod ledger;

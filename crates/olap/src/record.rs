@@ -236,6 +236,11 @@ pub struct Machine {
     pub logical_cores: Option<usize>,
     pub memory_bytes: Option<u64>,
     pub os_release: Option<String>,
+    /// The disk under the servers' data and its measured sequential read
+    /// speed (`bench --memory` and `--regime`, where data outgrows memory
+    /// and the disk sets the pace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<crate::disk::Disk>,
 }
 
 /// One engine: what server answered, what data it holds, how big it is.

@@ -124,7 +124,7 @@ fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
 fn a_bench_size_says_whether_its_engines_agree_and_one_engine_alone_is_no_failure() {
     use ghbench_olap::bench::SizeRecord;
     use ghbench_olap::record::{RunRecord, VerificationStatus};
-    let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run };
+    let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run, memory_during_load: Vec::new() };
     let with_status = |mut run: RunRecord, status: VerificationStatus| {
         run.queries.iter_mut().for_each(|q| q.verification.status = status);
         run

@@ -10,6 +10,7 @@
 use std::str::FromStr;
 
 use anyhow::{bail, Result};
+use ghbench_olap::bench::LoadMemory;
 use ghbench_olap::cgroup::MemoryCgroup;
 
 use super::cold::{restart, ManagedServer, ManagedServers};
@@ -52,6 +53,27 @@ pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
             other.map_or("no limit".to_string(), |l| format!("a limit of {}", ghbench_core::size::said(l)))
         )),
     }
+}
+
+/// Per engine, what its server's cgroup counted since it was made (the
+/// restart into the limit before the load): whether the limit held during
+/// the load and the index builds. Read right after the index builds.
+pub fn during_load(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemory> {
+    engines
+        .iter()
+        .map(|engine| {
+            let base = LoadMemory { engine: engine.engine().clone(), limit_bytes: size.bytes, cgroup: None, counters: None, outside: None };
+            if !engine.plugin.spec().capabilities.server {
+                return LoadMemory { outside: Some("it loads inside ghbench's own process; only its query workers run inside the limit".into()), ..base };
+            }
+            let found = ghbench_olap::kernel_io::server_pid(&engine.loader().location()).and_then(MemoryCgroup::of_process);
+            match found {
+                Ok(cgroup) if cgroup.limit() == Some(size.bytes) => LoadMemory { cgroup: Some(cgroup.path.clone()), counters: Some(cgroup.counters()), ..base },
+                Ok(cgroup) => LoadMemory { outside: Some(format!("its server runs in {} without this limit", cgroup.path)), ..base },
+                Err(e) => LoadMemory { outside: Some(format!("its server's cgroup could not be read: {e}")), ..base },
+            }
+        })
+        .collect()
 }
 
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].

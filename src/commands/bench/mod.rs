@@ -245,6 +245,14 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         Some(size) => Some(memory::UnderLimit::start(size, &engines, managed.as_ref(), &|line| eprintln!("[bench] {line}")).await?),
         None => None,
     };
+    // Beyond memory the disk sets the pace: which one, and how fast it reads.
+    let disk = (args.memory.is_some() || !args.regime.is_empty()).then(|| {
+        let folders = args.managed.data_folders().unwrap_or_default();
+        let folder = folders.first().map_or(args.data_dir.clone(), |(_, dir)| dir.clone());
+        let disk = ghbench_olap::disk::measure(&folder);
+        eprintln!("[bench] disk: {}", disk.said());
+        disk
+    });
     // The servers go back as setup left them however the bench ends, short of
     // a signal (then they stay under the limit, which every record names,
     // until `just setup`).
@@ -279,12 +287,16 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 };
                 indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
             }
-            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &table, cold: args.cold };
+            let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines)).unwrap_or_default();
+            for line in &memory_during_load {
+                phase(&format!("memory: {}", line.said()));
+            }
+            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &table, cold: args.cold, disk: disk.as_ref() };
             let run = queries.run(backends, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
-            let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run };
+            let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run, memory_during_load };
             println!("{}", size_text(&size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
                 println!("{text}");
@@ -295,7 +307,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             }
         }
         if !args.regime.is_empty() {
-            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &largest_table, cold: args.cold };
+            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &largest_table, cold: args.cold, disk: disk.as_ref() };
             let write_record = |record: &BenchRecord| {
                 let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
                 if let Err(e) = written {
@@ -326,6 +338,8 @@ struct Queries<'a> {
     concurrency: &'a Option<ConcurrencyOptions>,
     table: &'a TableName,
     cold: bool,
+    /// Measured once where the servers keep their data, under a limit.
+    disk: Option<&'a ghbench_olap::disk::Disk>,
 }
 
 impl Queries<'_> {
@@ -360,7 +374,9 @@ impl Queries<'_> {
         for backend in &backends {
             backend.close().await;
         }
-        Ok(measured?.0)
+        let mut run = measured?.0;
+        run.context.machine.disk = self.disk.cloned();
+        Ok(run)
     }
 }
 

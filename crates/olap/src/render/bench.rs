@@ -136,6 +136,7 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             opt(storage.filter(|s| !(no_indexes && s.index_bytes == 0)).map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
         ]);
     }
+    table.notes.extend(size.memory_during_load.iter().map(crate::bench::LoadMemory::said));
     let mut at_once: Vec<usize> = size.loads.iter().filter(|l| l.seconds.is_some()).map(|l| l.concurrency).filter(|n| *n > 0).collect();
     at_once.dedup();
     if let [n] = at_once.as_slice() {

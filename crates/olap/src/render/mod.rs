@@ -367,11 +367,12 @@ pub fn version_line(context: &Context) -> String {
 /// The machine the run took place on.
 pub fn machine_line(m: &Machine) -> String {
     format!(
-        "{}, {} logical cores, {:.1} GiB RAM, {}",
+        "{}, {} logical cores, {:.1} GiB RAM, {}{}",
         m.cpu_model.as_deref().unwrap_or("unknown CPU"),
         m.logical_cores.map_or("?".into(), |n| n.to_string()),
         m.memory_bytes.unwrap_or(0) as f64 / (1u64 << 30) as f64,
-        m.os_release.as_deref().unwrap_or("unknown OS")
+        m.os_release.as_deref().unwrap_or("unknown OS"),
+        m.disk.as_ref().map(|d| format!("; disk: {}", d.said())).unwrap_or_default()
     )
 }
 

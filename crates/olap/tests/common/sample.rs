@@ -140,6 +140,7 @@ pub fn record() -> RunRecord {
                 logical_cores: Some(2),
                 memory_bytes: Some(8 << 30),
                 os_release: Some("Debian GNU/Linux 12".into()),
+                disk: None,
             },
             engines: (0..ENGINES.len()).map(engine).collect(),
             baseline: Some("postgres".into()),

@@ -1,0 +1,177 @@
+//! The disk under a folder, and how fast it reads in sequence: beyond memory
+//! a query's time follows the disk (the paper ran on provisioned EBS), so a
+//! run whose data outgrows memory records which disk and a measured speed.
+//!
+//! The speed is measured, not looked up: a file of [`PROBE_BYTES`] written in
+//! the folder, synced, dropped from the page cache (`posix_fadvise
+//! DONTNEED`, which needs no root) and read back in 1 MiB blocks, timed. One
+//! sequential read of one file: the best case of the scans Queries B–D make,
+//! not a benchmark of the disk.
+
+use std::io::{Read as _, Write as _};
+use std::os::fd::AsRawFd as _;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+/// The probe's size: more than a disk's own cache, little enough to take
+/// seconds on a slow disk.
+pub const PROBE_BYTES: u64 = 256 << 20;
+const BLOCK: usize = 1 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disk {
+    /// The folder measured (where the servers keep their data).
+    pub folder: String,
+    /// The mount's source and filesystem, e.g. `/dev/vda (ext4)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The block device's model, where the kernel names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether the kernel sees spinning media (`queue/rotational`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// Bytes per second read in sequence, measured as the module says; None
+    /// when it could not be (`error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential_read_bytes_per_second: Option<f64>,
+    pub measured_with: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Disk {
+    /// `/dev/vda (ext4, virtio, not rotational): 1.2 GB/s sequential read, measured`.
+    pub fn said(&self) -> String {
+        let mut about: Vec<String> = Vec::new();
+        about.extend(self.model.clone());
+        about.extend(self.rotational.map(|r| if r { "rotational".to_string() } else { "not rotational".to_string() }));
+        let device = self.device.clone().unwrap_or_else(|| "an unknown device".into());
+        let speed = match (self.sequential_read_bytes_per_second, &self.error) {
+            (Some(rate), _) => format!("{:.0} MB/s sequential read, measured", rate / 1e6),
+            (None, Some(e)) => format!("read speed not measured: {e}"),
+            (None, None) => "read speed not measured".into(),
+        };
+        let about = if about.is_empty() { String::new() } else { format!(", {}", about.join(", ")) };
+        format!("{} on {device}{about}: {speed}", self.folder)
+    }
+}
+
+/// The disk under `folder`, its speed measured there.
+pub fn measure(folder: &Path) -> Disk {
+    let (device, block) = mounted_from(folder).unwrap_or((None, None));
+    let (model, rotational) = block.as_deref().map(block_device).unwrap_or((None, None));
+    let (rate, error) = match read_speed(folder) {
+        Ok(rate) => (Some(rate), None),
+        Err(e) => (None, Some(e)),
+    };
+    Disk {
+        folder: folder.display().to_string(),
+        device,
+        model,
+        rotational,
+        sequential_read_bytes_per_second: rate,
+        measured_with: format!(
+            "a {} file written there, synced, dropped from the page cache (posix_fadvise DONTNEED) and read back in 1 MiB blocks",
+            ghbench_core::size::said(PROBE_BYTES)
+        ),
+        error,
+    }
+}
+
+/// The mount holding `folder`: its source and filesystem, and its block
+/// device's `major:minor`.
+fn mounted_from(folder: &Path) -> Option<(Option<String>, Option<String>)> {
+    let folder = folder.canonicalize().ok()?;
+    let mounts = procfs::process::Process::myself().ok()?.mountinfo().ok()?;
+    let mount = mounts.into_iter().filter(|m| folder.starts_with(&m.mount_point)).max_by_key(|m| m.mount_point.as_os_str().len())?;
+    let source = mount.mount_source.clone().unwrap_or_else(|| "?".into());
+    Some((Some(format!("{source} ({})", mount.fs_type)), Some(mount.majmin.clone())))
+}
+
+/// A block device's model and whether it spins, from `/sys/dev/block/<major:minor>`
+/// (a partition's are its disk's).
+fn block_device(majmin: &str) -> (Option<String>, Option<bool>) {
+    let Ok(path) = std::fs::canonicalize(format!("/sys/dev/block/{majmin}")) else { return (None, None) };
+    let disk = if path.join("partition").exists() { path.parent().map(Path::to_path_buf).unwrap_or(path) } else { path };
+    let read = |file: &str| std::fs::read_to_string(disk.join(file)).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let model = read("device/model").or_else(|| {
+        // A virtio disk names no model: its driver says what it is.
+        let driver = std::fs::read_link(disk.join("device/driver")).ok()?;
+        Some(driver.file_name()?.to_string_lossy().into_owned())
+    });
+    (model, read("queue/rotational").map(|r| r == "1"))
+}
+
+fn read_speed(folder: &Path) -> Result<f64, String> {
+    let mut probe = tempfile_in(folder)?;
+    let block = vec![0x5au8; BLOCK];
+    for _ in 0..PROBE_BYTES / BLOCK as u64 {
+        probe.file.write_all(&block).map_err(|e| format!("writing {}: {e}", probe.path.display()))?;
+    }
+    probe.file.sync_all().map_err(|e| format!("syncing {}: {e}", probe.path.display()))?;
+    // SAFETY: a plain call on an open descriptor of ours.
+    let dropped = unsafe { libc::posix_fadvise(probe.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if dropped != 0 {
+        return Err(format!("posix_fadvise DONTNEED on {}: error {dropped}", probe.path.display()));
+    }
+    let mut file = std::fs::File::open(&probe.path).map_err(|e| format!("opening {}: {e}", probe.path.display()))?;
+    let mut buffer = vec![0u8; BLOCK];
+    let started = Instant::now();
+    let mut read = 0u64;
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => read += n as u64,
+            Err(e) => return Err(format!("reading {}: {e}", probe.path.display())),
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    if read != PROBE_BYTES || seconds <= 0.0 {
+        return Err(format!("read {read} of {PROBE_BYTES} bytes back"));
+    }
+    Ok(read as f64 / seconds)
+}
+
+/// A file removed when dropped, however the measurement ends.
+struct Probe {
+    path: std::path::PathBuf,
+    file: std::fs::File,
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn tempfile_in(folder: &Path) -> Result<Probe, String> {
+    let path = folder.join(format!(".ghbench-disk-probe-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| format!("making {}: {e}", path.display()))?;
+    Ok(Probe { path, file })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_under_a_folder_is_found_and_read_back_in_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = measure(dir.path());
+        assert_eq!(disk.error, None, "{disk:?}");
+        assert!(disk.sequential_read_bytes_per_second.unwrap() > 0.0, "{disk:?}");
+        assert!(disk.device.as_deref().is_some_and(|d| d.contains('(')), "the mount's source and filesystem: {disk:?}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "the probe is removed");
+        assert!(disk.said().contains("MB/s sequential read, measured"), "{}", disk.said());
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_written_is_said_not_measured() {
+        let disk = measure(Path::new("/proc"));
+        assert!(disk.sequential_read_bytes_per_second.is_none() && disk.error.as_deref().is_some_and(|e| e.contains("making")), "{disk:?}");
+        assert!(disk.said().contains("read speed not measured"), "{}", disk.said());
+    }
+}
