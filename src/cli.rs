@@ -117,7 +117,12 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         // server (a query past a limit, an abandoned client, or all of it when
         // interrupted) is cancelled before ghbench exits.
         let cancelled = match ended {
-            Ended::Interrupted(_) => ghbench_core::stop::cancel_all().await,
+            Ended::Interrupted(_) => {
+                let mut cancelled = ghbench_core::stop::cancel_all().await;
+                // Servers a bench put under a memory limit go back as setup left them.
+                cancelled.extend(commands::bench::memory::restore_after_signal().await);
+                cancelled
+            }
             Ended::Ran(_) => ghbench_core::stop::settle().await,
         };
         (ended, cancelled)

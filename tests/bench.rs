@@ -84,6 +84,13 @@ impl OwnSetup {
         client.query_one("SELECT pg_postmaster_start_time()::text", &[]).await.unwrap().get(0)
     }
 
+    /// The cgroups a backend of the server runs in (`/proc/<pid>/cgroup`).
+    async fn postgres_cgroup(&self) -> String {
+        let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &self.pg_url).await.unwrap();
+        let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+        std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap()
+    }
+
     fn mongo_pid(&self) -> String {
         std::fs::read_to_string(self.home.join("mongo/server.pid")).unwrap_or_default()
     }
@@ -317,10 +324,51 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
         .sum();
     assert!(hot_reads > 0, "postgres read from disk under the limit");
     // Afterwards: as setup left it, under no limit.
-    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
-    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
-    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let cgroup = setup.postgres_cgroup().await;
     assert!(!cgroup.contains("/ghbench/"), "after the bench the server runs outside the limit: {cgroup}");
+}
+
+/// Ctrl-C while the servers run under `--memory`'s limit: ghbench exits 130
+/// and restarts them as setup left them on its way out, saying so.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
+    if !is_root() {
+        eprintln!("SKIPPED: --memory needs root");
+        return;
+    }
+    let Some(setup) = OwnSetup::start_with(None) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    let stderr = work.path().join("stderr");
+    let args = ["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres", "--memory", "128MiB", "--servers", servers.to_str().unwrap()];
+    let places = ["--data-dir", &path("data"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(args)
+        .args(places)
+        .env("DATABASE_URL", &setup.pg_url)
+        .env("MONGODB_URI", &setup.mongo_url)
+        .env_remove("GHBENCH_SERVERS")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&stderr).unwrap())
+        .spawn()
+        .unwrap();
+    // The load starts once the server runs under the limit.
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&stderr).unwrap_or_default().contains("] load into") {
+        assert!(started.elapsed() < Duration::from_secs(300), "no load began: {}", std::fs::read_to_string(&stderr).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let under = setup.postgres_cgroup().await;
+    assert!(under.contains("/ghbench/"), "under the limit during the load: {under}");
+    // SAFETY: kill(2) on a child this test started and has not waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = wait_within(child, Duration::from_secs(120));
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(said.contains("postgres restarted as `just setup` left it (it ran under --memory's limit)"), "{said}");
+    let after = setup.postgres_cgroup().await;
+    assert!(!after.contains("/ghbench/"), "after Ctrl-C the server runs outside the limit: {after}");
 }
 
 /// `bench --regime`: one load, then the queries again under limits chosen
@@ -386,9 +434,7 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
     let (ok, report) = setup.ghbench(&["report", json.to_str().unwrap()]);
     assert!(ok && report.contains("Data against memory"), "{report}");
     // Afterwards: as setup left it, under no limit.
-    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
-    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
-    let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let cgroup = setup.postgres_cgroup().await;
     assert!(!cgroup.contains("/ghbench/"), "after the sweep the server runs outside the limits: {cgroup}");
 }
 

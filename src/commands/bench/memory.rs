@@ -76,6 +76,28 @@ pub fn during_load(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemory> {
         .collect()
 }
 
+/// The servers a bench has restarted under a limit and not yet back: a
+/// signal that stops ghbench restores them too ([`restore_after_signal`]).
+static LIMITED: std::sync::Mutex<Vec<ManagedServer>> = std::sync::Mutex::new(Vec::new());
+
+fn limited() -> std::sync::MutexGuard<'static, Vec<ManagedServer>> {
+    LIMITED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// After Ctrl-C or SIGTERM: every server a bench left under its limit
+/// restarted as `just setup` left it, what happened said per server.
+pub async fn restore_after_signal() -> Vec<String> {
+    let servers = std::mem::take(&mut *limited());
+    let mut said = Vec::new();
+    for server in servers {
+        said.push(match restart(&server, None).await {
+            Ok(()) => format!("{} restarted as `just setup` left it (it ran under --memory's limit)", server.name),
+            Err(e) => format!("{} still runs under --memory's limit ({e:#}): restart it with `just setup`", server.name),
+        });
+    }
+    said
+}
+
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
 pub struct UnderLimit {
     servers: Vec<ManagedServer>,
@@ -110,7 +132,10 @@ impl UnderLimit {
         let under = UnderLimit { servers: servers_to_limit(size, engines, managed)? };
         let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
-            say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup (a Ctrl-C from here on leaves it there until `just setup`)", server.name, server.address));
+            say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup", server.name, server.address));
+            if !limited().iter().any(|s| s.name == server.name) {
+                limited().push(server.clone());
+            }
             if let Err(e) = restart(&server, Some(&size.text)).await {
                 under.end(say).await;
                 bail!("--memory {}: {} did not start under the limit: {e:#}", size.text, server.name);
@@ -129,6 +154,7 @@ impl UnderLimit {
     /// it had one), polars' workers unlimited again.
     pub async fn end(self, say: &dyn Fn(&str)) {
         let _ = ghbench_polars::worker::limit_memory(None);
+        limited().retain(|s| !self.servers.iter().any(|mine| mine.name == s.name));
         for server in &self.servers {
             match restart(server, None).await {
                 Ok(()) => say(&format!("memory: {} restarted as `just setup` left it", server.name)),

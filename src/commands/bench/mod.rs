@@ -74,7 +74,7 @@ data ÷ memory, and the kernel's counters (peak, times the limit was hit, OOM ki
 refaults); an OOM kill is recorded as one. SIZE is kept in whole pages and may not
 exceed this machine's memory. A server ghbench did not start is refused before any data
 is made (a running server cannot be moved under a limit). Afterwards the servers are
-restarted as setup left them; a Ctrl-C leaves them under the limit until `just setup`.
+restarted as setup left them, after a Ctrl-C too.
 
 --regime 0.25,1,5: the paper's regime in one run. After the queries with memory free,
 the same tables are queried again under limits chosen, as --memory sets one, so the
@@ -253,9 +253,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         eprintln!("[bench] disk: {}", disk.said());
         disk
     });
-    // The servers go back as setup left them however the bench ends, short of
-    // a signal (then they stay under the limit, which every record names,
-    // until `just setup`).
+    // The servers go back as setup left them however the bench ends (after a
+    // signal, `cli` restores them: see `memory::restore_after_signal`).
     let measured = async {
         let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None, regime: None };
         // Written after every size (unfinished until the report): a bench that
