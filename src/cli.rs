@@ -37,7 +37,7 @@ enum Command {
     /// Derive the normalized engine's relational tables from a loaded jsonb table, or --verify them.
     Normalize(commands::normalize::NormalizeArgs),
     /// The whole benchmark in one command: data, load, indexes, cold and hot queries, sizes, report (--scale: at several sizes).
-    Bench(commands::bench::BenchArgs),
+    Bench(Box<commands::bench::BenchArgs>),
     /// Show a saved query result again, or compare two.
     Report(commands::report::ReportArgs),
     /// Serve a folder of hour files over HTTP on loopback, like data.gharchive.org.
@@ -102,7 +102,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::Index(args) => commands::index::run(args, &engines).await,
             Command::Query(args) => commands::query::run(args, &engines).await,
             Command::Normalize(args) => commands::normalize::run(args, &engines).await,
-            Command::Bench(args) => commands::bench::run(args, &engines).await,
+            Command::Bench(args) => commands::bench::run(*args, &engines).await,
             Command::Report(args) => commands::report::run(args),
             Command::Gen(args) => commands::gen::run(args),
             Command::PolarsWorker(_) => unreachable!("answered before the runtime starts"),
@@ -117,12 +117,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         // server (a query past a limit, an abandoned client, or all of it when
         // interrupted) is cancelled before ghbench exits.
         let cancelled = match ended {
-            Ended::Interrupted(_) => {
-                let mut cancelled = ghbench_core::stop::cancel_all().await;
-                // Servers a bench put under a memory limit go back as setup left them.
-                cancelled.extend(commands::bench::memory::restore_after_signal().await);
-                cancelled
-            }
+            Ended::Interrupted(_) => ghbench_core::stop::cancel_all().await,
             Ended::Ran(_) => ghbench_core::stop::settle().await,
         };
         (ended, cancelled)
@@ -131,6 +126,9 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     match ended {
         Ended::Interrupted(signal) => {
             crate::interrupt::say(signal, &cancelled);
+            // Servers a bench put under a memory limit go back as setup left them.
+            runtime.block_on(commands::bench::memory::restore_after_signal());
+            crate::interrupt::say_exit(signal);
             // Not through the runtime's drop, which would wait for work on
             // blocking threads (a polars query) to end by itself.
             std::process::exit(signal.exit_code());

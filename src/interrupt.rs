@@ -50,15 +50,18 @@ pub async fn signalled() -> Signal {
     }
 }
 
-/// What ghbench did on its way out.
+/// What ghbench cancelled on its way out (the exit status is said last, by [`say_exit`]).
 pub fn say(signal: Signal, cancelled: &[String]) {
     if cancelled.is_empty() {
-        eprintln!("{}: no query, plan or index build of ghbench's was running on a server; exit {}", signal.name(), signal.exit_code());
+        eprintln!("{}: no query, plan or index build of ghbench's was running on a server", signal.name());
         return;
     }
     eprintln!("{}: cancelling what ghbench was running on the servers:", signal.name());
     for line in cancelled {
         eprintln!("  {line}");
     }
+}
+
+pub fn say_exit(signal: Signal) {
     eprintln!("exit {}", signal.exit_code());
 }

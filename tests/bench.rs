@@ -366,9 +366,47 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
     let out = wait_within(child, Duration::from_secs(120));
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(out.status.code(), Some(130), "{said}");
-    assert!(said.contains("postgres restarted as `just setup` left it (it ran under --memory's limit)"), "{said}");
+    assert!(said.contains("postgres restarted as `just setup` left it (it ran under the bench's memory limit)"), "{said}");
     let after = setup.postgres_cgroup().await;
     assert!(!after.contains("/ghbench/"), "after Ctrl-C the server runs outside the limit: {after}");
+}
+
+/// A query that needs more memory than `--memory` leaves: the kernel kills
+/// the server's process, and the run records an OOM kill, said as such, not
+/// a lost connection retried; the bench exits 1 and the servers go back.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() {
+    if !is_root() {
+        eprintln!("SKIPPED: --memory needs root");
+        return;
+    }
+    let Some(setup) = OwnSetup::start_with(None) else { return };
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    // Query A builds an array of 60 million numbers (about 500 MB) in one
+    // backend: far more than 96 MiB, and held in memory, never spilled.
+    let catalog = work.path().join("queries");
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    let hog = "SELECT 'hog' AS repo, cardinality(array_agg(g)) AS count FROM generate_series(1, 60000000) g, (SELECT 1 FROM {table} LIMIT 1) t\n";
+    std::fs::write(catalog.join("postgres/corrected/A.sql"), hog).unwrap();
+    let servers = setup.servers_file();
+    let args = ["bench", "--gen", "1", "--events-per-hour", "2000", "--engines", "postgres", "--memory", "96MiB", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--catalog", catalog.to_str().unwrap(), "--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
+    assert!(!ok, "a failed query fails the bench: {said}");
+    let (_, record) = bench_record(Path::new(&path("results")));
+    let run = &record["sizes"][0]["run"];
+    let a = of(&run["queries"].as_array().unwrap().iter().find(|q| q["query"] == "A").unwrap()["engines"], "postgres");
+    assert!(a["oom_kills"].as_u64().unwrap() >= 1, "{a}");
+    let error = a["error"].as_str().unwrap();
+    assert!(error.contains("for want of memory") && error.contains("96.0 MiB limit"), "{error}");
+    let limit = &of(&run["context"]["engines"], "postgres")["memory"]["limit"];
+    assert!(limit["over_runs"]["oom_kills"].as_u64().unwrap() >= 1, "the cgroup counted it: {limit}");
+    // The other queries ran on the server PostgreSQL brought back.
+    let b = of(&run["queries"].as_array().unwrap().iter().find(|q| q["query"] == "B").unwrap()["engines"], "postgres");
+    assert!(b["stats"]["median"].as_f64().is_some(), "{b}");
+    let cgroup = setup.postgres_cgroup().await;
+    assert!(!cgroup.contains("/ghbench/"), "after the bench the server runs outside the limit: {cgroup}");
 }
 
 /// `bench --regime`: one load, then the queries again under limits chosen
@@ -385,8 +423,8 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
     let work = tempfile::tempdir().unwrap();
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
-    // About 130 MB of jsonb and indexes: 1.5× leaves a limit above the 64 MiB floor.
-    let args = ["bench", "--gen", "3", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "1.5,0.5", "--repeat", "1", "--variant", "corrected"];
+    // About 150 MB of jsonb and indexes: 1.5× leaves a limit above the 64 MiB floor.
+    let args = ["bench", "--gen", "3", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "1.5,0.5", "--repeat", "1", "--variant", "corrected", "--clients", "2", "--duration", "2", "--warmup", "0"];
     let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
     let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
     assert!(ok, "bench --regime failed: {said}");
@@ -413,6 +451,12 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
         }
         for q in run["queries"].as_array().unwrap() {
             assert_eq!(q["verification"]["status"], "agree", "{ratio}×: {q:.300}");
+        }
+        // Many clients at once under the limit too, every answer right.
+        let phases = run["concurrency"]["phases"].as_array().unwrap();
+        assert_eq!(phases.len(), 2, "postgres and polars at 2 clients, {ratio}×");
+        for phase in phases {
+            assert!(phase["completed"].as_u64().unwrap() > 0 && phase["failed_queries"] == 0 && phase["wrong_answers"] == 0, "{ratio}×: {phase:.400}");
         }
         let label = run["context"]["cold"]["label"].as_str().unwrap();
         assert_eq!(label.contains("postgres data 1.5× memory") && label.contains("read from disk"), ratio > 1.0, "{ratio}×: {label}");

@@ -67,14 +67,15 @@ pub struct SizeRecord {
     /// The queries: cold and hot runs, verification, the engines' servers, data and sizes.
     pub run: RunRecord,
     /// Under `--memory`: per engine whether the limit held during its load
-    /// and index builds too.
+    /// and index builds too (see [`LoadMemory`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_during_load: Vec<LoadMemory>,
 }
 
-/// What an engine's memory cgroup counted from the restart into the limit
-/// to the end of the index builds: its load and index builds (and its
-/// start). An OOM kill there is why a load retried.
+/// What an engine's memory cgroup counted from before its load to the end
+/// of the index builds (the peak: since the cgroup was made, at the restart
+/// into the limit, so with `--scale` it covers the sizes before too). An OOM
+/// kill there is why a load retried.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadMemory {
     pub engine: Engine,
@@ -90,7 +91,8 @@ pub struct LoadMemory {
 }
 
 impl LoadMemory {
-    /// `postgres: during its load and index builds, peak 95.8 MiB of the 96.0 MiB limit, 0 OOM kills`.
+    /// `postgres: during its load and index builds, peak 95.8 MiB of the 96.0 MiB limit, 0 OOM kills`
+    /// (the peak since the restart into the limit).
     pub fn said(&self) -> String {
         let limit = ghbench_core::size::said(self.limit_bytes);
         match (&self.counters, &self.outside) {

@@ -22,7 +22,8 @@ const BLOCK: usize = 1 << 20;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Disk {
-    /// The folder measured (where the servers keep their data).
+    /// The folder measured: the data folder of the first server `just setup`
+    /// started, else the bench's data folder (the generated hours).
     pub folder: String,
     /// The mount's source and filesystem, e.g. `/dev/vda (ext4)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -43,7 +44,7 @@ pub struct Disk {
 }
 
 impl Disk {
-    /// `/dev/vda (ext4, virtio, not rotational): 1.2 GB/s sequential read, measured`.
+    /// `.ghbench/pg/data on /dev/vda (ext4), virtio_blk, rotational: 561 MB/s sequential read, measured`.
     pub fn said(&self) -> String {
         let mut about: Vec<String> = Vec::new();
         about.extend(self.model.clone());

@@ -16,17 +16,28 @@ use ghbench_olap::cgroup::MemoryCgroup;
 use super::cold::{restart, ManagedServer, ManagedServers};
 use crate::options::Selected;
 
-/// `--memory SIZE`: as written (passed on to `scripts/setup.sh`) and in bytes.
+/// A memory limit: as passed on to `scripts/setup.sh`, in bytes, and the
+/// option that asked for it, as errors name it (`--memory 768MiB`,
+/// `--regime 5× (a 325.0 MiB limit)`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemorySize {
     pub text: String,
     pub bytes: u64,
+    pub asked: String,
+}
+
+impl MemorySize {
+    /// A limit `--regime` chose, in whole KiB as setup reads it.
+    pub fn chosen(bytes: u64, asked: String) -> MemorySize {
+        MemorySize { text: format!("{}KiB", bytes / 1024), bytes, asked }
+    }
 }
 
 impl FromStr for MemorySize {
     type Err = String;
     fn from_str(text: &str) -> Result<MemorySize, String> {
-        Ok(MemorySize { text: text.trim().to_string(), bytes: ghbench_core::size::parse_memory(text)? })
+        let text = text.trim().to_string();
+        Ok(MemorySize { bytes: ghbench_core::size::parse_memory(&text)?, asked: format!("--memory {text}"), text })
     }
 }
 
@@ -34,7 +45,7 @@ impl FromStr for MemorySize {
 /// controller): a cgroup made and removed at once, so the error comes before
 /// any data is made or server touched.
 pub fn check_can_limit(size: &MemorySize) -> Result<()> {
-    let probe = MemoryCgroup::create(&format!("probe-{}", std::process::id()), size.bytes).map_err(|e| anyhow::anyhow!("--memory {}: {e}", size.text))?;
+    let probe = MemoryCgroup::create(&format!("probe-{}", std::process::id()), size.bytes).map_err(|e| anyhow::anyhow!("{}: {e}", size.asked))?;
     probe.remove();
     Ok(())
 }
@@ -55,10 +66,9 @@ pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
     }
 }
 
-/// Per engine, what its server's cgroup counted since it was made (the
-/// restart into the limit before the load): whether the limit held during
-/// the load and the index builds. Read right after the index builds.
-pub fn during_load(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemory> {
+/// Per engine, what its server's cgroup has counted: taken before the load
+/// and again after the index builds ([`during_load`]).
+pub fn cgroup_counters(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemory> {
     engines
         .iter()
         .map(|engine| {
@@ -76,6 +86,22 @@ pub fn during_load(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemory> {
         .collect()
 }
 
+/// Whether the limit held during the load and the index builds: what each
+/// engine's cgroup counted since `before` (peak: since the cgroup was made,
+/// at the restart into the limit).
+pub fn during_load(size: &MemorySize, engines: &[Selected], before: &[LoadMemory]) -> Vec<LoadMemory> {
+    let mut after = cgroup_counters(size, engines);
+    for now in &mut after {
+        let then = before.iter().find(|b| b.engine == now.engine && b.cgroup == now.cgroup).and_then(|b| b.counters.as_ref());
+        now.counters = match (now.counters.take(), then) {
+            (Some(now), Some(then)) => Some(now.since(then)),
+            // Not counted before the load: not said as if it were.
+            _ => None,
+        };
+    }
+    after
+}
+
 /// The servers a bench has restarted under a limit and not yet back: a
 /// signal that stops ghbench restores them too ([`restore_after_signal`]).
 static LIMITED: std::sync::Mutex<Vec<ManagedServer>> = std::sync::Mutex::new(Vec::new());
@@ -85,17 +111,19 @@ fn limited() -> std::sync::MutexGuard<'static, Vec<ManagedServer>> {
 }
 
 /// After Ctrl-C or SIGTERM: every server a bench left under its limit
-/// restarted as `just setup` left it, what happened said per server.
-pub async fn restore_after_signal() -> Vec<String> {
+/// restarted as `just setup` left it, each said as it goes (a restart takes
+/// seconds).
+pub async fn restore_after_signal() {
     let servers = std::mem::take(&mut *limited());
-    let mut said = Vec::new();
-    for server in servers {
-        said.push(match restart(&server, None).await {
-            Ok(()) => format!("{} restarted as `just setup` left it (it ran under --memory's limit)", server.name),
-            Err(e) => format!("{} still runs under --memory's limit ({e:#}): restart it with `just setup`", server.name),
-        });
+    if !servers.is_empty() {
+        eprintln!("putting the servers under a bench's memory limit back as `just setup` left them:");
     }
-    said
+    for server in servers {
+        match restart(&server, None).await {
+            Ok(()) => eprintln!("  {} restarted as `just setup` left it (it ran under the bench's memory limit)", server.name),
+            Err(e) => eprintln!("  {} still runs under the bench's memory limit ({e:#}): restart it with `just setup`", server.name),
+        }
+    }
 }
 
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
@@ -114,8 +142,8 @@ pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option
             Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
             Some(_) => {}
             None => bail!(
-                "--memory {}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
-                size.text,
+                "{}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
+                size.asked,
                 engine.engine(),
                 ghbench_core::redact_url(&location)
             ),
@@ -133,18 +161,19 @@ impl UnderLimit {
         let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
             say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup", server.name, server.address));
+            // Listed before the restart: a signal during it must put the server back.
             if !limited().iter().any(|s| s.name == server.name) {
                 limited().push(server.clone());
             }
             if let Err(e) = restart(&server, Some(&size.text)).await {
                 under.end(say).await;
-                bail!("--memory {}: {} did not start under the limit: {e:#}", size.text, server.name);
+                bail!("{}: {} did not start under the limit: {e:#}", size.asked, server.name);
             }
         }
         if engines.iter().any(|e| !e.plugin.spec().capabilities.server) {
             if let Err(e) = ghbench_polars::worker::limit_memory(Some(size.bytes)) {
                 under.end(say).await;
-                bail!("--memory {}: polars' workers: {e}", size.text);
+                bail!("{}: polars' workers: {e}", size.asked);
             }
         }
         Ok(under)
@@ -154,11 +183,15 @@ impl UnderLimit {
     /// it had one), polars' workers unlimited again.
     pub async fn end(self, say: &dyn Fn(&str)) {
         let _ = ghbench_polars::worker::limit_memory(None);
-        limited().retain(|s| !self.servers.iter().any(|mine| mine.name == s.name));
         for server in &self.servers {
             match restart(server, None).await {
-                Ok(()) => say(&format!("memory: {} restarted as `just setup` left it", server.name)),
-                Err(e) => eprintln!("warning: {} was not restarted after --memory ({e:#}); it still runs under the limit: restart it with `just setup`", server.name),
+                Ok(()) => {
+                    // Off the list only once back: a signal during the restart
+                    // leaves it for `restore_after_signal`.
+                    limited().retain(|s| s.name != server.name);
+                    say(&format!("memory: {} restarted as `just setup` left it", server.name));
+                }
+                Err(e) => eprintln!("warning: {} was not restarted after its memory limit ({e:#}); it still runs under the limit: restart it with `just setup`", server.name),
             }
         }
     }

@@ -223,7 +223,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     let managed = if args.cold || args.memory.is_some() || !args.regime.is_empty() { args.managed.load()? } else { None };
     // The sweep's limits come from what is stored; the smallest a point can
     // have stands for them in the checks made before any data.
-    let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize { text: "64MiB".into(), bytes: ghbench_olap::bench::MIN_REGIME_MEMORY });
+    let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize::chosen(ghbench_olap::bench::MIN_REGIME_MEMORY, "--regime (its limits, 64 MiB at least)".into()));
     if let Some(size) = args.memory.as_ref().or(smallest_sweep.as_ref()) {
         memory::check_can_limit(size)?;
         memory::servers_to_limit(size, &registry.select(&args.conn)?, managed.as_ref())?;
@@ -260,7 +260,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         // Written after every size (unfinished until the report): a bench that
         // stops keeps the sizes it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
-            Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines)?, path.clone()),
+            Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
             None => (fresh, output_path(&args.output, "bench", "json")),
         };
         for (hours, table) in sizes.into_iter().zip(tables) {
@@ -271,6 +271,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
             phase(&format!("load into '{table}' on {}", names(&engines)));
             let range = HourRange::starting_at(data.first, hours)?;
+            let before_load = args.memory.as_ref().map(|size| memory::cgroup_counters(size, &engines)).unwrap_or_default();
             let mut loads = Vec::new();
             for engine in &engines {
                 loads.push(load(engine, registry, &data, range, &table, &args).await?);
@@ -286,7 +287,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 };
                 indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
             }
-            let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines)).unwrap_or_default();
+            let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &before_load)).unwrap_or_default();
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));
             }

@@ -57,6 +57,17 @@ fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<V
         .collect()
 }
 
+/// A point measured now was measured as the kept ones were (a resumed
+/// sweep): the same ghbench, timing options, query texts, engines and
+/// servers. Their memory settings differ with the limit, by design.
+fn same_sweep(then: &ghbench_olap::record::Context, now: &ghbench_olap::record::Context) -> Result<()> {
+    let changed: Vec<String> = crate::commands::resume::changes(then, now).into_iter().filter(|c| !c.contains("'s settings:")).collect();
+    if !changed.is_empty() {
+        bail!("cannot resume the sweep of {}: {}; the points it kept would not be comparable (start the bench anew)", then.started_at, changed.join("; "));
+    }
+    Ok(())
+}
+
 /// Measures every ratio the record does not hold yet, writing the record
 /// after each; the servers go back as setup left them however it ends.
 pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'_>, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
@@ -79,15 +90,22 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
     if regime.reference != reference || regime.reference_bytes != bytes {
         bail!("cannot resume the sweep: its limits were chosen from {}'s {} bytes, the data now holds {bytes} bytes of {reference}; start the bench anew", regime.reference, regime.reference_bytes);
     }
+    // A resumed sweep may ask for more ratios than it kept: all are listed, smallest first.
+    regime.ratios.extend(limits.iter().map(|l| l.0));
+    regime.ratios.sort_by(f64::total_cmp);
+    regime.ratios.dedup();
     let say = |line: &str| eprintln!("[regime] {line}");
     let mut under: Option<UnderLimit> = None;
     let swept = async {
         for (ratio, limit) in limits {
-            if record.regime.as_ref().is_some_and(|r| r.points.iter().any(|p| p.ratio == ratio)) {
+            let regime = record.regime.as_ref().expect("made above");
+            // The same reference bytes and ratio give the same limit: kept.
+            if regime.points.iter().any(|p| p.memory_bytes == limit) {
                 say(&format!("{ratio}×: kept from the record it resumes"));
                 continue;
             }
-            let memory = MemorySize { text: format!("{}KiB", limit / 1024), bytes: limit };
+            let kept = regime.points.first().map(|p| p.run.context.clone());
+            let memory = MemorySize::chosen(limit, format!("--regime {ratio}× (a {} limit)", said(limit)));
             let phase = |what: &str| eprintln!("[regime {ratio}×, {}] {what}", said(limit));
             phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit", said(bytes), said(limit)));
             // The servers move from one limit to the next; `end` once, after the last.
@@ -95,9 +113,14 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
             under = Some(UnderLimit::start(&memory, queries.engines, queries.managed, &say).await?);
             let backends = connect_backends(queries.engines, queries.table).await?;
             let run = queries.run(backends, &format!("[regime {ratio}×] "), Some(&memory), &phase).await?;
+            if let Some(kept) = kept {
+                same_sweep(&kept, &run.context)?;
+            }
             let point = RegimePoint { ratio, memory_bytes: limit, run };
             println!("{}", point_text(&point));
-            record.regime.as_mut().expect("made above").points.push(point);
+            let points = &mut record.regime.as_mut().expect("made above").points;
+            points.push(point);
+            points.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
             write_record(record);
         }
         Ok(())

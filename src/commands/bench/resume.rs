@@ -12,7 +12,7 @@ use crate::options::Selected;
 
 /// The record at `path`, if this bench (`fresh`: its data; `sizes`, `engines`)
 /// can go on from it, marked as resumed.
-pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines: &[Selected]) -> Result<BenchRecord> {
+pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines: &[Selected], sweeps: bool) -> Result<BenchRecord> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading --resume {}", path.display()))?;
     let mut record: BenchRecord = serde_json::from_str(&text).with_context(|| format!("--resume {}: not a ghbench bench record", path.display()))?;
     if record.finished {
@@ -21,6 +21,9 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     let (then, now) = (serde_json::to_string(&record.data)?, serde_json::to_string(&fresh.data)?);
     if then != now {
         bail!("cannot resume {}: the data differs ({then} then, {now} now); start the bench anew", path.display());
+    }
+    if record.regime.is_some() && !sweeps {
+        bail!("cannot resume {}: it holds a --regime sweep this command does not ask for; give the same --regime", path.display());
     }
     if let Some(extra) = record.sizes.iter().find(|s| !sizes.contains(&s.hours)) {
         bail!("cannot resume {}: it holds a size of {} h this command does not ask for; give the same --scale", path.display(), extra.hours);

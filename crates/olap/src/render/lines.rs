@@ -39,7 +39,8 @@ pub(crate) struct Mark {
 
 pub(crate) struct Line {
     pub label: String,
-    /// The engine's place in the run, for its colour.
+    /// Its place, for its colour: the engine's in the run, or the query's
+    /// in a chart of one engine's queries.
     pub place: usize,
     /// (x, y); one not above zero has no place on a log axis and is not
     /// drawn (the chart's note should say so).
@@ -84,7 +85,7 @@ impl Lines {
             .draw()?;
         let grey = RGBColor(110, 110, 110);
         for mark in &marks {
-            // Dashes of 6 pixels' worth of the y axis, drawn as short segments.
+            // Twenty dashes, each a fortieth of the (log) y axis.
             let (low, high) = (y.start.ln(), y.end.ln());
             let dashes = (0..40).step_by(2).map(|i| {
                 let at = |i: i32| (low + (high - low) * f64::from(i) / 40.0).exp();

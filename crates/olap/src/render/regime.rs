@@ -33,6 +33,9 @@ pub fn point_text(point: &RegimePoint) -> String {
             let _ = write!(text, "\nmemory {}: {line}", engine.engine);
         }
     }
+    if let Some(load) = super::concurrency::concurrency_text(&point.run, Style::Terminal) {
+        let _ = write!(text, "\n{load}");
+    }
     text
 }
 
@@ -61,6 +64,19 @@ pub fn fit_table(record: &BenchRecord, regime: &Regime) -> TextTable {
             row.push(ratio.map_or_else(|| "–".into(), crate::record::ratio_text));
         }
         table.rows.push(row);
+    }
+    // Engines on one server share its limit: a hot run finds what the engine
+    // queried just before left in it, not its own share.
+    let mut servers: Vec<(&str, Vec<String>)> = Vec::new();
+    for engine in &free.context.engines {
+        let Some(server) = engine.server.as_ref().filter(|s| !s.url.is_empty()) else { continue };
+        match servers.iter_mut().find(|(url, _)| *url == server.url) {
+            Some((_, names)) => names.push(engine.engine.to_string()),
+            None => servers.push((&server.url, vec![engine.engine.to_string()])),
+        }
+    }
+    for (_, names) in servers.into_iter().filter(|(_, names)| names.len() > 1) {
+        table.notes.push(format!("{} share one server and its limit", names.join(", ")));
     }
     table.with_text_columns(1)
 }
@@ -169,7 +185,7 @@ pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>
 /// What the sweep did, in one paragraph.
 pub fn regime_intro(regime: &Regime) -> String {
     format!(
-        "The same tables queried with memory free, then with the servers and polars' workers inside memory limits (the page cache dropped first) chosen so {}'s {} of data is {} its memory; {}.",
+        "The same tables queried with memory free, then with every engine's server (or worker process) inside memory limits (the page cache dropped first) chosen so {}'s {} of data is {} its memory; {}.",
         regime.reference,
         said(regime.reference_bytes),
         regime.ratios.iter().map(|r| format!("{r}×")).collect::<Vec<_>>().join(", "),
