@@ -260,19 +260,26 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
+/// For the tests of memory limits, which need root (else skipped, said):
+/// servers of the test's own whose memory settings follow a limit, as a
+/// user's setup would, and a work folder.
+fn limited_setup(option: &str) -> Option<(OwnSetup, tempfile::TempDir)> {
+    if !is_root() {
+        eprintln!("SKIPPED: {option} needs root");
+        return None;
+    }
+    let setup = OwnSetup::start_with(None)?;
+    Some((setup, tempfile::tempdir().unwrap()))
+}
+
 /// `bench --memory`: the servers restarted inside a cgroup of that size and
 /// held under it; the record says so, hot runs of data larger than the limit
 /// read from disk, every cold restart goes back inside, and afterwards the
 /// servers run as setup left them.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() {
-    if !is_root() {
-        eprintln!("SKIPPED: --memory needs root (the test of its error runs as another user)");
-        return;
-    }
     // Its memory settings scaled to the limit, as a user's setup would be.
-    let Some(setup) = OwnSetup::start_with(None) else { return };
-    let work = tempfile::tempdir().unwrap();
+    let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
     const LIMIT: u64 = 96 << 20;
@@ -332,12 +339,7 @@ async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() 
 /// and restarts them as setup left them on its way out, saying so.
 #[tokio::test(flavor = "multi_thread")]
 async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
-    if !is_root() {
-        eprintln!("SKIPPED: --memory needs root");
-        return;
-    }
-    let Some(setup) = OwnSetup::start_with(None) else { return };
-    let work = tempfile::tempdir().unwrap();
+    let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
     let stderr = work.path().join("stderr");
@@ -376,12 +378,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
 /// a lost connection retried; the bench exits 1 and the servers go back.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() {
-    if !is_root() {
-        eprintln!("SKIPPED: --memory needs root");
-        return;
-    }
-    let Some(setup) = OwnSetup::start_with(None) else { return };
-    let work = tempfile::tempdir().unwrap();
+    let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     // Query A builds an array of 60 million numbers (about 500 MB) in one
     // backend: far more than 96 MiB, and held in memory, never spilled.
@@ -415,12 +412,7 @@ async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() 
 /// the line where its data stops fitting; the servers as setup left them after.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
-    if !is_root() {
-        eprintln!("SKIPPED: --regime needs root");
-        return;
-    }
-    let Some(setup) = OwnSetup::start_with(None) else { return };
-    let work = tempfile::tempdir().unwrap();
+    let Some((setup, work)) = limited_setup("--regime") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
     // About 150 MB of jsonb and indexes: 1.5× leaves a limit above the 64 MiB floor.

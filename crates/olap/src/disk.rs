@@ -107,18 +107,20 @@ fn block_device(majmin: &str) -> (Option<String>, Option<bool>) {
 }
 
 fn read_speed(folder: &Path) -> Result<f64, String> {
-    let mut probe = tempfile_in(folder)?;
+    // Removed when dropped, however the measurement ends.
+    let mut probe = tempfile::Builder::new().prefix(".ghbench-disk-probe-").tempfile_in(folder).map_err(|e| format!("making a file in {}: {e}", folder.display()))?;
+    let path = probe.path().to_path_buf();
     let block = vec![0x5au8; BLOCK];
     for _ in 0..PROBE_BYTES / BLOCK as u64 {
-        probe.file.write_all(&block).map_err(|e| format!("writing {}: {e}", probe.path.display()))?;
+        probe.write_all(&block).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
-    probe.file.sync_all().map_err(|e| format!("syncing {}: {e}", probe.path.display()))?;
+    probe.as_file().sync_all().map_err(|e| format!("syncing {}: {e}", path.display()))?;
     // SAFETY: a plain call on an open descriptor of ours.
-    let dropped = unsafe { libc::posix_fadvise(probe.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    let dropped = unsafe { libc::posix_fadvise(probe.as_file().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     if dropped != 0 {
-        return Err(format!("posix_fadvise DONTNEED on {}: error {dropped}", probe.path.display()));
+        return Err(format!("posix_fadvise DONTNEED on {}: error {dropped}", path.display()));
     }
-    let mut file = std::fs::File::open(&probe.path).map_err(|e| format!("opening {}: {e}", probe.path.display()))?;
+    let mut file = probe.reopen().map_err(|e| format!("opening {}: {e}", path.display()))?;
     let mut buffer = vec![0u8; BLOCK];
     let started = Instant::now();
     let mut read = 0u64;
@@ -126,7 +128,7 @@ fn read_speed(folder: &Path) -> Result<f64, String> {
         match file.read(&mut buffer) {
             Ok(0) => break,
             Ok(n) => read += n as u64,
-            Err(e) => return Err(format!("reading {}: {e}", probe.path.display())),
+            Err(e) => return Err(format!("reading {}: {e}", path.display())),
         }
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -134,24 +136,6 @@ fn read_speed(folder: &Path) -> Result<f64, String> {
         return Err(format!("read {read} of {PROBE_BYTES} bytes back"));
     }
     Ok(read as f64 / seconds)
-}
-
-/// A file removed when dropped, however the measurement ends.
-struct Probe {
-    path: std::path::PathBuf,
-    file: std::fs::File,
-}
-
-impl Drop for Probe {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn tempfile_in(folder: &Path) -> Result<Probe, String> {
-    let path = folder.join(format!(".ghbench-disk-probe-{}", std::process::id()));
-    let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| format!("making {}: {e}", path.display()))?;
-    Ok(Probe { path, file })
 }
 
 #[cfg(test)]

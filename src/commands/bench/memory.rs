@@ -50,11 +50,16 @@ pub fn check_can_limit(size: &MemorySize) -> Result<()> {
     Ok(())
 }
 
+/// The memory cgroup of the server `url` points at (its top process), when it runs here.
+fn server_cgroup(url: &str) -> Result<(u32, MemoryCgroup), String> {
+    let pid = ghbench_olap::kernel_io::server_pid(url)?;
+    Ok((pid, MemoryCgroup::of_process(pid)?))
+}
+
 /// Whether the server `url` points at runs inside a cgroup limited to
 /// `bytes` (after a restart for a cold run): said for the record.
 pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
-    let pid = ghbench_olap::kernel_io::server_pid(url)?;
-    let cgroup = MemoryCgroup::of_process(pid)?;
+    let (pid, cgroup) = server_cgroup(url)?;
     match cgroup.limit() {
         Some(limit) if limit == bytes => Ok(format!("back inside its {} memory cgroup ({})", ghbench_core::size::said(bytes), cgroup.path)),
         other => Err(format!(
@@ -76,8 +81,7 @@ pub fn cgroup_counters(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemor
             if !engine.plugin.spec().capabilities.server {
                 return LoadMemory { outside: Some("it loads inside ghbench's own process; only its query workers run inside the limit".into()), ..base };
             }
-            let found = ghbench_olap::kernel_io::server_pid(&engine.loader().location()).and_then(MemoryCgroup::of_process);
-            match found {
+            match server_cgroup(&engine.loader().location()).map(|(_, cgroup)| cgroup) {
                 Ok(cgroup) if cgroup.limit() == Some(size.bytes) => LoadMemory { cgroup: Some(cgroup.path.clone()), counters: Some(cgroup.counters()), ..base },
                 Ok(cgroup) => LoadMemory { outside: Some(format!("its server runs in {} without this limit", cgroup.path)), ..base },
                 Err(e) => LoadMemory { outside: Some(format!("its server's cgroup could not be read: {e}")), ..base },

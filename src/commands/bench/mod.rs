@@ -263,6 +263,13 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
             None => (fresh, output_path(&args.output, "bench", "json")),
         };
+        let write_record = |record: &BenchRecord| {
+            let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
+            if let Err(e) = written {
+                eprintln!("warning: the record of what was measured so far was not written ({e:#}); the bench goes on");
+            }
+        };
+        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, cold: args.cold, disk: disk.as_ref() };
         for (hours, table) in sizes.into_iter().zip(tables) {
             if record.sizes.iter().any(|s| s.hours == hours) {
                 eprintln!("[bench {hours} h] kept from the record it resumes");
@@ -291,8 +298,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));
             }
-            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &table, cold: args.cold, disk: disk.as_ref() };
-            let run = queries.run(backends, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase).await?;
+            let run = queries.run(backends, &table, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
@@ -302,19 +308,10 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 println!("{text}");
             }
             record.sizes.push(size);
-            if let Err(e) = write(&json_path, &serde_json::to_string_pretty(&record)?) {
-                eprintln!("warning: the record of the sizes so far was not written ({e:#}); the bench goes on");
-            }
+            write_record(&record);
         }
         if !args.regime.is_empty() {
-            let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, table: &largest_table, cold: args.cold, disk: disk.as_ref() };
-            let write_record = |record: &BenchRecord| {
-                let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
-                if let Err(e) = written {
-                    eprintln!("warning: the record of the points so far was not written ({e:#}); the sweep goes on");
-                }
-            };
-            regime::sweep(&mut record, &args.regime, &queries, &write_record).await?;
+            regime::sweep(&mut record, &args.regime, &queries, &largest_table, &write_record).await?;
         }
         record.growth = growth(&record.sizes);
         record.finished = true;
@@ -327,26 +324,25 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     measured
 }
 
-/// What every query run of a bench shares: the engines and their table, the
-/// queries and how they are timed. A size's run and each `--regime` point
-/// are runs of it.
+/// What every query run of a bench shares: the engines, the queries and
+/// how they are timed. Each size's run and each `--regime` point are runs
+/// of it, on their table.
 struct Queries<'a> {
     engines: &'a [Selected],
     managed: Option<&'a cold::ManagedServers>,
     catalog: &'a Catalog,
     options: &'a QueryOptions,
     concurrency: &'a Option<ConcurrencyOptions>,
-    table: &'a TableName,
     cold: bool,
     /// Measured once where the servers keep their data, under a limit.
     disk: Option<&'a ghbench_olap::disk::Disk>,
 }
 
 impl Queries<'_> {
-    /// The queries on `backends` (closed afterwards), under `memory` when
-    /// the servers were restarted inside that limit.
-    async fn run(&self, mut backends: Vec<Box<dyn Backend>>, prefix: &str, memory: Option<&memory::MemorySize>, phase: &dyn Fn(&str)) -> Result<RunRecord> {
-        let cooler = BenchCooler::new(self.engines, self.managed, self.table, memory.cloned());
+    /// The queries on `table` through `backends` (closed afterwards), under
+    /// `memory` when the servers were restarted inside that limit.
+    async fn run(&self, mut backends: Vec<Box<dyn Backend>>, table: &TableName, prefix: &str, memory: Option<&memory::MemorySize>, phase: &dyn Fn(&str)) -> Result<RunRecord> {
+        let cooler = BenchCooler::new(self.engines, self.managed, table, memory.cloned());
         // Under a limit what the queries read is charged to it, not found
         // cached outside it: the page cache is dropped first, and said in the
         // runs' label.
@@ -369,7 +365,7 @@ impl Queries<'_> {
         let progress = QueryProgress::new();
         progress.bar.set_prefix(prefix.to_string());
         let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: None, resume: None, before_runs };
-        let measured = measure(&mut backends, self.catalog, plan, self.table, &progress, &cooler).await;
+        let measured = measure(&mut backends, self.catalog, plan, table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
             backend.close().await;

@@ -10,6 +10,7 @@ use anyhow::{bail, Context as _, Result};
 use ghbench_olap::bench::{BenchRecord, Regime, RegimePoint, MIN_REGIME_MEMORY};
 use ghbench_olap::render::regime::point_text;
 use ghbench_core::size::said;
+use ghbench_core::TableName;
 
 use super::memory::{MemorySize, UnderLimit};
 use super::Queries;
@@ -57,20 +58,9 @@ fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<V
         .collect()
 }
 
-/// A point measured now was measured as the kept ones were (a resumed
-/// sweep): the same ghbench, timing options, query texts, engines and
-/// servers. Their memory settings differ with the limit, by design.
-fn same_sweep(then: &ghbench_olap::record::Context, now: &ghbench_olap::record::Context) -> Result<()> {
-    let changed: Vec<String> = crate::commands::resume::changes(then, now).into_iter().filter(|c| !c.contains("'s settings:")).collect();
-    if !changed.is_empty() {
-        bail!("cannot resume the sweep of {}: {}; the points it kept would not be comparable (start the bench anew)", then.started_at, changed.join("; "));
-    }
-    Ok(())
-}
-
 /// Measures every ratio the record does not hold yet, writing the record
 /// after each; the servers go back as setup left them however it ends.
-pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'_>, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
+pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'_>, table: &TableName, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
     let size = record.sizes.last().context("--regime: no size was measured to sweep")?;
     let reference = size.run.context.engines.first().context("--regime: the run has no engine")?;
     let Some(storage) = &reference.storage else {
@@ -111,10 +101,10 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
             // The servers move from one limit to the next; `end` once, after the last.
             drop(under.take());
             under = Some(UnderLimit::start(&memory, queries.engines, queries.managed, &say).await?);
-            let backends = connect_backends(queries.engines, queries.table).await?;
-            let run = queries.run(backends, &format!("[regime {ratio}×] "), Some(&memory), &phase).await?;
+            let backends = connect_backends(queries.engines, table).await?;
+            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&memory), &phase).await?;
             if let Some(kept) = kept {
-                same_sweep(&kept, &run.context)?;
+                super::resume::same_sweep(&kept, &run.context)?;
             }
             let point = RegimePoint { ratio, memory_bytes: limit, run };
             println!("{}", point_text(&point));

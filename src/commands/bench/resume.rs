@@ -58,11 +58,24 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
 /// table are its own). Checked once the first new size ran: what it measured
 /// is not kept when anything changed.
 pub fn same_run(then: &Context, now: &Context) -> Result<()> {
-    let changed: Vec<String> =
-        crate::commands::resume::changes(then, now).into_iter().filter(|c| !c.starts_with("the table:") && !c.contains("'s data:")).collect();
+    same_as_kept(then, now, "sizes", &["the table", "'s data"])
+}
+
+/// A `--regime` point measured now was measured as the kept ones were: the
+/// same as [`same_run`] asks, on the same table and data; their memory
+/// settings differ with the limit, by design.
+pub fn same_sweep(then: &Context, now: &Context) -> Result<()> {
+    same_as_kept(then, now, "points", &["'s settings"])
+}
+
+/// What changed from `then` to `now` refused, but the changes `expected`
+/// names: each the end of what a line of [`crate::commands::resume::changes`]
+/// says changed (`the table`, `'s data` for `postgres's data`).
+fn same_as_kept(then: &Context, now: &Context, kept: &str, expected: &[&str]) -> Result<()> {
+    let is_expected = |line: &str| line.split_once(": ").is_some_and(|(what, _)| expected.iter().any(|e| what.ends_with(e)));
+    let changed: Vec<String> = crate::commands::resume::changes(then, now).into_iter().filter(|c| !is_expected(c)).collect();
     if !changed.is_empty() {
-        bail!("cannot resume the bench of {}: {}; the sizes it kept would not be comparable (start it anew)", then.started_at, changed.join("; "));
+        bail!("cannot resume the bench of {}: {}; the {kept} it kept would not be comparable (start it anew)", then.started_at, changed.join("; "));
     }
     Ok(())
 }
-
