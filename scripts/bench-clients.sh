@@ -20,12 +20,11 @@ mongo_hours=${GHBENCH_CLIENTS_MONGO_HOURS:-1}
 
 bench() { # hours engines results
     mkdir -p "$3"
-    "$bin" bench --gen "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" --variant corrected \
-        --clients "$clients" --duration "$duration" --engines "$2" --table clients \
-        --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" \
-        --output "$3" >"$work/bench.txt" 2>&1 \
-        || { cat "$work/bench.txt"; echo "the bench failed, the engines disagree or a phase under load failed" >&2; exit 1; }
-    python3 scripts/bench_clients_report.py "$(ls -t "$3"/bench-*.json | head -n 1)"
+    local record="$3/clients-$1h.json"
+    ghbench_step "$work/bench.txt" "the bench" bench --hours "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" \
+        --variant corrected --clients "$clients" --duration "$duration" --engines "$2" --table clients \
+        --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" --output "$3" --json "$record"
+    python3 scripts/bench_clients_report.py "$record"
 }
 echo "== bench-clients: $hours hours x $events events, clients $clients, $duration s each (MongoDB-wire: $mongo_hours hours)"
 bench "$hours" postgres,postgres-tuned,normalized,polars "$work/results"

@@ -14,3 +14,21 @@ work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
 source .ghbench/env
 bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
 [ -x "$bin" ] || cargo build --release
+
+# `ghbench ARGS...` with its output in LOG, shown only when it fails, and its
+# exit status said in words (the same for every command: see `ghbench --help`).
+# Usage: ghbench_step LOG WHAT ARGS...
+ghbench_step() {
+    local log=$1 what=$2 status=0
+    shift 2
+    "$bin" "$@" >"$log" 2>&1 || status=$?
+    [ "$status" = 0 ] && return 0
+    cat "$log"
+    case $status in
+        1) echo "$what finished, but its results cannot be trusted as they stand (engines disagree, or a step failed: see above)" >&2 ;;
+        2) echo "$what stopped on an error (see above)" >&2 ;;
+        130|143) echo "$what was interrupted" >&2 ;;
+        *) echo "$what ended with exit status $status" >&2 ;;
+    esac
+    exit "$status"
+}

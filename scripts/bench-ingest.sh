@@ -41,7 +41,7 @@ if [ -z "$data" ]; then
             ln -s "$real" "$data/$(printf '2015-01-%02d' "$day")-$hour.json.gz"
         done
     else
-        "$bin" gen --from 2015-01-01T00 --hours "$many_hours" --seed 42 --out "$data" >/dev/null
+        "$bin" gen --from 2015-01-01T00 --hours "$many_hours" --seed 42 --data-dir "$data" >/dev/null
     fi
 fi
 files=()

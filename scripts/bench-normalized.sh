@@ -18,7 +18,7 @@ mkdir -p "$work/hours" "$work/results"
 echo "== bench-normalized: $hours hours x $events events, $repeat hot runs per query, table $table"
 "$bin" doctor --engines postgres | grep -E '^postgres +ok' || true
 if ! ls "$work/hours"/*.json.gz >/dev/null 2>&1; then
-    "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --out "$work/hours" | tail -n 1
+    "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --data-dir "$work/hours" | tail -n 1
 fi
 load() {
     "$bin" ingest --engines "$1" --table "$table" --source "$work/hours" --from 2015-01-01T00 --hours "$hours" \
@@ -27,6 +27,6 @@ load() {
 load postgres
 load normalized
 "$bin" index --engines postgres,normalized --table "$table" --output "$work/results" | grep -E "^(postgres|normalized) " || true
-"$bin" query --all --repeat "$repeat" --engines postgres,normalized --table "$table" --output "$work/results" >"$work/query.txt" \
-    || { cat "$work/query.txt"; echo "the query run failed or the layouts disagree" >&2; exit 1; }
-python3 scripts/bench_normalized_report.py "$(ls "$work"/results/olap-*.json | tail -n 1)"
+ghbench_step "$work/query.txt" "the query run" query --all --repeat "$repeat" --engines postgres,normalized --table "$table" \
+    --output "$work/results" --json "$work/results/normalized.json"
+python3 scripts/bench_normalized_report.py "$work/results/normalized.json"

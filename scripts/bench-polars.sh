@@ -23,7 +23,7 @@ mkdir -p "$work/hours" "$work/results"
 
 echo "== bench-polars: $hours hours x $events events, $repeat hot runs per query, table $table"
 if ! ls "$work/hours"/*.json.gz >/dev/null 2>&1; then
-    "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --out "$work/hours" | tail -n 1
+    "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --data-dir "$work/hours" | tail -n 1
 fi
 for engine in polars postgres mongo; do
     "$bin" ingest --engines "$engine" --polars-dir "$data" --table "$table" --source "$work/hours" \
@@ -31,9 +31,9 @@ for engine in polars postgres mongo; do
 done
 # The check across engines first: the servers settle from their loads before
 # polars and DuckDB are timed, one after the other.
-"$bin" query B --variant corrected --repeat 1 --engines postgres,mongo,polars --polars-dir "$data" --table "$table" \
-    --output "$work/results/all" >"$work/all.txt" || { cat "$work/all.txt"; echo "the engines disagree at this scale" >&2; exit 1; }
-"$bin" query --all --cold --repeat "$repeat" --engines polars --polars-dir "$data" --table "$table" \
-    --output "$work/results/polars" >"$work/polars.txt" || { cat "$work/polars.txt"; exit 1; }
+ghbench_step "$work/all.txt" "the check across engines" query B --variant corrected --repeat 1 --engines postgres,mongo,polars \
+    --polars-dir "$data" --table "$table" --output "$work/results/all" --json "$work/results/all.json"
+ghbench_step "$work/polars.txt" "polars' run" query --all --cold --repeat "$repeat" --engines polars --polars-dir "$data" \
+    --table "$table" --output "$work/results/polars" --json "$work/results/polars.json"
 "$python" scripts/bench_polars.py --repeat "$repeat" --table "$table" --files "$data/$table" \
-    --polars "$(ls "$work"/results/polars/olap-*.json | tail -n 1)" --sizes "$(ls "$work"/results/all/olap-*.json | tail -n 1)"
+    --polars "$work/results/polars.json" --sizes "$work/results/all.json"

@@ -25,7 +25,7 @@ mkdir -p "$out"
 
 sweep() { # hours engines ratios
     echo "== bench-regime: $1 hours x $events events, $2, data ÷ memory $3 of postgres's data; $repeat hot runs after a true cold one"
-    "$bin" bench --gen "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected \
+    "$bin" bench --hours "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected \
         --engines "$2" --regime "$3" --table regime --data-dir "$work/data" --polars-dir "$work/polars" \
         --quarantine-dir "$work/q" --output "$out"
 }

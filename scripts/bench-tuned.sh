@@ -17,11 +17,11 @@ mongo_hours=${GHBENCH_TUNED_MONGO_HOURS:-10}
 mkdir -p "$work/results"
 
 bench() { # hours engines
-    "$bin" bench --gen "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected \
-        --engines "$2" --table tuned --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" \
-        --output "$work/results" >"$work/bench.txt" 2>&1 \
-        || { cat "$work/bench.txt"; echo "the bench failed or the engines disagree" >&2; exit 1; }
-    python3 scripts/bench_tuned_report.py "$(ls -t "$work"/results/bench-*.json | head -n 1)"
+    local record="$work/results/tuned-$1h-${2//,/-}.json"
+    ghbench_step "$work/bench.txt" "the bench" bench --hours "$1" --events-per-hour "$events" --seed 42 --repeat "$repeat" \
+        --cold --variant corrected --engines "$2" --table tuned --data-dir "$work/data" --polars-dir "$work/polars" \
+        --quarantine-dir "$work/q" --output "$work/results" --json "$record"
+    python3 scripts/bench_tuned_report.py "$record"
 }
 echo "== bench-tuned: $hours hours x $events events (MongoDB-wire: $mongo_hours hours), $repeat hot runs per query after a true cold one"
 bench "$hours" postgres,postgres-tuned,normalized,polars

@@ -9,6 +9,7 @@ use ghbench_engine::Registry;
 
 use crate::commands;
 use crate::options::Engines;
+use crate::outcome::{status, Finished};
 
 #[derive(Parser)]
 #[command(name = "ghbench", version = env!("GHBENCH_VERSION"), about, long_about = "\
@@ -16,7 +17,19 @@ Benchmark PostgreSQL jsonb against MongoDB (or a MongoDB-wire server) on GitHub 
 analytics, reproducing the OLAP part of the 2019 OnGres benchmark.
 
 Start the servers with `just setup` and `source .ghbench/env`; the defaults of the \
-engines' connection options match what it starts.")]
+engines' connection options match what it starts.",
+after_help = "\
+Exit status, the same for every command:
+  0    done, and the results are whole and verified
+  1    the run finished and wrote its files, but its results cannot be trusted as they
+       stand (engines disagree, hours failed or partial, a wrong answer under load, a
+       failed phase, a partial record); the files and messages say what
+  2    an error stopped it (bad usage, a server that cannot be reached, a table that
+       does not exist, a file that cannot be written)
+  130  interrupted by Ctrl-C (143: SIGTERM), after cancelling what ran on the servers
+
+A command that writes files names them on the last line of standard error:
+`wrote PATH PATH ...` (the JSON record first; paths quoted as a shell reads them).")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -66,9 +79,11 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     // `bench` is the whole benchmark: by default on every engine.
     let every: &'static str = Box::leak(registry.all_engines().into_boxed_str());
     command = command.mut_subcommand("bench", |sub| {
-        sub.mut_arg("engines", |arg| arg.default_value(every)).mut_arg("table", |arg| {
-            arg.help("Base of the tables' names: each size gets its own, e.g. bench_6h_e7702_s42 [default: bench]")
-        })
+        sub.mut_arg("engines", |arg| arg.default_value(every))
+            .mut_arg("table", |arg| arg.help("Base of the tables' names: each size gets its own, e.g. bench_6h_e7702_s42 [default: bench]"))
+            // `--gen 6`, as bench first spelled the size of generated data.
+            .mut_arg("hours", |arg| arg.alias("gen").help("Hours from --from (2015-01-01T00 unless given): generated ones, or --source's"))
+            .mut_arg("from", |arg| arg.help("First hour [default: 2015-01-01T00]"))
     });
     // `normalize` makes one engine's tables: it takes that engine's options.
     command = command.mut_subcommand("normalize", |sub| crate::options::add_options_of(sub, &registry, commands::normalize::ENGINE));
@@ -90,7 +105,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(status::ERROR);
         }
     };
     let command = async {
@@ -138,10 +153,16 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
                 eprintln!("note: ghbench stopped waiting for {line}");
             }
             match result {
-                Ok(code) => code,
+                Ok(finished) => {
+                    // Last, so a script finds it with `tail -n 1`.
+                    if let Some(line) = finished.wrote_line() {
+                        eprintln!("{line}");
+                    }
+                    finished.exit_code()
+                }
                 Err(e) => {
                     eprintln!("error: {e:#}");
-                    ExitCode::FAILURE
+                    ExitCode::from(status::ERROR)
                 }
             }
         }
@@ -150,6 +171,6 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
 
 /// How a command ended: it ran to its end (well or not), or a signal stopped it.
 enum Ended {
-    Ran(anyhow::Result<ExitCode>),
+    Ran(anyhow::Result<Finished>),
     Interrupted(crate::interrupt::Signal),
 }

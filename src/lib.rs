@@ -7,5 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod interrupt;
 pub mod options;
+pub mod outcome;
+pub mod output;
 pub mod progress;
 pub mod registry;

@@ -207,8 +207,10 @@ pub async fn connect_backends(engines: &[Selected], table: &TableName) -> Result
     Ok(backends)
 }
 
-/// Which hours a command works on: `--year`, or `--from` with `--to` or `--hours`.
-#[derive(Args, Debug)]
+/// Which hours a command works on: `--year`, or `--from` with `--to` or
+/// `--hours`. One set of options for every command (`ingest`, `download`,
+/// `gen`, `bench`); a command may give `--from` a default.
+#[derive(Args, Debug, Clone, Default)]
 pub struct HourArgs {
     /// Every hour of this year (e.g. 2015).
     #[arg(long, conflicts_with_all = ["from", "to", "hours"])]
@@ -219,25 +221,37 @@ pub struct HourArgs {
     pub from: Option<Hour>,
 
     /// Last hour, inclusive [default: the --from hour].
-    #[arg(long, requires = "from", conflicts_with = "hours")]
+    #[arg(long, conflicts_with = "hours")]
     pub to: Option<Hour>,
 
     /// Number of hours starting at --from.
-    #[arg(long, requires = "from")]
+    #[arg(long, value_parser = at_least_one::<u32>)]
     pub hours: Option<u32>,
 }
 
 impl HourArgs {
+    /// The hours asked for; `--from` must be given.
     pub fn range(&self) -> Result<HourRange> {
-        Ok(match (self.year, self.from) {
+        self.range_from(None)
+    }
+
+    /// The hours asked for, `--from` defaulting to `default_from` when given.
+    pub fn range_from(&self, default_from: Option<Hour>) -> Result<HourRange> {
+        Ok(match (self.year, self.from.or(default_from)) {
             (Some(year), _) => HourRange::year(year)?,
             (None, Some(from)) => match (self.to, self.hours) {
                 (Some(to), _) => HourRange::new(from, to)?,
                 (None, Some(n)) => HourRange::starting_at(from, n)?,
                 (None, None) => HourRange::new(from, from)?,
             },
+            (None, None) if self.to.is_some() || self.hours.is_some() => bail!("--to and --hours count from --from: add --from 2015-01-01T00"),
             (None, None) => bail!("choose the hours: --year 2015, or --from 2015-01-01T00 with --to or --hours"),
         })
+    }
+
+    /// Whether any option says how many hours (not only where they start).
+    pub fn says_how_many(&self) -> bool {
+        self.year.is_some() || self.to.is_some() || self.hours.is_some()
     }
 }
 

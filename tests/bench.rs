@@ -187,7 +187,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let (ok, said) = setup.ghbench(&["report", file.to_str().unwrap()]);
     assert!(ok && said.contains("events/s") && said.contains("verified") && said.contains("A corrected"), "{said}");
     let page = work.path().join("again.html");
-    let (ok, said) = setup.ghbench(&["report", "--html", file.to_str().unwrap(), "--out", page.to_str().unwrap()]);
+    let (ok, said) = setup.ghbench(&["report", file.to_str().unwrap(), "--html", page.to_str().unwrap()]);
     assert!(ok, "{said}");
     assert!(std::fs::read_to_string(&page).unwrap().contains("2 hours,"), "the page shows the size");
 

@@ -310,7 +310,7 @@ fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
     let folder = bench.path("data").join("gen-300-events-seed-42");
     let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
         .args(["gen", "--from", "2015-01-01T00", "--hours", "1", "--events", "300", "--seed", "42", "--defects", "0.2", "--truncate-prob", "0"])
-        .arg("--out")
+        .arg("--data-dir")
         .arg(&folder)
         .output()
         .unwrap();

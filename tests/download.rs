@@ -9,7 +9,7 @@ use ghbench_ingest::serve::StaticServer;
 
 fn download(url: &str, out: &std::path::Path) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(["download", "--source", url, "--from", "2015-01-01T00", "--hours", "3", "--retries", "0", "--out"])
+        .args(["download", "--source", url, "--from", "2015-01-01T00", "--hours", "3", "--retries", "0", "--data-dir"])
         .arg(out)
         .output()
         .unwrap();
@@ -31,7 +31,9 @@ fn mirrors_complete_files_records_missing_hours_and_refuses_damaged_ones() {
     let mirror = work.path().join("mirror");
 
     let out = download(&server.url(), &mirror);
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(1), "finished, but an hour failed: rerun to retry it");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().last(), Some(format!("wrote {}", mirror.display()).as_str()), "the last line names the folder: {stderr}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("1 downloaded") && stdout.contains("1 missing") && stdout.contains("1 failed"), "{stdout}");
     assert_eq!(std::fs::read(mirror.join("2015-01-01-0.json.gz")).unwrap(), bytes);

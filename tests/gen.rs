@@ -37,15 +37,15 @@ fn gen_refuses_bad_input_with_clear_errors() {
     fails_with(&["--calibrate", "/nonexistent/2015-01-01-0.json.gz"], "cannot read /nonexistent/2015-01-01-0.json.gz");
     let bad = work.path().join("bad.json");
     std::fs::write(&bad, "{ not a profile").unwrap();
-    fails_with(&[&hour[..], &["--out", out, "--profile", bad.to_str().unwrap()]].concat(), "is not a ghbench profile");
-    fails_with(&[&hour[..], &["--out", out, "--events", "0"]].concat(), "--events must be at least 1");
-    fails_with(&[&hour[..], &["--out", out, "--defects", "2"]].concat(), "--defects must be a probability");
-    fails_with(&[&hour[..], &["--out", "/proc/ghbench-gen-test"]].concat(), "cannot write /proc/ghbench-gen-test");
+    fails_with(&[&hour[..], &["--data-dir", out, "--profile", bad.to_str().unwrap()]].concat(), "is not a ghbench profile");
+    fails_with(&[&hour[..], &["--data-dir", out, "--events", "0"]].concat(), "--events must be at least 1");
+    fails_with(&[&hour[..], &["--data-dir", out, "--defects", "2"]].concat(), "--defects must be a probability");
+    fails_with(&[&hour[..], &["--data-dir", "/proc/ghbench-gen-test"]].concat(), "cannot write /proc/ghbench-gen-test");
     // The cause is said once, not once by the message and again as its source.
     let in_the_way = bad.to_str().unwrap();
-    fails_with(&[&hour[..], &["--out", in_the_way]].concat(), &format!("cannot write {in_the_way}: File exists (os error 17)\n"));
-    fails_with(&[&hour[..], &["--out", out, "--profile", in_the_way]].concat(), "is not a ghbench profile: key must be a string at line 1 column 3\n");
-    fails_with(&["--out", out], "choose the hours");
+    fails_with(&[&hour[..], &["--data-dir", in_the_way]].concat(), &format!("cannot write {in_the_way}: File exists (os error 17)\n"));
+    fails_with(&[&hour[..], &["--data-dir", out, "--profile", in_the_way]].concat(), "is not a ghbench profile: key must be a string at line 1 column 3\n");
+    fails_with(&["--data-dir", out], "choose the hours");
 }
 
 #[test]
@@ -53,10 +53,10 @@ fn calibrate_writes_a_profile_that_gen_uses() {
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let profile = work.path().join("profile.json");
-    let out = gen(&["--calibrate", real.to_str().unwrap(), "--profile-out", profile.to_str().unwrap()]);
+    let out = gen(&["--calibrate", real.to_str().unwrap(), "--json", profile.to_str().unwrap()]);
     assert!(out.status.success());
     let dir = work.path().join("hours");
-    let args = ["--from", "2015-01-01T22", "--to", "2015-01-02T01", "--events", "300", "--out", dir.to_str().unwrap()];
+    let args = ["--from", "2015-01-01T22", "--to", "2015-01-02T01", "--events", "300", "--data-dir", dir.to_str().unwrap()];
     let out = gen(&[&args[..], &["--profile", profile.to_str().unwrap()]].concat());
     assert!(out.status.success());
     for name in ["2015-01-01-22.json.gz", "2015-01-01-23.json.gz", "2015-01-02-0.json.gz", "2015-01-02-1.json.gz"] {
@@ -73,7 +73,7 @@ async fn generated_hours_with_defects_load_exactly_as_the_manifest_says() {
     let dir = work.path().join("hours");
     let dir_s = dir.to_str().unwrap();
     let args = ["--from", "2015-01-01T00", "--hours", "4", "--events", "1500", "--seed", "7"];
-    let out = gen(&[&args[..], &["--defects", "0.02", "--truncate-prob", "0.5", "--out", dir_s]].concat());
+    let out = gen(&[&args[..], &["--defects", "0.02", "--truncate-prob", "0.5", "--data-dir", dir_s]].concat());
     assert!(out.status.success());
     let m = manifest(&dir);
     let hours = m["hours"].as_array().unwrap();
@@ -107,7 +107,7 @@ fn a_gen_that_fails_part_way_leaves_no_manifest_of_files_it_replaced() {
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");
     let out = dir.to_str().unwrap();
-    let hours = ["--from", "2015-01-01T00", "--hours", "2", "--events", "50", "--threads", "1", "--out", out];
+    let hours = ["--from", "2015-01-01T00", "--hours", "2", "--events", "50", "--threads", "1", "--data-dir", out];
     assert!(gen(&[&hours[..], &["--seed", "1"]].concat()).status.success());
     assert_eq!(manifest(&dir)["seed"], 1);
     // The second hour cannot be written now: a folder stands in its file's place.
@@ -126,7 +126,7 @@ fn the_manifest_lists_every_hour_generated_into_its_folder() {
     let dir = work.path().join("hours");
     let out = dir.to_str().unwrap();
     let files = |m: &Value| m["hours"].as_array().unwrap().iter().map(|h| h["file"].as_str().unwrap().to_string()).collect::<Vec<_>>();
-    let settings = ["--events", "50", "--seed", "1", "--out", out];
+    let settings = ["--events", "50", "--seed", "1", "--data-dir", out];
     assert!(gen(&[&["--from", "2015-01-01T00", "--hours", "2"][..], &settings].concat()).status.success());
     // A later hour with the same settings joins the earlier ones.
     assert!(gen(&[&["--from", "2015-01-01T02"][..], &settings].concat()).status.success());
@@ -142,12 +142,12 @@ fn the_manifest_lists_every_hour_generated_into_its_folder() {
     let middle = dir.join("2015-01-01-1.json.gz");
     let before = std::fs::read(&middle).unwrap();
     fails_with(
-        &["--from", "2015-01-01T01", "--events", "50", "--seed", "2", "--out", out],
+        &["--from", "2015-01-01T01", "--events", "50", "--seed", "2", "--data-dir", out],
         "lists hours this run would not make again (2015-01-01T00, 2015-01-01T02), made with other settings (seed 1,",
     );
     assert_eq!(std::fs::read(&middle).unwrap(), before);
     assert_eq!(manifest(&dir), all);
     // Making every listed hour again replaces them all.
-    assert!(gen(&["--from", "2015-01-01T00", "--hours", "3", "--events", "50", "--seed", "2", "--out", out]).status.success());
+    assert!(gen(&["--from", "2015-01-01T00", "--hours", "3", "--events", "50", "--seed", "2", "--data-dir", out]).status.success());
     assert_eq!((files(&manifest(&dir)), manifest(&dir)["seed"].as_u64()), (files(&all), Some(2)));
 }

@@ -204,9 +204,12 @@ async fn the_report_goes_into_a_folder_made_for_it() {
     let table = table("report_dir");
     drop_table(&table).await;
     let report = work.path().join("not/yet/there/report.json");
-    let out = ingest(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--report", report.to_str().unwrap()]);
+    let out = ingest(&table, work.path(), &["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--json", report.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     assert_eq!(json["totals"]["events"], 20);
+    assert_eq!(json["schema"], "ghbench-ingest/1", "the summary names its schema");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.lines().last(), Some(format!("wrote {}", report.display()).as_str()), "the last line names the file: {said}");
     drop_table(&table).await;
 }

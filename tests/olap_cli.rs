@@ -176,7 +176,7 @@ fn ingest_index_query_report_in_one_go() {
     if mongo["settings"].get("reported_mongodb_version").is_some() {
         assert!(shown.contains("is a MongoDB-wire server, not MongoDB"), "the caveat survives: {shown}");
     }
-    let markdown = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(["report", "--markdown"]).arg(&old_path).output().unwrap();
+    let markdown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&old_path).args(["--markdown", "-"]).output().unwrap();
     assert!(String::from_utf8_lossy(&markdown.stdout).contains("paper PostgreSQL 11.1 s"), "the paper's numbers still render");
     // One of a schema this ghbench does not know is refused, saying so.
     old["schema"] = "ghbench-olap/9".into();
@@ -537,4 +537,70 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     assert!(said.contains("then, 2 hours, 7752 events"), "{said}");
     let drop = format!("DROP TABLE {table}_delay_b, {table}_delay_c");
     tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&drop).await.unwrap() });
+}
+
+/// The exit status has one meaning per code, whatever the command: 1 for a
+/// run that finished and wrote its files but whose engines disagree, 2 for
+/// an error that stopped it (a server that cannot be reached); and every
+/// file a run wrote is named on standard error's last line, `--json -`
+/// giving standard output to the record alone. `--cold=clear` and `--cold`
+/// (restart) mean what they say on `query` as on `bench`.
+#[test]
+fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_line_names_the_files() {
+    if real_hour().is_none() {
+        return;
+    }
+    let fixture = LoadedTable::empty("exit_status");
+    let work = tempfile::tempdir().unwrap();
+    let (polars, quarantine) = (work.path().join("polars"), work.path().join("q"));
+    let (polars, quarantine) = (polars.to_str().unwrap(), quarantine.to_str().unwrap());
+    let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres,polars", "--polars-dir", polars, "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", quarantine]);
+    assert!(ingest.status.success());
+    // PostgreSQL's A answers something else: the engines disagree.
+    let catalog = work.path().join("queries");
+    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    std::fs::write(catalog.join("postgres/corrected/A.sql"), "SELECT 'nobody/nothing' AS repo, 1::bigint AS count\n").unwrap();
+    let (results, md) = (work.path().join("results"), work.path().join("report/run.md"));
+    let args = ["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres,polars", "--polars-dir", polars, "--catalog", catalog.to_str().unwrap()];
+    let files = ["--output", results.to_str().unwrap(), "--json", "-", "--markdown", md.to_str().unwrap(), "--cold=clear"];
+    let out = ghbench(&fixture, &[&args[..], &files[..]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "finished, but the engines disagree: {stderr}");
+    let printed: Value = serde_json::from_slice(&out.stdout).expect("standard output is the record alone");
+    assert_eq!(printed["schema"], "ghbench-olap/2");
+    assert!(printed["context"]["cold"]["label"].as_str().unwrap().contains("not a true cold run"), "--cold=clear restarts nothing: {}", printed["context"]["cold"]);
+    assert!(stderr.contains("A corrected"), "the table went to standard error: {stderr}");
+    let last = stderr.lines().last().unwrap();
+    let wrote: Vec<&Path> = last.strip_prefix("wrote ").unwrap_or_else(|| panic!("the last line names the files: {last}")).split(' ').map(Path::new).collect();
+    assert_eq!(wrote.len(), 5, "record, Markdown and charts in --output, then --markdown's file and its charts: {last}");
+    assert!(wrote[0].starts_with(&results) && wrote[0].extension().unwrap() == "json", "the record first: {last}");
+    assert_eq!(json(wrote[0]), printed, "the same record in the folder and on standard output");
+    assert_eq!((wrote[1], wrote[3]), (wrote[0].with_extension("md").as_path(), md.as_path()), "{last}");
+    for path in &wrote {
+        assert!(path.exists(), "{} was written", path.display());
+    }
+    let page = std::fs::read_to_string(&md).unwrap();
+    let charts = std::fs::read_dir(wrote[4]).unwrap().count();
+    assert!(charts > 0 && page.contains("run-charts/"), "--markdown's file links the charts beside it: {page:.600}");
+    // `report` of that record says the same with its exit status.
+    report(&[wrote[0]], 1);
+
+    // An error stops it: a server that cannot be reached exits 2, writing nothing.
+    let nowhere = format!("postgres://ghbench@127.0.0.1:{}/ghbench", common::throwaway_pg::free_port());
+    let out = ghbench(&fixture, &["query", "A", "--engines", "postgres", "--pg-url", &nowhere, "--output", results.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("error: cannot reach postgres") && !stderr.lines().any(|l| l.starts_with("wrote ")), "{stderr}");
+
+    // A bare --cold restarts what it can: polars, having no server, starts afresh, truly cold.
+    let none = work.path().join("no-servers.json");
+    std::fs::write(&none, r#"{"servers": []}"#).unwrap();
+    let cold = ["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "polars", "--polars-dir", polars, "--cold", "--servers", none.to_str().unwrap(), "--json", "-", "--output", results.to_str().unwrap()];
+    let out = ghbench(&fixture, &cold);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let record: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let label = record["context"]["cold"]["label"].as_str().unwrap();
+    if common::throwaway_pg::is_root() {
+        assert!(label.starts_with("true cold") && label.contains("polars started afresh"), "{label}");
+    }
 }

@@ -1,22 +1,24 @@
 //! `ghbench doctor`: can we reach the engines, and what exactly are they?
 
-use std::process::ExitCode;
-
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_core::ServerInfo;
 
 use crate::options::{ConnOptions, Engines};
+use crate::outcome::Finished;
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Exit status: 0 every engine answered; 2 one could not be reached (each is said above
+the error); 130 on Ctrl-C.")]
 pub struct DoctorArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
 }
 
-pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
+pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<Finished> {
     let table = args.conn.table_or(super::olap::DEFAULT_YEAR);
-    let mut healthy = true;
+    let mut failed = Vec::new();
     for engine in engines.select(&args.conn)? {
         let described: Result<ServerInfo> = async {
             let backend = engine.backend(&table).await?;
@@ -38,10 +40,13 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<ExitCode> {
                 }
             }
             Err(e) => {
-                healthy = false;
+                failed.push(engine.engine().to_string());
                 println!("{:<15} FAILED  {e:#}", engine.engine());
             }
         }
     }
-    Ok(if healthy { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    if !failed.is_empty() {
+        bail!("{} cannot be reached (see above)", failed.join(", "));
+    }
+    Ok(Finished::ok())
 }

@@ -1,7 +1,6 @@
 //! `ghbench download`: mirror a range of hours into a folder.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -10,12 +9,17 @@ use ghbench_ingest::{Source, DEFAULT_SOURCE};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::options::HourArgs;
+use crate::outcome::Finished;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Files appear in DIR under their GH Archive names only once complete and checked
 (the gzip decodes to the end), so a rerun skips them; hours the source does not
-have (HTTP 404) are listed in DIR/missing.txt. Then: ghbench ingest --source DIR ...")]
+have (HTTP 404) are listed in DIR/missing.txt. Then: ghbench ingest --source DIR ...
+
+Exit status: 0 every hour downloaded, present or missing at the source, at least one
+usable; 1 an hour failed after its retries (rerun to retry it) or none is usable; 2 an
+error stopped it; 130 on Ctrl-C.")]
 pub struct DownloadArgs {
     #[command(flatten)]
     pub hours: HourArgs,
@@ -25,8 +29,8 @@ pub struct DownloadArgs {
     pub source: String,
 
     /// Folder to mirror into (created if needed).
-    #[arg(long)]
-    pub out: PathBuf,
+    #[arg(long, value_name = "DIR", alias = "out")]
+    pub data_dir: PathBuf,
 
     /// Downloads at the same time.
     #[arg(long, default_value_t = 4)]
@@ -37,16 +41,16 @@ pub struct DownloadArgs {
     pub retries: u32,
 }
 
-pub async fn run(args: DownloadArgs) -> Result<ExitCode> {
+pub async fn run(args: DownloadArgs) -> Result<Finished> {
     let range = args.hours.range()?;
     let source = Source::parse(&args.source)?;
     if args.concurrency == 0 {
         bail!("--concurrency must be at least 1");
     }
-    eprintln!("mirroring {range} from {} into {}", source.describe(), args.out.display());
+    eprintln!("mirroring {range} from {} into {}", source.describe(), args.data_dir.display());
     let bar = ProgressBar::new(range.len() as u64);
     bar.set_style(ProgressStyle::with_template("[{bar:30}] {pos}/{len} hours  {elapsed_precise}  {msg}").expect("template"));
-    let reports = mirror(&source, range, &args.out, args.concurrency, args.retries, |r| {
+    let reports = mirror(&source, range, &args.data_dir, args.concurrency, args.retries, |r| {
         bar.inc(1);
         if let Some(e) = &r.error {
             bar.println(format!("{}: FAILED {e}", r.hour));
@@ -71,5 +75,5 @@ pub async fn run(args: DownloadArgs) -> Result<ExitCode> {
         eprintln!("{failed} hours failed (see above); rerun to retry them");
     }
     let usable = count(MirrorStatus::Downloaded) + count(MirrorStatus::Present);
-    Ok(if usable == 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(Finished::ok().wrote(&args.data_dir).trusted_if(usable > 0 && failed == 0))
 }

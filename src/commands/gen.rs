@@ -1,7 +1,6 @@
 //! `ghbench gen`: synthetic GH Archive hours, and `--calibrate` to measure real ones.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -10,14 +9,16 @@ use ghbench_gen::{calibrate, DefectOptions, Generator, Manifest, Profile, RunOpt
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::options::HourArgs;
+use crate::outcome::Finished;
+use crate::output::Target;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
-  ghbench gen --from 2015-01-01T00 --to 2015-01-01T23 --seed 42 --out ./synthetic
-  ghbench gen --from 2015-01-01T00 --hours 4 --events 20000 --defects 0.001 --out ./faulty
+  ghbench gen --from 2015-01-01T00 --to 2015-01-01T23 --seed 42 --data-dir ./synthetic
+  ghbench gen --from 2015-01-01T00 --hours 4 --events 20000 --defects 0.001 --data-dir ./faulty
   ghbench ingest --source ./synthetic --from 2015-01-01T00 --to 2015-01-01T23
-  ghbench gen --calibrate real/2015-01-01-*.json.gz --profile-out my-profile.json
+  ghbench gen --calibrate real/2015-01-01-*.json.gz --json my-profile.json
 
 The same seed, hour, profile and --events give byte-identical files on any machine
 and thread count. DIR/gen-manifest.json records the seed, the profile, and per hour
@@ -25,14 +26,17 @@ the events, the file's size and BLAKE3 digest, and the defects injected, with th
 counts a correct loader reports. It lists every hour generated into DIR: a run adds
 its hours to those made there with the same settings, and refuses a DIR holding
 hours made otherwise that it would not make again. While hours are written it lists
-only those kept, so a run that fails leaves no entry for a file it replaced.")]
+only those kept, so a run that fails leaves no entry for a file it replaced.
+
+Exit status: 0 done; 2 an error stopped it; 130 on Ctrl-C. The last line on standard
+error names the folder (or the profile) it wrote.")]
 pub struct GenArgs {
     #[command(flatten)]
     pub hours: HourArgs,
 
     /// Folder for the hour files and gen-manifest.json (created if missing).
-    #[arg(long, value_name = "DIR", required_unless_present = "calibrate")]
-    pub out: Option<PathBuf>,
+    #[arg(long, value_name = "DIR", alias = "out", required_unless_present = "calibrate")]
+    pub data_dir: Option<PathBuf>,
 
     /// Seed: the same seed gives the same files.
     #[arg(long, default_value_t = 42)]
@@ -59,19 +63,20 @@ pub struct GenArgs {
     pub threads: Option<usize>,
 
     /// Measure these real hour files (gzip or plain JSON lines) into a profile instead of generating.
-    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["out", "events", "defects", "truncate_prob", "profile"])]
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile"])]
     pub calibrate: Vec<PathBuf>,
 
-    /// Where --calibrate writes the profile [default: standard output].
-    #[arg(long, value_name = "PATH", requires = "calibrate")]
-    pub profile_out: Option<PathBuf>,
+    /// Where --calibrate writes the profile (JSON, `"format": 1`) [default: -,
+    /// standard output].
+    #[arg(long, value_name = "FILE", alias = "profile-out", requires = "calibrate")]
+    pub json: Option<Target>,
 }
 
-pub fn run(args: GenArgs) -> Result<ExitCode> {
+pub fn run(args: GenArgs) -> Result<Finished> {
     if !args.calibrate.is_empty() {
-        return run_calibrate(&args.calibrate, args.profile_out.as_deref());
+        return run_calibrate(&args.calibrate, args.json.as_ref().unwrap_or(&Target::Stdout));
     }
-    let out = args.out.clone().context("--out DIR is required")?;
+    let out = args.data_dir.clone().context("--data-dir DIR is required")?;
     let range = args.hours.range()?;
     if args.events == Some(0) {
         bail!("--events must be at least 1");
@@ -96,17 +101,15 @@ pub fn run(args: GenArgs) -> Result<ExitCode> {
     let manifest = ghbench_gen::run(&gen, &options, &|_| bar.inc(1))?;
     bar.finish_and_clear();
     print_summary(&manifest, &options.out, range.len(), started.elapsed().as_secs_f64());
-    Ok(ExitCode::SUCCESS)
+    Ok(Finished::ok().wrote(&options.out))
 }
 
-fn run_calibrate(files: &[PathBuf], profile_out: Option<&Path>) -> Result<ExitCode> {
+fn run_calibrate(files: &[PathBuf], target: &Target) -> Result<Finished> {
+    target.check("--json")?;
     let calibration = calibrate(files)?;
     let p = &calibration.profile;
     let json = p.to_json();
-    match profile_out {
-        Some(path) => std::fs::write(path, &json).with_context(|| format!("cannot write {}", path.display()))?,
-        None => println!("{json}"),
-    }
+    let wrote = target.write(&json)?;
     eprintln!(
         "calibrated on {} file(s): {} events ({} lines skipped), {} types, mean size {:.0} B, top actor {} of {} events/hour",
         files.len(),
@@ -117,10 +120,10 @@ fn run_calibrate(files: &[PathBuf], profile_out: Option<&Path>) -> Result<ExitCo
         p.actors.top,
         p.actors.events
     );
-    if let Some(path) = profile_out {
+    if let Some(path) = &wrote {
         eprintln!("profile written to {} ({} bytes); use it with --profile", path.display(), json.len());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(Finished::ok().wrote_all(wrote))
 }
 
 /// What this run made, then what the folder's manifest lists: `made` hours,

@@ -1,8 +1,6 @@
 //! `ghbench index`: the paper's five indexes on every engine, each build timed
 //! and sized; idempotent (an existing index is reported, not rebuilt).
 
-use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,21 +8,28 @@ use anyhow::Result;
 use clap::Args;
 use ghbench_olap::record::{IndexEngineRecord, IndexRunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::seconds;
-use ghbench_olap::render::print_servers;
+use ghbench_olap::render::server_lines;
 use ghbench_olap::runner::create_indexes;
 use ghbench_olap::Backend;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::progress::Log;
 
-use super::olap::{check_index_room, context, ensure_output_dir, engine_records, output_path, write, CatalogOptions, DEFAULT_YEAR};
+use super::olap::{check_index_room, context, engine_records, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
+use crate::outcome::Finished;
+use crate::output::ResultsArgs;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 The index definitions are queries/<engine>/indexes.* (the paper's five indexes in
 each engine's terms). Creating them again is a no-op. Engines that take no indexes
-are listed as such.")]
+are listed as such.
+
+Writes index-<time>.json in --output (results/); the last line on standard error names
+it. Exit status: 0 every index built or present; 1 an engine's builds failed (the
+record says which); 2 an error stopped it (a server that cannot be reached); 130 on
+Ctrl-C.")]
 pub struct IndexArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -32,14 +37,15 @@ pub struct IndexArgs {
     #[command(flatten)]
     pub catalog: CatalogOptions,
 
-    /// Folder for the JSON record of the builds.
-    #[arg(long, default_value = "results")]
-    pub output: PathBuf,
+    /// `index-<time>.json` (the builds) in --output.
+    #[command(flatten)]
+    pub results: ResultsArgs,
 }
 
-pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
+pub async fn run(args: IndexArgs, registry: &Engines) -> Result<Finished> {
     let catalog = args.catalog.load()?;
-    ensure_output_dir(&args.output)?;
+    args.results.check(None)?;
+    let screen = args.results.screen(None);
     let table = args.conn.table_or(DEFAULT_YEAR);
     check_index_room(&table, &catalog)?;
     let backends = connect_backends(&registry.select_reachable(&args.conn, &table).await?, &table).await?;
@@ -48,7 +54,7 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     for backend in &backends {
         let engine = backend.engine().clone();
         if !backend.spec().capabilities.indexes {
-            println!("{engine:<10} takes no indexes");
+            screen.line(format!("{engine:<10} takes no indexes"));
             engines.push(IndexEngineRecord { engine, indexes: Vec::new(), error: None });
             continue;
         }
@@ -80,13 +86,13 @@ pub async fn run(args: IndexArgs, registry: &Engines) -> Result<ExitCode> {
     for backend in &backends {
         backend.close().await;
     }
-    print_table(&engines);
-    print_servers(&context);
+    screen.lines(table_lines(&engines));
+    screen.lines(server_lines(&context));
     let record = IndexRunRecord { schema: INDEX_SCHEMA.into(), context, engines };
-    let path = output_path(&args.output, "index", "json");
-    write(&path, &serde_json::to_string_pretty(&record)?)?;
-    println!("wrote {}", path.display());
-    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    let path = args.results.record_path("index");
+    let json = serde_json::to_string_pretty(&record)?;
+    write(&path, &json)?;
+    Ok(Finished::ok().wrote(path).wrote_all(args.results.also_json(&json)?).trusted_if(ok))
 }
 
 /// How often a long build says how far it is.
@@ -124,12 +130,13 @@ async fn with_progress<T>(backend: &dyn Backend, bar: &ProgressBar, what: &str, 
     done
 }
 
-fn print_table(engines: &[IndexEngineRecord]) {
-    println!("{:<15} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes");
+fn table_lines(engines: &[IndexEngineRecord]) -> Vec<String> {
+    let mut lines = vec![format!("{:<15} {:<32} {:<14} {:>10} {:>14}", "engine", "index", "state", "seconds", "bytes")];
     for e in engines {
         for b in &e.indexes {
             let bytes = b.bytes.map_or("unavailable".into(), |n| n.to_string());
-            println!("{:<15} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes);
+            lines.push(format!("{:<15} {:<32} {:<14} {:>10} {:>14}", e.engine, b.name, b.state(), seconds(b.seconds), bytes));
         }
     }
+    lines
 }

@@ -1,18 +1,19 @@
 //! `ghbench ingest`: argument handling and the run's summary for people.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::ExitCode;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use chrono::Datelike;
 use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
 use crate::options::{ConnOptions, Engines, HourArgs};
+use crate::outcome::{Finished, Screen};
+use crate::output::{ResultsArgs, Schemed, Target};
 use crate::progress::IngestProgress;
 
 #[derive(Args, Debug)]
@@ -40,8 +41,10 @@ connection or a server that stops answering for --timeout seconds. Only one
 ingest at a time may load a table; a second one is refused at start.
 
 Exit status: 0 when every hour is loaded, skipped or missing at the source and
-at least one is loaded or skipped; 1 when any hour failed (rerun to retry it),
-or when no hour could be loaded at all.")]
+at least one is loaded or skipped; 1 when any hour failed (rerun to retry it), an
+hour is stored from another copy of its file, or no hour could be loaded at all; 2
+when an error stopped it before loading (bad options, a server that cannot be reached,
+too little free space); 130 on Ctrl-C.")]
 pub struct IngestArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -123,12 +126,17 @@ pub struct IngestArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub index: bool,
 
-    /// Also write the run's summary, hour by hour, as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub report: Option<PathBuf>,
+    /// Also write the run's summary, hour by hour, as JSON (schema
+    /// `ghbench-ingest/1`) to FILE (`-`: standard output, the summary table
+    /// then on standard error).
+    #[arg(long, value_name = "FILE", alias = "report")]
+    pub json: Option<Target>,
 }
 
-pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
+/// The schema and version of `--json`'s summary (docs/results-schema.md).
+pub const INGEST_SCHEMA: &str = "ghbench-ingest/1";
+
+pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
     let reload = args.reload.clone().unwrap_or_default();
     let range = match reload.first() {
         // The reloaded hours alone: a range of the first, which they include.
@@ -148,8 +156,8 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     let selected = if args.dry_run || args.drop { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &table).await? };
     let engines: Vec<_> = selected.iter().map(|s| s.engine().clone()).collect();
     // Found out now, not after hours of loading.
-    if let Some(path) = &args.report {
-        check_writable(path)?;
+    if let Some(target) = &args.json {
+        target.check("--json")?;
     }
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let options = IngestOptions {
@@ -187,11 +195,12 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
 
-    print_summary(&summary);
-    if let Some(path) = &args.report {
-        let json = serde_json::to_string_pretty(&summary)?;
-        std::fs::write(path, json).with_context(|| format!("writing the report {}", path.display()))?;
-    }
+    let screen = Screen::new(args.json.as_ref().is_some_and(Target::is_stdout));
+    screen.lines(summary_lines(&summary));
+    let finished = match &args.json {
+        Some(target) => Finished::ok().wrote_all(target.write(&Schemed::json(INGEST_SCHEMA, &summary)?)?),
+        None => Finished::ok(),
+    };
     let t = &summary.totals;
     if t.hours_changed > 0 {
         eprintln!(
@@ -199,26 +208,28 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<ExitCode> {
             t.hours_changed,
             reload_argument(&summary)
         );
-        return Ok(ExitCode::FAILURE);
+        return Ok(finished.trusted_if(false));
     }
     if t.hours_loaded + t.hours_partial == 0 && t.hours_skipped == 0 {
         eprintln!("error: no hour could be loaded ({} missing, {} failed); see above", t.hours_missing, t.hours_failed);
-        return Ok(ExitCode::FAILURE);
+        return Ok(finished.trusted_if(false));
     }
     if t.hours_failed + t.hours_partial > 0 {
         eprintln!(
             "error: {} hour(s) failed and {} partly failed (see above); rerun the same command to load them",
             t.hours_failed, t.hours_partial
         );
-        return Ok(ExitCode::FAILURE);
+        return Ok(finished.trusted_if(false));
     }
     if args.index {
         let names = engines.iter().map(|e| e.to_string()).collect();
         let conn = ConnOptions { table: Some(table), engines: names };
-        let index = super::index::IndexArgs { conn, catalog: Default::default(), output: "results".into() };
-        return super::index::run(index, registry).await;
+        let results = ResultsArgs { output: "results".into(), json: None };
+        let index = super::index::IndexArgs { conn, catalog: Default::default(), results };
+        let built = super::index::run(index, registry).await?;
+        return Ok(finished.and(built));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(finished)
 }
 
 /// Hours for `--reload`, as its help says: `H`, `H1..H2`, comma-separated.
@@ -251,24 +262,6 @@ fn reload_argument(s: &IngestSummary) -> String {
     hours.iter().map(Hour::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// Creates the report's folder and tries the file, so a bad path fails before
-/// loading; a file that was not there before is not left behind.
-fn check_writable(path: &Path) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("creating the folder of --report {}", path.display()))?;
-    }
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .with_context(|| format!("--report {} cannot be written", path.display()))?;
-    if !existed {
-        std::fs::remove_file(path).with_context(|| format!("--report {}", path.display()))?;
-    }
-    Ok(())
-}
-
 /// How many hours load side by side: `ingest` and `bench` take the same option.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct LoadStreams {
@@ -292,16 +285,18 @@ fn join(items: &[impl std::fmt::Display]) -> String {
     items.iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
-fn print_summary(s: &IngestSummary) {
+/// The run's summary for people, line by line.
+fn summary_lines(s: &IngestSummary) -> Vec<String> {
+    let mut lines = Vec::new();
     let t = &s.totals;
-    println!("ghbench {} ingest into '{}': {} .. {} from {}", s.ghbench_version, s.table, s.first_hour, s.last_hour, s.source);
+    lines.push(format!("ghbench {} ingest into '{}': {} .. {} from {}", s.ghbench_version, s.table, s.first_hour, s.last_hour, s.source));
     for server in &s.servers {
-        println!("  {:<15} {} at {}", server.engine, server.label, server.url);
+        lines.push(format!("  {:<15} {} at {}", server.engine, server.label, server.url));
         if let Some(caveat) = &server.caveat {
-            println!("  {:<15} note: {caveat}", "");
+            lines.push(format!("  {:<15} note: {caveat}", ""));
         }
     }
-    println!(
+    lines.push(format!(
         "hours:  {} requested, {} loaded, {} skipped (already loaded), {} missing, {} failed, {} partial{}",
         t.hours_requested,
         t.hours_loaded,
@@ -310,51 +305,51 @@ fn print_summary(s: &IngestSummary) {
         t.hours_failed,
         t.hours_partial,
         if t.hours_changed > 0 { format!(", {} stored from another copy of their file", t.hours_changed) } else { String::new() }
-    );
-    println!(
+    ));
+    lines.push(format!(
         "lines:  {} read, {} events, {} quarantined, {} sanitized (\\u0000 removed), {} damaged files",
         t.lines, t.events, t.quarantined_total, t.sanitized, t.file_defects
-    );
+    ));
     for (defect, n) in &t.quarantined {
-        println!("        quarantined {}: {n}", defect.name());
+        lines.push(format!("        quarantined {}: {n}", defect.name()));
     }
     for r in &s.reloaded {
-        println!("reloading {} on {}: {}", r.hour, r.engine, r.detail);
+        lines.push(format!("reloading {} on {}: {}", r.hour, r.engine, r.detail));
     }
     for c in &s.changed {
-        println!(
+        lines.push(format!(
             "hour {} on {} was loaded from another copy of its file ({}); reload it with --reload {}",
             c.hour, c.engine, c.detail, c.hour
-        );
+        ));
     }
     for d in &s.damaged_copies {
-        println!(
+        lines.push(format!(
             "hour {} on {} is stored from a damaged copy of its file ({}); once the file is whole, reload it with --reload {}",
             d.hour, d.engine, d.detail, d.hour
-        );
+        ));
     }
     if t.retries > 0 {
-        println!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried);
+        lines.push(format!("retries: {} attempt(s) made again over {} hour(s) after faults (see the hours' reports)", t.retries, t.hours_retried));
     }
-    println!("{:<15} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events");
+    lines.push(format!("{:<15} {:>12} {:>12} {:>8} {:>14}", "engine", "stored", "events/s", "failed", "table events"));
     // In the order the engines were given (their servers are listed so).
     let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?)));
     for (engine, e) in ordered {
-        println!(
+        lines.push(format!(
             "{:<15} {:>12} {:>12.0} {:>8} {:>14}",
             engine.to_string(),
             e.stored,
             e.events_per_second,
             e.hours_failed,
             e.table_events.map_or_else(|| "unknown".to_string(), |n| n.to_string())
-        );
+        ));
     }
     let ordered = s.servers.iter().filter_map(|server| Some((&server.engine, t.engines.get(&server.engine)?.upkeep.as_ref()?)));
     for (engine, upkeep) in ordered {
-        println!("{engine}: {} in {:.2} s (after loading; shown apart from the load time)", upkeep.step, upkeep.seconds);
+        lines.push(format!("{engine}: {} in {:.2} s (after loading; shown apart from the load time)", upkeep.step, upkeep.seconds));
     }
     let per_second = |v: f64| v / s.loading_seconds.max(1e-9);
-    println!(
+    lines.push(format!(
         "elapsed {:.2} s, loading {:.2} s (the checks before and the upkeep after apart), concurrency {}: {:.1} MB compressed, {:.1} MB JSON read; {:.0} events/s, {:.1} MB/s JSON through the client",
         s.elapsed_seconds,
         s.loading_seconds,
@@ -363,37 +358,38 @@ fn print_summary(s: &IngestSummary) {
         t.json_bytes as f64 / 1e6,
         per_second(t.events as f64),
         per_second(t.json_bytes as f64 / 1e6),
-    );
+    ));
     if t.hours_missing > 0 {
-        println!("missing hours ({}): {}", t.hours_missing, summarise_hours(s.missing(), 10));
+        lines.push(format!("missing hours ({}): {}", t.hours_missing, summarise_hours(s.missing(), 10)));
     }
     for h in s.hours.iter().filter(|h| h.decode.as_ref().is_some_and(|d| d.file_defect.is_some())) {
         let d = h.decode.as_ref().expect("filtered");
-        println!("damaged file {}: {} ({} lines kept)", h.hour, d.file_defect.as_deref().unwrap_or(""), d.events);
+        lines.push(format!("damaged file {}: {} ({} lines kept)", h.hour, d.file_defect.as_deref().unwrap_or(""), d.events));
     }
     // Hours a stopped run did not try are one line, not one each (a year has 8,760).
     let (untried, tried): (Vec<_>, Vec<_>) = s.failed().partition(|h| h.attempts == 0);
     for h in tried {
         let label = if h.status == HourStatus::Partial { "PARTIAL" } else { "FAILED" };
-        println!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; "));
+        lines.push(format!("{label} {} after {} attempt(s): {} (rerun to retry)", h.hour, h.attempts, h.reasons().join("; ")));
     }
     let mut by_reason: std::collections::BTreeMap<String, Vec<Hour>> = Default::default();
     for h in untried {
         by_reason.entry(h.reasons().join("; ")).or_default().push(h.hour);
     }
     for (reason, hours) in by_reason {
-        println!("NOT TRIED {} hour(s) ({}): {reason}", hours.len(), summarise_hours(hours, 10));
+        lines.push(format!("NOT TRIED {} hour(s) ({}): {reason}", hours.len(), summarise_hours(hours, 10)));
     }
     if let Some(why) = &s.stopped {
-        println!("STOPPED: {why}");
+        lines.push(format!("STOPPED: {why}"));
     }
     for line in &s.space {
-        println!("space: {line}");
+        lines.push(format!("space: {line}"));
     }
     for warning in &s.warnings {
-        println!("warning: {warning}");
+        lines.push(format!("warning: {warning}"));
     }
     if t.quarantined_total > 0 {
-        println!("quarantined lines are in {}/{}/", s.quarantine_dir, s.table);
+        lines.push(format!("quarantined lines are in {}/{}/", s.quarantine_dir, s.table));
     }
+    lines
 }

@@ -1,8 +1,6 @@
 //! `ghbench normalize`: the normalized engine's tables derived from a table
 //! already loaded as `jsonb`, or (`--verify N`) the round trip checked.
 
-use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
@@ -11,11 +9,22 @@ use ghbench_ingest::source::{Source, DEFAULT_SOURCE};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::options::Engines;
+use crate::outcome::{Finished, Screen};
+use crate::output::{Schemed, Target};
+
+/// The schemas and versions of `--json`'s summary (docs/results-schema.md).
+pub const NORMALIZE_SCHEMA: &str = "ghbench-normalize/1";
+pub const NORMALIZE_VERIFY_SCHEMA: &str = "ghbench-normalize-verify/1";
 
 /// The engine whose tables this command makes.
 pub const ENGINE: &str = "normalized";
 
 #[derive(Args, Debug)]
+#[command(after_help = "\
+Exit status: 0 derived (or every document verified); 1 --verify found documents that
+differ from their originals; 2 an error stopped it (a server that cannot be reached, a
+table that does not exist); 130 on Ctrl-C. The last line on standard error names the
+file --json wrote.")]
 pub struct NormalizeArgs {
     /// The collection: its jsonb table, and the root of its derived tables
     /// (schema normalized) [default: github2015].
@@ -33,12 +42,16 @@ pub struct NormalizeArgs {
     #[arg(long, default_value = DEFAULT_SOURCE)]
     pub source: String,
 
-    /// Also write the summary (tables, rows, bytes, times; or the check) as JSON.
+    /// Also write the summary (tables, rows, bytes, times; or the check) as
+    /// JSON to FILE (`-`: standard output, the table then on standard error).
     #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    pub json: Option<Target>,
 }
 
-pub async fn run(args: NormalizeArgs, engines: &Engines) -> Result<ExitCode> {
+pub async fn run(args: NormalizeArgs, engines: &Engines) -> Result<Finished> {
+    if let Some(target) = &args.json {
+        target.check("--json")?;
+    }
     let table = args.table.clone().unwrap_or_else(|| TableName::for_year(super::olap::DEFAULT_YEAR));
     let engine = engines.one(ENGINE)?;
     let url = engine.config.get(&ghbench_postgres::URL).unwrap_or_default().to_string();
@@ -48,7 +61,8 @@ pub async fn run(args: NormalizeArgs, engines: &Engines) -> Result<ExitCode> {
     }
 }
 
-async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<ExitCode> {
+async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<Finished> {
+    let screen = screen(args);
     let bar = ProgressBar::new(0);
     bar.set_style(ProgressStyle::with_template("normalize [{bar:30}] {human_pos}/{human_len} documents  {elapsed_precise} (eta {eta})").expect("template"));
     let progress = |done: u64, total: u64| {
@@ -58,14 +72,14 @@ async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<Ex
     let derivation = ghbench_normalized::from_jsonb::derive(url, table, &progress).await;
     bar.finish_and_clear();
     let d = derivation?;
-    println!("{:<40} {:>12} {:>12}  path", "derived table", "rows", "MB");
+    screen.line(format!("{:<40} {:>12} {:>12}  path", "derived table", "rows", "MB"));
     for t in &d.tables {
         let path = if t.path.is_empty() { "(documents)" } else { &t.path };
-        println!("{:<40} {:>12} {:>12.1}  {path}", t.name, t.rows, t.bytes as f64 / 1e6);
+        screen.line(format!("{:<40} {:>12} {:>12.1}  {path}", t.name, t.rows, t.bytes as f64 / 1e6));
     }
     let (rows, bytes) = d.tables.iter().fold((0, 0), |(r, b), t| (r + t.rows, b + t.bytes));
-    println!("{:<40} {:>12} {:>12.1}", format!("{} tables", d.tables.len()), rows, bytes as f64 / 1e6);
-    println!(
+    screen.line(format!("{:<40} {:>12} {:>12.1}", format!("{} tables", d.tables.len()), rows, bytes as f64 / 1e6));
+    screen.line(format!(
         "normalized {} documents of '{table}' ({} hours) in {:.2} s ({:.0} documents/s); {} in {:.2} s",
         d.documents,
         d.hours,
@@ -73,30 +87,34 @@ async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<Ex
         d.documents as f64 / d.seconds.max(1e-9),
         d.upkeep.step,
         d.upkeep.seconds
-    );
-    write_json(args, &d)?;
-    Ok(ExitCode::SUCCESS)
+    ));
+    write_json(args, NORMALIZE_SCHEMA, &d)
 }
 
-async fn verify(args: &NormalizeArgs, url: &str, table: &TableName, n: u64, engines: &Engines) -> Result<ExitCode> {
+async fn verify(args: &NormalizeArgs, url: &str, table: &TableName, n: u64, engines: &Engines) -> Result<Finished> {
+    let screen = screen(args);
     let source = Source::parse(&args.source)?;
     let report = ghbench_normalized::verify::verify(url, table, n, &source, &engines.policy()).await?;
-    write_json(args, &report)?;
+    let finished = write_json(args, NORMALIZE_VERIFY_SCHEMA, &report)?;
     for m in report.mismatches.iter().take(20) {
-        println!("DIFFERS document {} ({}): {}", m.did, m.original, m.difference);
+        screen.line(format!("DIFFERS document {} ({}): {}", m.did, m.original, m.difference));
     }
     if report.mismatches.is_empty() {
-        println!("verified {} documents of '{table}': each rebuilt from the derived tables equals its original", report.checked);
-        Ok(ExitCode::SUCCESS)
+        screen.line(format!("verified {} documents of '{table}': each rebuilt from the derived tables equals its original", report.checked));
     } else {
-        println!("{} of {} documents differ from their originals", report.mismatches.len(), report.checked);
-        Ok(ExitCode::FAILURE)
+        screen.line(format!("{} of {} documents differ from their originals", report.mismatches.len(), report.checked));
     }
+    Ok(finished.trusted_if(report.mismatches.is_empty()))
 }
 
-fn write_json(args: &NormalizeArgs, value: &impl serde::Serialize) -> Result<()> {
-    match &args.json {
-        Some(path) => super::olap::write(path, &(serde_json::to_string_pretty(value)? + "\n")),
-        None => Ok(()),
-    }
+/// The tables on standard error when `--json -` takes standard output.
+fn screen(args: &NormalizeArgs) -> Screen {
+    Screen::new(args.json.as_ref().is_some_and(Target::is_stdout))
+}
+
+fn write_json(args: &NormalizeArgs, schema: &'static str, value: &impl serde::Serialize) -> Result<Finished> {
+    Ok(match &args.json {
+        Some(target) => Finished::ok().wrote_all(target.write(&Schemed::json(schema, value)?)?),
+        None => Finished::ok(),
+    })
 }

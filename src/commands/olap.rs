@@ -9,10 +9,14 @@ use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, MemoryShare, QueryRecord, DECLARED, Resumed, RunRecord, SCHEMA};
-use ghbench_olap::render::{charts, data_warning, markdown_with_charts, Chart};
+use ghbench_olap::render::{data_warning, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, cold_label, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
+
+use super::bench::cold::{BenchCooler, ManagedServers, ServersArg};
+use super::bench::memory::MemorySize;
+use crate::options::Selected;
 
 /// The default table when --table is not given: the paper's year.
 pub const DEFAULT_YEAR: i32 = 2015;
@@ -72,12 +76,33 @@ pub struct TimingArgs {
     /// this machine is measured instead (its cgroup's limit, else the machine's).
     #[arg(long, value_name = "SIZE", value_parser = ghbench_core::size::parse_declared_memory)]
     pub server_memory: Option<u64>,
+
+    /// A cold first run of every query, before its hot runs: `restart` (what a
+    /// bare --cold means) restarts each server listed in --servers and drops
+    /// the OS page cache, a true cold run (an engine without a server starts
+    /// afresh; any other server gets `clear`, labelled not truly cold);
+    /// `clear` drops the OS page cache and what each server clears without a
+    /// restart.
+    #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "restart")]
+    pub cold: Option<ColdHow>,
+
+    #[command(flatten)]
+    pub managed: ServersArg,
+}
+
+/// How `--cold` makes a query's first run cold.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColdHow {
+    /// Restart the servers `just setup` started, drop the page cache.
+    Restart,
+    /// Drop the page cache and the servers' own caches, no restart.
+    Clear,
 }
 
 impl TimingArgs {
     /// The run's options for `queries` (empty: all) of the chosen variants,
     /// checked against the catalog.
-    pub fn options(&self, catalog: &Catalog, queries: Vec<String>, cold: bool) -> Result<QueryOptions> {
+    pub fn options(&self, catalog: &Catalog, queries: Vec<String>) -> Result<QueryOptions> {
         let variants = match self.variant.as_str() {
             EVERY_VARIANT => catalog.variant_names(),
             one => vec![catalog.variant(one).map(|_| one.to_string())?],
@@ -86,13 +111,28 @@ impl TimingArgs {
             variants,
             queries,
             repeat: self.repeat as usize,
-            cold,
+            cold: self.cold.is_some(),
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
             analyze_plans: self.analyze_plans,
             server_memory: self.server_memory,
             skip: Vec::new(),
         })
+    }
+
+    /// The servers file, read when a cold run restarts servers or a memory
+    /// limit needs them (`needed`); None when not needed or absent.
+    pub fn managed_servers(&self, needed: bool) -> Result<Option<ManagedServers>> {
+        match needed || self.cold == Some(ColdHow::Restart) {
+            true => self.managed.load(),
+            false => Ok(None),
+        }
+    }
+
+    /// What makes each engine's first run cold on `table`: the servers of
+    /// `managed` restarted (under `memory`, when given), or only cleared.
+    pub fn cooler(&self, engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, memory: Option<MemorySize>) -> BenchCooler {
+        BenchCooler::new(engines, managed, self.cold != Some(ColdHow::Clear), table, memory)
     }
 }
 
@@ -362,16 +402,6 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
     let beside = PathBuf::from(beside);
     std::fs::write(&beside, contents).with_context(|| format!("writing {}", beside.display()))?;
     std::fs::rename(&beside, path).with_context(|| format!("renaming {} to {}", beside.display(), path.display()))
-}
-
-/// Writes the Markdown report to `md_path` and its charts as SVG files into
-/// `<stem>-charts/` beside it, linked by relative paths so the folder can be
-/// moved or published whole. Returns the charts' folder.
-pub fn write_markdown_with_charts(record: &RunRecord, md_path: &Path) -> Result<PathBuf> {
-    let charts = charts(record)?;
-    let (dir, dir_name) = write_charts(md_path, &charts)?;
-    write(md_path, &markdown_with_charts(record, &charts, &dir_name))?;
-    Ok(dir)
 }
 
 /// Writes `charts` as SVG files into `<stem>-charts/` beside the Markdown at

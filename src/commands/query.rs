@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_olap::render::{no_disagreement, print_servers, problems, reconnect_notes, results_table, seconds, Style};
-use ghbench_olap::runner::{ClearCaches, Progress, RunEvent};
+use ghbench_olap::render::{charts, markdown_with_charts, no_disagreement, problems, reconnect_notes, results_table, seconds, server_lines, Style};
+use ghbench_olap::runner::{Progress, RunEvent};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, ensure_output_dir, measure, output_path, write, write_markdown_with_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
+use super::olap::{RunPlan, measure, write, write_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
+use crate::outcome::Finished;
+use crate::output::{markdown_to, MarkdownArg, ResultsArgs};
 use crate::progress::Log;
 
 #[derive(Args, Debug)]
@@ -23,7 +24,9 @@ use crate::progress::Log;
 Examples:
   ghbench query --all                       # A-D, both variants, 3 runs each
   ghbench query A C --variant corrected --repeat 5
-  ghbench query --all --cold                # drop the OS page cache before each query
+  ghbench query --all --cold                # a true cold first run: servers restarted, page cache dropped
+  ghbench query --all --cold=clear          # page cache and the servers' own caches cleared, no restart
+  ghbench query --all --json -              # the record on standard output (tables on standard error)
   ghbench query --all --clients 1,4,16 --duration 60
                                             # then 1, 4 and 16 clients at once per engine
   ghbench query --all --query-timeout 2h    # stop any run past two hours (default: no limit)
@@ -34,9 +37,14 @@ what it cancelled and exits 130.
 
 Before timing, compares what the engines hold (their ingest ledgers, hour by hour,
 and each table's row count) and says first when they differ.
-Exits non-zero when the engines' results disagree or they hold different data, a
-query failed or was cut by --query-timeout, or an answer under load is wrong or a
-phase of clients fails (after writing the files).")]
+Writes olap-<time>.json, .md and -charts/ in --output (results/); the last line on
+standard error names them.
+
+Exit status: 0 every answer verified; 1 finished, files written, but not to be trusted
+as it stands: the engines' results disagree or they hold different data, a query failed
+or was cut by --query-timeout, or an answer under load is wrong or a phase of clients
+failed; 2 an error stopped it (bad options, a server that cannot be reached, a table
+that does not exist); 130 on Ctrl-C.")]
 pub struct QueryArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -58,20 +66,17 @@ pub struct QueryArgs {
     #[command(flatten)]
     pub timing: TimingArgs,
 
-    /// Before each query's first run: drop the OS page cache and clear what each
-    /// server can clear without a restart (an extra run, recorded apart).
-    #[arg(long)]
-    pub cold: bool,
-
     /// The engine the others are compared with in the "faster by" columns
     /// (the paper's (S-F)/S) [default: the first of --engines].
     #[arg(long, value_name = "ENGINE")]
     pub baseline: Option<String>,
 
-    /// Folder for the JSON record, the Markdown report and its SVG charts
-    /// (`olap-<time>.json`, `.md` and `-charts/`).
-    #[arg(long, default_value = "results")]
-    pub output: PathBuf,
+    /// `olap-<time>.json`, `.md` and `-charts/` in --output.
+    #[command(flatten)]
+    pub results: ResultsArgs,
+
+    #[command(flatten)]
+    pub markdown: MarkdownArg,
 
     /// Go on with the unfinished run of this record (a run stopped part way
     /// leaves one, written after every query): its queries are kept, the rest
@@ -82,11 +87,14 @@ pub struct QueryArgs {
     pub resume: Option<PathBuf>,
 }
 
-pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
+pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     let catalog = args.catalog.load()?;
-    ensure_output_dir(&args.output)?;
+    let markdown = args.markdown.markdown.as_ref();
+    args.results.check(markdown)?;
+    let screen = args.results.screen(markdown);
     let table = args.conn.table_or(DEFAULT_YEAR);
-    let options = args.timing.options(&catalog, args.names.iter().map(|q| q.to_ascii_uppercase()).collect(), args.cold)?;
+    let options = args.timing.options(&catalog, args.names.iter().map(|q| q.to_ascii_uppercase()).collect())?;
+    let managed = args.timing.managed_servers(false)?;
     let selected = registry.select_reachable(&args.conn, &table).await?;
     let baseline = match &args.baseline {
         Some(name) => {
@@ -108,24 +116,37 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     };
     let json_path = match &args.resume {
         Some(path) => path.clone(),
-        None => output_path(&args.output, "olap", "json"),
+        None => args.results.record_path("olap"),
     };
+    let cooler = args.timing.cooler(&selected, managed.as_ref(), &table, None);
+    if options.cold {
+        for line in cooler.describe() {
+            progress.bar.suspend(|| eprintln!("cold: {line}"));
+        }
+    }
     let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume, before_runs: Vec::new() };
-    let measured = measure(&mut backends, &catalog, plan, &table, &progress, &ClearCaches).await;
+    let measured = measure(&mut backends, &catalog, plan, &table, &progress, &cooler).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;
 
-    write(&json_path, &serde_json::to_string_pretty(&record)?)?;
+    let json = serde_json::to_string_pretty(&record)?;
+    write(&json_path, &json)?;
     let md_path = json_path.with_extension("md");
-    let charts_dir = write_markdown_with_charts(&record, &md_path)?;
+    let charts = charts(&record)?;
+    let (charts_dir, dir_name) = write_charts(&md_path, &charts)?;
+    write(&md_path, &markdown_with_charts(&record, &charts, &dir_name))?;
+    let mut finished = Finished::ok().wrote(&json_path).wrote(&md_path).wrote(&charts_dir).wrote_all(args.results.also_json(&json)?);
+    if let Some(target) = markdown {
+        finished = finished.wrote_all(markdown_to(target, &charts_dir, |path| write_charts(path, &charts), |link| markdown_with_charts(&record, &charts, link))?);
+    }
 
-    println!("{}", results_table(&record, Style::Terminal));
+    screen.line(results_table(&record, Style::Terminal));
     // Again beside the numbers it invalidates.
     for line in &warning {
         eprintln!("{line}");
     }
-    print_servers(&record.context);
-    println!("{}; {}", record.context.cold.label, ghbench_olap::render::limit_label(&record.context));
+    screen.lines(server_lines(&record.context));
+    screen.line(format!("{}; {}", record.context.cold.label, ghbench_olap::render::limit_label(&record.context)));
     let problems = problems(&record);
     for line in reconnect_notes(&record).iter().chain(&problems) {
         eprintln!("{line}");
@@ -133,8 +154,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<ExitCode> {
     for backend in &backends {
         backend.close().await;
     }
-    println!("wrote {}, {} and its charts in {}", json_path.display(), md_path.display(), charts_dir.display());
-    Ok(if problems.is_empty() && no_disagreement(&record) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(finished.trusted_if(problems.is_empty() && no_disagreement(&record)))
 }
 
 /// One bar over every run, ticking on its own so the elapsed time moves

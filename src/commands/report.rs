@@ -2,7 +2,6 @@
 //! page with charts), or compares two.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
 use anyhow::{bail, Context as _, Result};
 use clap::Args;
@@ -11,22 +10,22 @@ use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
 use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
 use ghbench_olap::render::regime::regime_text;
-use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, no_disagreement, print_servers, problems, results_table, Style, DEFAULT_NOISE};
+use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, no_disagreement, problems, results_table, server_lines, Style, DEFAULT_NOISE};
 
-use super::olap::write;
+use crate::outcome::{Finished, Screen};
+use crate::output::Target;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
   ghbench report results/olap-20260101T120000Z.json              # the table again
-  ghbench report --markdown results/olap-20260101T120000Z.json   # the Markdown report
-  ghbench report --html results/olap-20260101T120000Z.json       # writes results/olap-20260101T120000Z.html
-  ghbench report --html results/olap-20260101T120000Z.json --out report.html
+  ghbench report results/olap-20260101T120000Z.json --markdown -    # the Markdown report
+  ghbench report results/olap-20260101T120000Z.json --html report.html
   ghbench report before.json after.json                          # after vs before: every query, variant
                                                                  # and engine of either (faster, slower,
                                                                  # failed, only in one, answers differ)
   ghbench report bench-old.json bench-new.json                   # two benches, size by size
-  ghbench report --html results/bench-20260101T120000Z.json      # a whole `ghbench bench` (sizes, growth)
+  ghbench report results/bench-20260101T120000Z.json --html -    # a whole `ghbench bench` (sizes, growth)
 
 The HTML page needs nothing else to be read: charts are inline SVG, styles are in
 the page, nothing is fetched from the network.
@@ -34,81 +33,85 @@ the page, nothing is fetched from the network.
 Exit status, showing one file: 0 when its results are whole and verified; 1 when
 they cannot be trusted as they stand (engines disagree, a failure, or a partial
 record: unfinished, or resumed from a run that stopped), as the run that wrote it
-exited. Comparing two files exits 0.")]
+exited. Comparing two files exits 0. 2: an error (a file that cannot be read or is
+not a results record).")]
 pub struct ReportArgs {
     /// One results JSON file to show, or two to compare (the second against the first).
     #[arg(required = true, num_args = 1..=2, value_name = "FILE.json")]
     pub files: Vec<PathBuf>,
 
-    /// Print Markdown instead of a terminal table.
-    #[arg(long, conflicts_with = "html")]
-    pub markdown: bool,
+    /// The Markdown report instead of a terminal table, to FILE (`-`:
+    /// standard output; without its charts, which the run wrote beside its record).
+    #[arg(long, value_name = "FILE", conflicts_with = "html")]
+    pub markdown: Option<Target>,
 
-    /// Write one self-contained HTML page of the run: per query a table and a chart
-    /// (median, min-max whiskers, ✓/✗ verification), load throughput and storage
-    /// charts, each engine's server and caveat, the data it held, the environment and
-    /// the paper's published numbers. Prints where it wrote it.
-    #[arg(long)]
-    pub html: bool,
-
-    /// Where --html writes the page [default: beside FILE.json, with .html].
-    #[arg(long, value_name = "FILE.html", requires = "html")]
-    pub out: Option<PathBuf>,
+    /// One self-contained HTML page of the run, to FILE (`-`: standard
+    /// output): per query a table and a chart (median, min-max whiskers, ✓/✗
+    /// verification), load throughput and storage charts, each engine's
+    /// server and caveat, the data it held, the environment and the paper's
+    /// published numbers.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<Target>,
 
     /// When comparing: medians within this fraction of each other count as the same.
     #[arg(long, default_value_t = DEFAULT_NOISE)]
     pub noise: f64,
 }
 
-pub fn run(args: ReportArgs) -> Result<ExitCode> {
+pub fn run(args: ReportArgs) -> Result<Finished> {
+    args.check_targets()?;
     let saved = args.files.iter().map(|f| load(f)).collect::<Result<Vec<_>>>()?;
-    let style = if args.markdown { Style::Markdown } else { Style::Terminal };
+    let style = if args.markdown.is_some() { Style::Markdown } else { Style::Terminal };
+    let compared = |text: String| -> Result<Finished> {
+        Ok(Finished::ok().wrote_all(args.markdown.as_ref().unwrap_or(&Target::Stdout).write(&text)?))
+    };
     match saved.as_slice() {
         [Saved::Bench(bench)] => return show_bench(bench, &args),
-        [_, _] if args.html => bail!("--html renders one results file; to compare two, leave it out"),
-        [Saved::Bench(a), Saved::Bench(b)] => {
-            print!("{}", bench_comparison(a, b, args.noise, style));
-            return Ok(ExitCode::SUCCESS);
-        }
+        [_, _] if args.html.is_some() => bail!("--html renders one results file; to compare two, leave it out"),
+        [Saved::Bench(a), Saved::Bench(b)] => return compared(bench_comparison(a, b, args.noise, style)),
         // A query run against a bench: the bench's size that holds as many events.
-        [Saved::Run(a), Saved::Bench(b)] => {
-            print!("{}", comparison(a, size_like(b, a, &args.files[1])?, args.noise, style));
-            return Ok(ExitCode::SUCCESS);
-        }
-        [Saved::Bench(a), Saved::Run(b)] => {
-            print!("{}", comparison(size_like(a, b, &args.files[0])?, b, args.noise, style));
-            return Ok(ExitCode::SUCCESS);
-        }
+        [Saved::Run(a), Saved::Bench(b)] => return compared(comparison(a, size_like(b, a, &args.files[1])?, args.noise, style)),
+        [Saved::Bench(a), Saved::Run(b)] => return compared(comparison(size_like(a, b, &args.files[0])?, b, args.noise, style)),
         _ => {}
     }
     let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
-    match records.as_slice() {
-        [one] if args.html => {
-            let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
-            write(&path, &html(one)?)?;
-            println!("wrote {}", path.display());
+    let finished = match (records.as_slice(), &args.html, &args.markdown) {
+        ([one], Some(page), _) => Finished::ok().wrote_all(page.write(&html(one)?)?),
+        ([one], None, Some(target)) => Finished::ok().wrote_all(target.write(&markdown(one))?),
+        ([one], None, None) => {
+            let screen = Screen::new(false);
+            screen.lines(data_warning(&one.context));
+            screen.line(results_table(one, style));
+            screen.lines(server_lines(&one.context));
+            screen.line(format!("{}; recorded {}", one.context.cold.label, one.context.started_at));
+            screen.lines(problems(one));
+            Finished::ok()
         }
-        [one] if args.markdown => println!("{}", markdown(one)),
-        [one] => {
-            for line in data_warning(&one.context) {
-                println!("{line}");
-            }
-            println!("{}", results_table(one, style));
-            print_servers(&one.context);
-            println!("{}; recorded {}", one.context.cold.label, one.context.started_at);
-            for line in problems(one) {
-                println!("{line}");
-            }
-        }
-        [a, b] => print!("{}", comparison(a, b, args.noise, style)),
+        ([a, b], _, _) => return compared(comparison(a, b, args.noise, style)),
         _ => unreachable!("clap allows one or two files"),
-    }
+    };
     // One record: the status its run exited with, so a script can tell a
     // partial or unverified record from its file alone.
-    Ok(match records.as_slice() {
-        [one] if !(problems(one).is_empty() && no_disagreement(one)) => ExitCode::FAILURE,
-        _ => ExitCode::SUCCESS,
-    })
+    let one = records[0];
+    Ok(finished.trusted_if(problems(one).is_empty() && no_disagreement(one)))
+}
+
+impl ReportArgs {
+    /// A page or report written over a results file would lose it: refused,
+    /// as is a `.json` target (most likely a results file taken for one).
+    fn check_targets(&self) -> Result<()> {
+        for (option, target) in [("--html", &self.html), ("--markdown", &self.markdown)] {
+            let Some(target) = target else { continue };
+            if let Target::File(path) = target {
+                let same = |file: &PathBuf| file == path || std::fs::canonicalize(file).ok().is_some_and(|f| std::fs::canonicalize(path).ok() == Some(f));
+                if self.files.iter().any(same) || path.extension().is_some_and(|e| e == "json") {
+                    bail!("{option} {} would write over a results file: give the page's own file (e.g. report.html), or - for standard output", path.display());
+                }
+            }
+            target.check(option)?;
+        }
+        Ok(())
+    }
 }
 
 /// The run of `bench`'s size that holds as many events as `run` (the first
@@ -164,31 +167,29 @@ fn load(path: &Path) -> Result<Saved> {
 
 /// One bench record: its page, its Markdown (without the chart files, which
 /// `ghbench bench` wrote beside it), or its tables.
-fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<ExitCode> {
+fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
     let run = largest(bench).context("the bench record holds no size")?;
-    if args.html {
-        let path = args.out.clone().unwrap_or_else(|| args.files[0].with_extension("html"));
-        write(&path, &bench_html(bench, &BenchCharts::draw(bench)?)?)?;
-        println!("wrote {}", path.display());
-    } else if args.markdown {
-        println!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run));
+    let finished = if let Some(page) = &args.html {
+        Finished::ok().wrote_all(page.write(&bench_html(bench, &BenchCharts::draw(bench)?)?)?)
+    } else if let Some(target) = &args.markdown {
+        Finished::ok().wrote_all(target.write(&format!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run)))?)
     } else {
+        let screen = Screen::new(false);
         for size in &bench.sizes {
-            println!("{}", size_text(size));
+            screen.line(size_text(size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
-                println!("{text}");
+                screen.line(text);
             }
         }
         if let Some(text) = regime_text(bench) {
-            println!("{text}");
+            screen.line(text);
         }
-        print_servers(&run.context);
-        println!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at);
-        for line in bench_problems(bench) {
-            println!("{line}");
-        }
-    }
+        screen.lines(server_lines(&run.context));
+        screen.line(format!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at));
+        screen.lines(bench_problems(bench));
+        Finished::ok()
+    };
     let verified = bench.sizes.iter().all(|s| s.verdict().1);
-    Ok(if bench_problems(bench).is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(finished.trusted_if(bench_problems(bench).is_empty() && verified))
 }
 

@@ -1,7 +1,6 @@
 //! `ghbench serve DIR`: GH Archive's file layout over HTTP on loopback.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -17,7 +16,7 @@ pub struct ServeArgs {
     pub addr: String,
 }
 
-pub fn run(args: ServeArgs) -> Result<ExitCode> {
+pub fn run(args: ServeArgs) -> Result<crate::outcome::Finished> {
     if !args.dir.is_dir() {
         bail!("{} is not a directory", args.dir.display());
     }
@@ -25,5 +24,5 @@ pub fn run(args: ServeArgs) -> Result<ExitCode> {
     println!("serving {} at {} (Ctrl-C to stop)", args.dir.display(), server.url());
     println!("  ghbench ingest --source {} --from ...", server.url());
     server.wait();
-    Ok(ExitCode::SUCCESS)
+    Ok(crate::outcome::Finished::ok())
 }

@@ -107,12 +107,13 @@ enum Plan {
     Restart(ManagedServer, Selected),
     /// An engine with no server: a new backend is fresh state.
     Fresh(Selected),
-    /// A server ghbench does not manage.
-    ClearOnly(Selected),
+    /// A server ghbench does not manage, or `--cold=clear` (true).
+    ClearOnly(Selected, bool),
 }
 
 impl BenchCooler {
-    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
+    /// `restart`: false for `--cold=clear`, which restarts no server.
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, restart: bool, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
         let plans = engines
             .iter()
             .map(|engine| {
@@ -120,8 +121,9 @@ impl BenchCooler {
                     return Plan::Fresh(engine.clone());
                 }
                 match managed.and_then(|m| m.serving(&engine.loader().location())) {
+                    _ if !restart => Plan::ClearOnly(engine.clone(), true),
                     Some(server) => Plan::Restart(server.clone(), engine.clone()),
-                    None => Plan::ClearOnly(engine.clone()),
+                    None => Plan::ClearOnly(engine.clone(), false),
                 }
             })
             .collect();
@@ -137,11 +139,12 @@ impl BenchCooler {
                     format!("{}: server {} at {} (data {}) restarted before each first run (other sessions on it are cut off)", engine.engine(), server.name, server.address, server.data_dir)
                 }
                 Plan::Fresh(engine) => format!("{}: started afresh (no server) before each first run", engine.engine()),
-                Plan::ClearOnly(engine) => {
+                Plan::ClearOnly(engine, asked) => {
                     let location = engine.loader().location();
+                    let why = if *asked { "--cold=clear" } else { "not in --servers" };
                     match Place::of(&location) {
                         Place::ThisMachine => format!(
-                            "{}: server at {location} not in --servers (not restarted): this machine's page cache dropped and the server's own caches cleared, not truly cold",
+                            "{}: server at {location} not restarted ({why}): this machine's page cache dropped and the server's own caches cleared, not truly cold",
                             engine.engine()
                         ),
                         Place::Elsewhere(hosts) => format!(
@@ -175,7 +178,7 @@ impl Cooler for BenchCooler {
         match self.plans.get(index) {
             Some(Plan::Restart(..)) => "server restart and page cache",
             Some(Plan::Fresh(_)) => "a fresh start and page cache",
-            Some(Plan::ClearOnly(_)) | None => ghbench_olap::runner::CLEAR_ONLY,
+            Some(Plan::ClearOnly(..)) | None => ghbench_olap::runner::CLEAR_ONLY,
         }
     }
 
@@ -184,7 +187,7 @@ impl Cooler for BenchCooler {
         let (engine, server) = match self.plans.get(index) {
             Some(Plan::Restart(server, engine)) => (engine, Some(server)),
             Some(Plan::Fresh(engine)) => (engine, None),
-            Some(Plan::ClearOnly(_)) | None => return ClearCaches.make_cold(index, backend).await,
+            Some(Plan::ClearOnly(..)) | None => return ClearCaches.make_cold(index, backend).await,
         };
         let mut actions = Vec::new();
         let restarted = match server {

@@ -11,7 +11,6 @@ mod regime;
 mod resume;
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,20 +22,26 @@ use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecor
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_olap::render::concurrency::concurrency_text;
-use ghbench_olap::render::{bench_html, Style, markdown_with_charts, print_servers, reconnect_notes, seconds};
+use ghbench_olap::render::{bench_html, Style, markdown_with_charts, server_lines, reconnect_notes, seconds};
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::concurrency::ConcurrencyOptions;
 use ghbench_olap::record::RunRecord;
 use ghbench_olap::runner::{create_indexes, QueryOptions};
 use ghbench_olap::{Backend, Catalog};
 
-use self::cold::BenchCooler;
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, ensure_output_dir, measure, output_path, plan_concurrency, write, write_charts, CatalogOptions, TimingArgs};
+use super::olap::{RunPlan, measure, plan_concurrency, write, write_charts, CatalogOptions, TimingArgs};
 use super::query::QueryProgress;
-use crate::options::{connect_backends, ConnOptions, Engines, Selected};
+use crate::options::{connect_backends, ConnOptions, Engines, HourArgs, Selected};
+use crate::outcome::{Finished, Screen};
+use crate::output::{markdown_to, MarkdownArg, ResultsArgs};
 use crate::progress::IngestProgress;
+
+/// Where a bench's hours start when --from is not given: the paper's first hour.
+fn default_first_hour() -> Hour {
+    Hour::new(chrono::NaiveDate::from_ymd_opt(2015, 1, 1).expect("a date"), 0).expect("an hour")
+}
 
 /// The table names' stem when --table is not given: `bench_6h_e7702_s42_20150101t00`.
 const DEFAULT_BASE: &str = "bench";
@@ -44,11 +49,12 @@ const DEFAULT_BASE: &str = "bench";
 #[derive(Args, Debug)]
 #[command(after_help = "\
 Examples:
-  ghbench bench --gen 6 --cold                     # 6 generated hours, true cold runs, every engine
+  ghbench bench --hours 6 --cold                   # 6 generated hours, true cold runs, every engine
                                                    # (--engines' default here: all of them)
   ghbench bench --scale 1,6,24,96 --events-per-hour 25000
   ghbench bench --source ./mirror --from 2015-01-01T00 --hours 24 --engines postgres,polars
-  ghbench bench --gen 6 --clients 1,2,4,8 --duration 60
+  ghbench bench --hours 6 --json run.json          # also the record at a path of your choosing
+  ghbench bench --hours 6 --clients 1,2,4,8 --duration 60
                                                    # then 1, 2, 4 and 8 clients at once per engine
 
 Each size loads into tables of its own (named after --table, the size and the data:
@@ -59,10 +65,14 @@ one engine at a time, so no load waits on another; PostgreSQL tables are vacuume
 analysed as part of their load. A rerun reuses what each engine's ledger lists as loaded
 (its load time then says so) unless --fresh.
 
---cold: before each query's first run, a server that `just setup` started (listed in
---servers) is restarted and the OS page cache dropped, an engine without a server
-starts afresh: a true cold run, labelled so. Other servers get the page cache dropped
-and what they clear themselves, labelled as not truly cold. The other runs are hot.
+The data is generated (`ghbench gen`'s realistic hours) unless --source names real
+ones; --hours gives the size from --from (2015-01-01T00 unless given), as for `ingest`.
+
+--cold (--cold=restart): before each query's first run, a server that `just setup`
+started (listed in --servers) is restarted and the OS page cache dropped, an engine
+without a server starts afresh: a true cold run, labelled so. Other servers get the page
+cache dropped and what they clear themselves, labelled as not truly cold, as every server
+does with --cold=clear. The other runs are hot.
 
 --memory SIZE: the servers `just setup` started are restarted inside a memory cgroup of
 SIZE (page cache included, no swap; cgroup v1 or v2, as root), their memory settings
@@ -90,13 +100,15 @@ Damaged input (empty, truncated or corrupt files, quarantined lines) is shown un
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
 local file loads the lines it holds, and a retried load says so beside its time.
 
-Writes results/bench-<time>.json (everything), .md, -charts/ and .html.
+Writes bench-<time>.json (everything), .md, -charts/ and .html in --output (results/);
+the last line on standard error names them.
 
-Exit status: as `ghbench ingest`, 0 with damaged input (shown, its readable lines
-loaded); 1 when an hour is missing at the source or failed to load (nothing is
-measured then), an engine's indexes or a query failed (or was cut by --query-timeout),
-the answers disagree, or an answer under load (--clients) is wrong or a phase of
-clients failed; 130 on Ctrl-C, after cancelling what ran on the servers.")]
+Exit status: 0 all measured and verified (damaged input is shown, its readable lines
+loaded); 1 finished but not to be trusted as it stands: an engine's indexes or a query
+failed (or was cut by --query-timeout), the answers disagree, or an answer under load
+(--clients) is wrong or a phase of clients failed; 2 an error stopped it (bad options, a
+server that cannot be reached, an hour missing at the source or that failed to load:
+nothing is measured then); 130 on Ctrl-C, after cancelling what ran on the servers.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -110,9 +122,9 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub streams: super::ingest::LoadStreams,
 
-    /// Generated data (`ghbench gen`'s realistic events): this many hours.
-    #[arg(long, value_name = "HOURS", conflicts_with_all = ["source", "scale"], value_parser = crate::options::at_least_one::<u32>)]
-    pub gen: Option<u32>,
+    /// Which hours: --hours N (from --from, 2015-01-01T00 by default), --to, or --year.
+    #[command(flatten)]
+    pub hours: HourArgs,
 
     /// Events per generated hour [default: the built-in profile's, 7,702 as in the real hour].
     #[arg(long, value_name = "N", value_parser = crate::options::at_least_one::<u64>, conflicts_with = "source")]
@@ -122,36 +134,22 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 42, conflicts_with = "source")]
     pub seed: u64,
 
-    /// Real hours instead: an http(s) base URL or a folder of YYYY-MM-DD-H.json.gz files.
+    /// Real hours instead of generated ones: an http(s) base URL or a folder
+    /// of YYYY-MM-DD-H.json.gz files.
     #[arg(long, value_name = "URL|DIR")]
     pub source: Option<String>,
 
-    /// The first hour.
-    #[arg(long, default_value = "2015-01-01T00")]
-    pub from: Hour,
-
-    /// With --source: this many hours from --from.
-    #[arg(long, requires = "source", conflicts_with_all = ["scale", "gen"], value_parser = crate::options::at_least_one::<u32>)]
-    pub hours: Option<u32>,
-
-    /// Run the benchmark at each of these sizes, in hours (e.g. 1,6,24,96), and
-    /// chart how each engine's time grows with the data.
+    /// Run the benchmark at each of these sizes, in hours from --from (e.g.
+    /// 1,6,24,96), and chart how each engine's time grows with the data.
     #[arg(long, value_delimiter = ',', value_name = "HOURS,...", value_parser = crate::options::at_least_one::<u32>)]
     pub scale: Vec<u32>,
 
     #[command(flatten)]
     pub timing: TimingArgs,
 
-    /// A true cold first run of every query (see below).
-    #[arg(long)]
-    pub cold: bool,
-
     /// Drop each size's tables and load them again, instead of reusing what is loaded.
     #[arg(long)]
     pub fresh: bool,
-
-    #[command(flatten)]
-    pub managed: cold::ServersArg,
 
     /// Run the servers and polars' workers inside a memory limit of SIZE
     /// (`4GiB`, `768MiB`), as on a machine that small (see below; needs root).
@@ -173,9 +171,12 @@ pub struct BenchArgs {
     #[arg(long, default_value = ".ghbench/quarantine")]
     pub quarantine_dir: PathBuf,
 
-    /// Folder for the results (`bench-<time>.json`, `.md`, `-charts/`, `.html`).
-    #[arg(long, default_value = "results")]
-    pub output: PathBuf,
+    /// `bench-<time>.json`, `.md`, `-charts/` and `.html` in --output.
+    #[command(flatten)]
+    pub results: ResultsArgs,
+
+    #[command(flatten)]
+    pub markdown: MarkdownArg,
 
     /// Go on with the unfinished bench of this record (a bench stopped part way
     /// keeps the sizes it finished): those sizes are kept, the rest measured,
@@ -187,17 +188,21 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    /// The sizes in hours, smallest first.
-    fn sizes(&self) -> Result<Vec<u32>> {
-        let mut sizes = match (&self.scale[..], self.gen, self.hours) {
-            ([], Some(n), _) | ([], None, Some(n)) => vec![n],
-            ([], None, None) if self.source.is_some() => bail!("say how many hours: --hours 6 (or --scale 1,6,24)"),
-            ([], None, None) => bail!("say how much data: --gen 6 (generated hours), --source DIR --hours 6, or --scale 1,6,24"),
-            (scale, _, _) => scale.to_vec(),
+    /// The first hour and the sizes in hours from it, smallest first.
+    fn sizes(&self) -> Result<(Hour, Vec<u32>)> {
+        let first = self.hours.from.unwrap_or_else(default_first_hour);
+        let mut sizes = match &self.scale[..] {
+            [] if self.hours.says_how_many() => {
+                let range = self.hours.range_from(Some(default_first_hour()))?;
+                return Ok((range.first, vec![u32::try_from(range.len())?]));
+            }
+            [] => bail!("say how much data: --hours 6 (generated hours, or with --source), --year 2015, or --scale 1,6,24"),
+            _ if self.hours.says_how_many() => bail!("--scale gives the sizes, in hours from --from: leave out --hours, --to and --year"),
+            scale => scale.to_vec(),
         };
         sizes.sort_unstable();
         sizes.dedup();
-        Ok(sizes)
+        Ok((first, sizes))
     }
 
     fn origin(&self) -> Origin {
@@ -208,9 +213,9 @@ impl BenchArgs {
     }
 }
 
-pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
+pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     let started = Instant::now();
-    let sizes = args.sizes()?;
+    let (first_hour, sizes) = args.sizes()?;
     let catalog = args.catalog.load()?;
     let base: TableName = match &args.conn.table {
         Some(table) => table.clone(),
@@ -218,9 +223,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Checked before any data is made: a typo must not cost a long generation.
     registry.select(&args.conn)?;
-    let options = args.timing.options(&catalog, Vec::new(), args.cold)?;
+    let options = args.timing.options(&catalog, Vec::new())?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let managed = if args.cold || args.memory.is_some() || !args.regime.is_empty() { args.managed.load()? } else { None };
+    let managed = args.timing.managed_servers(args.memory.is_some() || !args.regime.is_empty())?;
     // The sweep's limits come from what is stored; the smallest a point can
     // have stands for them in the checks made before any data.
     let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize::chosen(ghbench_olap::bench::MIN_REGIME_MEMORY, "--regime (its limits, 64 MiB at least)".into()));
@@ -228,10 +233,11 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         memory::check_can_limit(size)?;
         memory::servers_to_limit(size, &registry.select(&args.conn)?, managed.as_ref())?;
     }
-    ensure_output_dir(&args.output)?;
+    args.results.check(args.markdown.markdown.as_ref())?;
+    let screen = args.results.screen(args.markdown.markdown.as_ref());
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
-    let data = Data::prepare(&args.origin(), args.from, largest_size, &args.data_dir)?;
+    let data = Data::prepare(&args.origin(), first_hour, largest_size, &args.data_dir)?;
     // Each table leaves room for the index names made from it; every name is
     // checked before any data is made.
     let tables = sizes.iter().map(|&hours| data.table(&base, hours, &catalog)).collect::<Result<Vec<_>>>()?;
@@ -247,7 +253,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
     };
     // Beyond memory the disk sets the pace: which one, and how fast it reads.
     let disk = (args.memory.is_some() || !args.regime.is_empty()).then(|| {
-        let folders = args.managed.data_folders().unwrap_or_default();
+        let folders = args.timing.managed.data_folders().unwrap_or_default();
         let folder = folders.first().map_or(args.data_dir.clone(), |(_, dir)| dir.clone());
         let disk = ghbench_olap::disk::measure(&folder);
         eprintln!("[bench] disk: {}", disk.said());
@@ -261,7 +267,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         // stops keeps the sizes it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
             Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
-            None => (fresh, output_path(&args.output, "bench", "json")),
+            None => (fresh, args.results.record_path("bench")),
         };
         let write_record = |record: &BenchRecord| {
             let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
@@ -269,7 +275,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 eprintln!("warning: the record of what was measured so far was not written ({e:#}); the bench goes on");
             }
         };
-        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, cold: args.cold, disk: disk.as_ref() };
+        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, disk: disk.as_ref() };
         for (hours, table) in sizes.into_iter().zip(tables) {
             if record.sizes.iter().any(|s| s.hours == hours) {
                 eprintln!("[bench {hours} h] kept from the record it resumes");
@@ -303,9 +309,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
             let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run, memory_during_load };
-            println!("{}", size_text(&size));
+            screen.line(size_text(&size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
-                println!("{text}");
+                screen.line(text);
             }
             record.sizes.push(size);
             write_record(&record);
@@ -315,7 +321,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<ExitCode> {
         }
         record.growth = growth(&record.sizes);
         record.finished = true;
-        report(&record, &json_path, started.elapsed())
+        report(&record, &json_path, started.elapsed(), &args, screen)
     }
     .await;
     if let Some(under) = under_limit {
@@ -333,7 +339,7 @@ struct Queries<'a> {
     catalog: &'a Catalog,
     options: &'a QueryOptions,
     concurrency: &'a Option<ConcurrencyOptions>,
-    cold: bool,
+    timing: &'a TimingArgs,
     /// Measured once where the servers keep their data, under a limit.
     disk: Option<&'a ghbench_olap::disk::Disk>,
 }
@@ -342,7 +348,7 @@ impl Queries<'_> {
     /// The queries on `table` through `backends` (closed afterwards), under
     /// `memory` when the servers were restarted inside that limit.
     async fn run(&self, mut backends: Vec<Box<dyn Backend>>, table: &TableName, prefix: &str, memory: Option<&memory::MemorySize>, phase: &dyn Fn(&str)) -> Result<RunRecord> {
-        let cooler = BenchCooler::new(self.engines, self.managed, table, memory.cloned());
+        let cooler = self.timing.cooler(self.engines, self.managed, table, memory.cloned());
         // Under a limit what the queries read is charged to it, not found
         // cached outside it: the page cache is dropped first, and said in the
         // runs' label.
@@ -354,13 +360,13 @@ impl Queries<'_> {
             }
             None => Vec::new(),
         };
-        if self.cold {
+        if self.options.cold {
             for line in cooler.describe() {
                 phase(&format!("cold: {line}"));
             }
         }
         let options = self.options;
-        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if self.cold { " after a cold one" } else { "" }));
+        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if options.cold { " after a cold one" } else { "" }));
         let baseline = self.engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(prefix.to_string());
@@ -389,7 +395,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         retries: 4,
         timeout: Duration::from_secs(120),
         force: false,
-        server_folders: args.managed.data_folders()?,
+        server_folders: args.timing.managed.data_folders()?,
         check_stored: false,
         whole_table_timeout: None,
         accept_damaged: false,
@@ -465,31 +471,36 @@ fn damage(summary: &IngestSummary) -> DataDamage {
     }
 }
 
-/// Writes the JSON, the Markdown with its charts and the HTML page; says
-/// what was written and whether everything was verified.
-fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<ExitCode> {
+/// Writes the JSON, the Markdown with its charts and the HTML page (and
+/// --json's and --markdown's files); says whether everything was verified.
+fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchArgs, screen: Screen) -> Result<Finished> {
     let Some(run) = largest(record) else { bail!("no size was measured") };
-    let json_path = json_path.to_path_buf();
-    write(&json_path, &serde_json::to_string_pretty(record)?)?;
+    let json = serde_json::to_string_pretty(record)?;
+    write(json_path, &json)?;
     let md_path = json_path.with_extension("md");
     let charts = BenchCharts::draw(record)?;
+    let markdown = |dir_name: &str| format!("{}\n---\n\n{}", bench_markdown(record, &charts, dir_name), markdown_with_charts(run, &charts.largest, dir_name));
     let (dir, dir_name) = write_charts(&md_path, charts.all())?;
-    let md = format!("{}\n---\n\n{}", bench_markdown(record, &charts, &dir_name), markdown_with_charts(run, &charts.largest, &dir_name));
-    write(&md_path, &md)?;
+    write(&md_path, &markdown(&dir_name))?;
     let html_path = json_path.with_extension("html");
     write(&html_path, &bench_html(record, &charts)?)?;
+    let mut finished = Finished::ok().wrote(json_path).wrote(&md_path).wrote(&html_path).wrote(&dir);
+    finished = finished.wrote_all(args.results.also_json(&json)?);
+    if let Some(target) = &args.markdown.markdown {
+        finished = finished.wrote_all(markdown_to(target, &dir, |path| write_charts(path, charts.all()), markdown)?);
+    }
 
     if let Some(text) = ghbench_olap::render::regime::regime_text(record) {
-        println!("{text}");
+        screen.line(text);
     }
-    print_servers(&run.context);
-    println!("first runs: {}", run.context.cold.label);
+    screen.lines(server_lines(&run.context));
+    screen.line(format!("first runs: {}", run.context.cold.label));
     for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {
         let fit = match (g.not_meaningful(), g.seconds_per_million_events, g.exponent) {
             (None, Some(rate), Some(exponent)) => format!("{} s per million events, log-log slope {exponent:.2}", seconds(rate)),
             (why, _, _) => format!("no growth fitted ({})", why.unwrap_or_else(|| "no slope".into())),
         };
-        println!("growth {} {} {}: {fit}", g.query, g.variant, g.engine);
+        screen.line(format!("growth {} {} {}: {fit}", g.query, g.variant, g.engine));
     }
     let problems = bench_problems(record);
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));
@@ -497,8 +508,8 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration) -> Result<Exit
         eprintln!("{line}");
     }
     let verified = record.sizes.iter().all(|s| s.verdict().1);
-    println!("bench took {:.0} s; wrote {}, {}, {} and charts in {}", took.as_secs_f64(), json_path.display(), md_path.display(), html_path.display(), dir.display());
-    Ok(if problems.is_empty() && verified { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    eprintln!("bench took {:.0} s", took.as_secs_f64());
+    Ok(finished.trusted_if(problems.is_empty() && verified))
 }
 
 fn names(engines: &[Selected]) -> String {
