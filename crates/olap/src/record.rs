@@ -756,6 +756,17 @@ impl KernelReads {
 }
 
 impl EngineResult {
+    /// `stats` with `n` known: files from before it hold the hot runs it
+    /// rests on in `iterations`.
+    pub fn hot_stats(&self) -> Option<Stats> {
+        self.stats.map(|s| Stats { n: if s.n == 0 { self.iterations.len() } else { s.n }, ..s })
+    }
+
+    /// The first hot run, when far slower than the others (see [`SlowFirstRun::of`]).
+    pub fn slow_first_run(&self) -> Option<SlowFirstRun> {
+        SlowFirstRun::of(&self.iterations.iter().map(|i| i.seconds).collect::<Vec<_>>())
+    }
+
     /// A result with nothing run, failed with `error`.
     pub fn failed(engine: &Engine, error: String) -> EngineResult {
         EngineResult { error: Some(error), ..EngineResult::empty(engine) }
@@ -805,6 +816,10 @@ pub struct Iteration {
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Stats {
+    /// How many runs the statistics rest on (the hot runs, `iterations`);
+    /// 0 in files from before it: [`EngineResult::hot_stats`] counts them.
+    #[serde(default)]
+    pub n: usize,
     pub min: f64,
     pub median: f64,
     pub mean: f64,
@@ -820,7 +835,34 @@ impl Stats {
         s.sort_by(f64::total_cmp);
         let n = s.len();
         let median = if n % 2 == 1 { s[n / 2] } else { (s[n / 2 - 1] + s[n / 2]) / 2.0 };
-        Some(Stats { min: s[0], median, mean: s.iter().sum::<f64>() / n as f64, max: s[n - 1] })
+        Some(Stats { n, min: s[0], median, mean: s.iter().sum::<f64>() / n as f64, max: s[n - 1] })
+    }
+}
+
+/// A first hot run this many times the median of the others, or more, is said.
+pub const SLOW_FIRST_RUN_FACTOR: f64 = 2.0;
+/// Hot runs needed before a first run is judged against the others.
+pub const SLOW_FIRST_RUN_MIN_RUNS: usize = 3;
+
+/// A first hot run far slower than the ones after it (hyperfine's warning):
+/// caches still warming, so the median of few runs may not be the hot time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlowFirstRun {
+    /// The first hot run's seconds.
+    pub first: f64,
+    /// The median of the other hot runs, and how many they are.
+    pub rest_median: f64,
+    pub rest: usize,
+}
+
+impl SlowFirstRun {
+    /// Of the hot runs' seconds in the order they ran: Some when there are at
+    /// least [`SLOW_FIRST_RUN_MIN_RUNS`] and the first took more than
+    /// [`SLOW_FIRST_RUN_FACTOR`]× the median of the rest.
+    pub fn of(hot: &[f64]) -> Option<SlowFirstRun> {
+        let (&first, rest) = hot.split_first().filter(|_| hot.len() >= SLOW_FIRST_RUN_MIN_RUNS)?;
+        let rest_median = Stats::of(rest)?.median;
+        (first > SLOW_FIRST_RUN_FACTOR * rest_median).then_some(SlowFirstRun { first, rest_median, rest: rest.len() })
     }
 }
 
@@ -863,6 +905,32 @@ mod tests {
         assert_eq!((s.min, s.median, s.mean, s.max), (1.0, 2.0, 2.0, 3.0));
         assert_eq!(Stats::of(&[4.0, 1.0, 2.0, 3.0]).unwrap().median, 2.5);
         assert!(Stats::of(&[]).is_none());
+        assert_eq!(Stats::of(&[3.0, 1.0, 2.0]).unwrap().n, 3);
+    }
+
+    #[test]
+    fn a_first_run_is_slow_above_twice_the_others_median_and_only_among_three_runs_or_more() {
+        assert_eq!(SlowFirstRun::of(&[2.0, 1.0, 1.0]), None, "exactly 2× is not more than 2×");
+        assert_eq!(SlowFirstRun::of(&[2.5, 1.0, 1.5, 0.5]), Some(SlowFirstRun { first: 2.5, rest_median: 1.0, rest: 3 }));
+        assert_eq!(SlowFirstRun::of(&[2.01, 1.0, 1.0]).map(|s| s.rest), Some(2));
+        assert_eq!(SlowFirstRun::of(&[9.0, 1.0]), None, "two runs: no note");
+        assert_eq!(SlowFirstRun::of(&[9.0]), None);
+        assert_eq!(SlowFirstRun::of(&[]), None);
+        assert_eq!(SlowFirstRun::of(&[1.0, 9.0, 9.0]), None, "a fast first run is no note");
+        assert_eq!(SlowFirstRun::of(&[1.0, 9.0, 1.0, 1.0]), None, "a slow later run is no note");
+    }
+
+    #[test]
+    fn an_older_file_s_stats_count_the_runs_kept_beside_them() {
+        let old = serde_json::json!({"engine": "postgres", "file": "postgres/corrected/A.sql", "cold_run": null,
+            "iterations": [{"seconds": 0.3, "rows": 1}, {"seconds": 0.1, "rows": 1}],
+            "stats": {"min": 0.1, "median": 0.2, "mean": 0.2, "max": 0.3},
+            "rows": 1, "verified": null, "error": null, "plan": null, "index_used": null, "head": []});
+        let result: EngineResult = serde_json::from_value(old).unwrap();
+        assert_eq!(result.stats.unwrap().n, 0, "not in the file");
+        assert_eq!(result.hot_stats().unwrap().n, 2);
+        let written = serde_json::to_value(Stats::of(&[1.0]).unwrap()).unwrap();
+        assert_eq!(written["n"], 1);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::charts::{charts, draw_lines, engine_place, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
 use super::summary::summary_table;
-use super::{align_numbers, mark, new_table, result_for, seconds, terminal_width, verification_summary, ResultsView, Style, TERMINAL_WIDTH};
+use super::{align_numbers, mark, median_said, new_table, result_for, seconds, terminal_width, verification_summary, ResultsView, Style, TERMINAL_WIDTH};
 use crate::bench::{BenchRecord, SizeRecord};
 use crate::record::RunRecord;
 
@@ -54,7 +54,9 @@ impl TextTable {
     pub fn render_within(&self, style: Style, width: u16) -> String {
         let mut table = new_table(style, self.header.clone());
         for row in &self.rows {
-            table.add_row(row.clone());
+            // A line break in a cell says where a terminal may wrap it; in
+            // Markdown it would end the row.
+            table.add_row(row.iter().map(|cell| cell.replace('\n', style.gap())));
         }
         align_numbers(&mut table, self.text_columns);
         for column in table.column_iter_mut().rev().take(self.text_last) {
@@ -162,24 +164,23 @@ pub fn size_text(size: &SizeRecord) -> String {
     text
 }
 
-/// One row per query, variant and engine: the cold run beside the hot ones.
+/// One row per query, variant and engine: the cold run beside the hot ones
+/// (their median, how many and their range); under it the slow first runs.
 pub fn query_table(run: &RunRecord) -> TextTable {
-    let mut table = TextTable::new(&["query", "engine", "cold s", "hot min s", "hot median s", "rows", "verified"]);
+    let mut table = TextTable::new(&["query", "engine", "cold s", "hot median s (n, range)", "rows", "verified"]);
     for q in &run.queries {
         for r in &q.engines {
-            let stats = r.stats;
-            let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
             table.rows.push(vec![
                 super::query_label(q),
                 r.engine.to_string(),
-                cell(r.cold_run.map(|c| c.seconds)),
-                cell(stats.map(|s| s.min)),
-                cell(stats.map(|s| s.median)),
+                r.cold_run.map_or_else(|| "–".into(), |c| seconds(c.seconds)),
+                median_said(r.hot_stats(), "\n"),
                 r.rows.map_or_else(|| "–".into(), |n| n.to_string()),
                 mark(r).to_string(),
             ]);
         }
     }
+    table.notes = super::first_run_notes(run);
     table.with_text_columns(2)
 }
 
@@ -213,6 +214,7 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
     for q in &run.queries {
         for (paper, tuned) in &pairs {
             let (Some(p), Some(t)) = (result_for(q, &paper.engine), result_for(q, &tuned.engine)) else { continue };
+            // The medians alone: their runs and range are in the query table above.
             let (p_hot, t_hot) = (p.stats.map(|s| s.median), t.stats.map(|s| s.median));
             let mut row = vec![super::query_label(q), tuned.engine.to_string(), paper.engine.to_string(), cell(t_hot), cell(p_hot), times(p_hot, t_hot)];
             if cold {

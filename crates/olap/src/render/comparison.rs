@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::{align_numbers, held_line, new_table, result_for, seconds, server_label, Style};
+use super::{align_numbers, first_run_notes, held_line, median_said, new_table, result_for, server_label, Style};
 use crate::bench::BenchRecord;
 use crate::record::{EngineResult, QueryRecord, RunRecord, VerificationStatus};
 use ghbench_core::Engine;
@@ -25,14 +25,16 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
         }
     }
     let same_data = data_summary(a) == data_summary(b);
-    let header = ["query", "variant", "engine", "old median s", "new median s", "new/old", "verdict"].map(String::from).to_vec();
+    let header = ["query", "variant", "engine", "old median s (n, range)", "new median s (n, range)", "new/old", "verdict"].map(String::from).to_vec();
+    let gap = style.gap();
     let mut table = new_table(style, header);
     let mut details = Vec::new();
     for (query, variant) in keys(a, b) {
         let (qa, qb) = (find(a, &query, &variant), find(b, &query, &variant));
         for engine in engines_of(qa, qb) {
             let (ea, eb) = (qa.and_then(|q| result_for(q, &engine)), qb.and_then(|q| result_for(q, &engine)));
-            let (ma, mb) = (ea.and_then(|e| e.stats).map(|s| s.median), eb.and_then(|e| e.stats).map(|s| s.median));
+            let (sa, sb) = (ea.and_then(EngineResult::hot_stats), eb.and_then(EngineResult::hot_stats));
+            let (ma, mb) = (sa.map(|s| s.median), sb.map(|s| s.median));
             let which = format!("{query} {variant} on {engine}");
             let mut verdict = match (qa.zip(ea), qb.zip(eb)) {
                 (None, _) => "only in new".to_string(),
@@ -55,14 +57,18 @@ pub fn comparison(a: &RunRecord, b: &RunRecord, noise: f64, style: Style) -> Str
                 details.push(format!("{which}: answers differ: {why}"));
             }
             let ratio = ma.zip(mb).filter(|(a, _)| *a > 0.0).map_or_else(|| "–".to_string(), |(a, b)| format!("{:.3}", b / a));
-            let cell = |m: Option<f64>| m.map_or_else(|| "–".to_string(), seconds);
-            table.add_row(vec![query.clone(), variant.clone(), engine.to_string(), cell(ma), cell(mb), ratio, verdict]);
+            table.add_row(vec![query.clone(), variant.clone(), engine.to_string(), median_said(sa, gap), median_said(sb, gap), ratio, verdict]);
         }
     }
     align_numbers(&mut table, 3);
     let _ = writeln!(out, "old: {} ({})\nnew: {} ({})\n{table}", a.context.started_at, servers_summary(a), b.context.started_at, servers_summary(b));
     for line in details {
         let _ = writeln!(out, "{line}");
+    }
+    for (run, record) in [("old", a), ("new", b)] {
+        for note in first_run_notes(record) {
+            let _ = writeln!(out, "note: in the {run} run, {note}");
+        }
     }
     out
 }

@@ -13,7 +13,7 @@ use super::charts::{charts, engine_color, Chart, ChartError};
 use super::concurrency::{LoadSection, CHARTS as LOAD_CHARTS};
 use super::paper::PaperTable;
 use super::{
-    caveats, data_warning, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label, setup_lines,
+    caveats, data_warning, first_run_note, held_line, machine_line, mark, problems, query_problems, reconnect_notes, result_for, seconds, server_label, setup_lines,
     storage_line, verdict, verification_summary, version_line, ResultsView,
 };
 use super::bench::{self, largest, BenchCharts, TextTable};
@@ -207,6 +207,8 @@ struct QueryView<'a> {
     chart: Value,
     rows: Vec<ResultRow>,
     problems: Vec<String>,
+    /// First hot runs far slower than the others (see `first_run_notes`).
+    notes: Vec<String>,
 }
 
 /// One engine's cells in a query's table.
@@ -216,6 +218,8 @@ struct ResultRow {
     color: Option<String>,
     cold: String,
     median: String,
+    /// How many hot runs the median, min and max rest on.
+    n: String,
     min: String,
     max: String,
     rows: String,
@@ -294,12 +298,13 @@ fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> Query
         .iter()
         .map(|engine| {
             let r = result_for(q, engine);
-            let stats = r.and_then(|r| r.stats);
+            let stats = r.and_then(|r| r.hot_stats());
             ResultRow {
                 engine: engine.to_string(),
                 color: engine_color(view, engine),
                 cold: cell(r.and_then(|r| r.cold_run).map(|c| c.seconds)),
                 median: cell(stats.map(|s| s.median)),
+                n: stats.map_or_else(|| "–".into(), |s| s.n.to_string()),
                 min: cell(stats.map(|s| s.min)),
                 max: cell(stats.map(|s| s.max)),
                 rows: r.and_then(|r| r.rows).map_or_else(|| "–".into(), |n| n.to_string()),
@@ -322,6 +327,7 @@ fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> Query
         chart,
         rows,
         problems: query_problems(q),
+        notes: q.engines.iter().filter_map(|r| first_run_note(q, r)).collect(),
     }
 }
 

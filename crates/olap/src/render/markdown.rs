@@ -64,8 +64,8 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
     }
     let _ = writeln!(
         md,
-        "Table `{}`; median of {} timed run(s) per engine and query, each from sending the query to receiving \
-         its last row; {}; {}. Machine: {}.\n",
+        "Table `{}`; median of {} timed run(s) per engine and query (beside it `n=`, the runs it rests on, and \
+         their range, min – max), each from sending the query to receiving its last row; {}; {}. Machine: {}.\n",
         c.table,
         c.repeat,
         c.cold.label,
@@ -159,19 +159,21 @@ fn paper_section(record: &RunRecord) -> String {
 fn runs_section(record: &RunRecord) -> String {
     let mut table = new_table(
         Style::Markdown,
-        ["query", "variant", "engine", "runs (s)", "min", "median", "mean", "max", "cold run (s)", "index used"]
+        ["query", "variant", "engine", "runs (s)", "n", "min", "median", "mean", "max", "cold run (s)", "index used"]
             .map(String::from)
             .to_vec(),
     );
     for q in &record.queries {
         for r in &q.engines {
             let runs: Vec<String> = r.iterations.iter().map(|i| seconds(i.seconds)).collect();
-            let stat = |f: fn(&crate::record::Stats) -> f64| r.stats.as_ref().map(|s| seconds(f(s))).unwrap_or_default();
+            let stats = r.hot_stats();
+            let stat = |f: fn(&crate::record::Stats) -> f64| stats.as_ref().map(|s| seconds(f(s))).unwrap_or_default();
             table.add_row(vec![
                 q.query.clone(),
                 q.variant.clone(),
                 r.engine.to_string(),
                 runs.join(" "),
+                stats.map(|s| s.n.to_string()).unwrap_or_default(),
                 stat(|s| s.min),
                 stat(|s| s.median),
                 stat(|s| s.mean),

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use ghbench_core::Engine;
 
-use crate::record::{faster_by, Context, DataLoaded, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, VerificationStatus};
+use crate::record::{faster_by, Context, DataLoaded, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, Stats, VerificationStatus, SLOW_FIRST_RUN_FACTOR};
 
 pub use charts::{charts, Chart, ChartError};
 pub use comparison::{bench_comparison, comparison, DEFAULT_NOISE};
@@ -38,6 +38,17 @@ pub use terminal::{print_servers, server_lines};
 pub enum Style {
     Terminal,
     Markdown,
+}
+
+impl Style {
+    /// Between a median and the runs under it: a line break a terminal's
+    /// narrow cell wraps at; a space in Markdown, where it would end the row.
+    pub(crate) fn gap(self) -> &'static str {
+        match self {
+            Style::Terminal => "\n",
+            Style::Markdown => " ",
+        }
+    }
 }
 
 pub(crate) fn new_table(style: Style, header: Vec<String>) -> Table {
@@ -63,6 +74,53 @@ pub fn seconds(s: f64) -> String {
     } else {
         format!("{s:.4}")
     }
+}
+
+/// The runs a statistic rests on and their range: `n=3, 0.0095 – 0.0110`
+/// (seconds; spaced, so a narrow terminal column wraps there, not inside a
+/// number); `n=1` alone.
+pub(crate) fn runs_said(stats: &Stats) -> String {
+    match stats.n {
+        0 | 1 => format!("n={}", stats.n),
+        n => format!("n={n}, {} – {}", seconds(stats.min), seconds(stats.max)),
+    }
+}
+
+/// A median with the runs under it, `0.0100 (n=3, 0.0095 – 0.0110)`, the two
+/// parts apart by `gap` (a line break lets a terminal's narrow cell wrap
+/// there); `–` without one.
+pub(crate) fn median_said(stats: Option<Stats>, gap: &str) -> String {
+    stats.map_or_else(|| "–".into(), |s| format!("{}{gap}({})", seconds(s.median), runs_said(&s)))
+}
+
+/// A line per engine and query whose first hot run was far slower than the
+/// others (see [`crate::record::SlowFirstRun`]): a note beside the numbers,
+/// not a failure.
+pub fn first_run_notes(record: &RunRecord) -> Vec<String> {
+    record.queries.iter().flat_map(|q| q.engines.iter().filter_map(move |r| first_run_note(q, r))).collect()
+}
+
+/// `A corrected on postgres: the first hot run took …`, as hyperfine warns.
+pub(crate) fn first_run_note(query: &QueryRecord, result: &EngineResult) -> Option<String> {
+    let slow = result.slow_first_run()?;
+    Some(format!(
+        "{} on {}: the first hot run took {} s, more than {SLOW_FIRST_RUN_FACTOR}× the median of the other {} ({} s): caches warming? consider more --repeat",
+        query_label(query),
+        result.engine,
+        seconds(slow.first),
+        slow.rest,
+        seconds(slow.rest_median)
+    ))
+}
+
+/// Notes under a table: a line each in a terminal (`note: …`), a quoted
+/// paragraph each in Markdown.
+fn notes_said(notes: &[String], style: Style) -> String {
+    let (prefix, apart) = match style {
+        Style::Terminal => ("note: ", "\n"),
+        Style::Markdown => ("> **Note**: ", "\n\n"),
+    };
+    notes.iter().map(|n| format!("{prefix}{n}")).collect::<Vec<_>>().join(apart)
 }
 
 pub(crate) fn percent(fraction: f64) -> String {
@@ -138,7 +196,7 @@ impl<'a> ResultsView<'a> {
         let mut table = new_table(style, header);
         for query in &self.record.queries {
             let mut row = vec![query_label(query), agreed_rows(query)];
-            row.extend(self.engines.iter().map(|e| timing_cell(result_for(query, e))));
+            row.extend(self.engines.iter().map(|e| timing_cell(result_for(query, e), style)));
             table.add_row(row);
         }
         align_numbers(&mut table, 1);
@@ -218,17 +276,19 @@ fn agreed_rows(query: &QueryRecord) -> String {
     rows.map_or_else(|| "–".into(), |n| n.to_string())
 }
 
-/// One engine's median and mark: `0.0123 ✓`; `failed`; empty when not run.
-/// A lone engine has nothing to be checked against, so no mark.
-fn timing_cell(result: Option<&EngineResult>) -> String {
+/// One engine's median and mark with the runs under it: `0.0123 ✓
+/// (n=3, 0.0120 – 0.0130)`, in a terminal over two lines; `failed`; empty
+/// when not run. A lone engine has nothing to be checked against, so no mark.
+fn timing_cell(result: Option<&EngineResult>, style: Style) -> String {
     let Some(r) = result else { return String::new() };
     if r.error.is_some() {
         return failed_said(r);
     }
-    let median = r.stats.map_or_else(|| "–".to_string(), |s| seconds(s.median));
+    let Some(stats) = r.hot_stats() else { return "–".into() };
+    let gap = style.gap();
     match r.verified {
-        Some(_) => format!("{median} {}", mark(r)),
-        None => median,
+        Some(_) => format!("{} {}{gap}({})", seconds(stats.median), mark(r), runs_said(&stats)),
+        None => median_said(Some(stats), gap),
     }
 }
 
@@ -260,13 +320,18 @@ pub fn results_table(record: &RunRecord, style: Style) -> String {
 }
 
 /// The results table, then (with two engines or more) each engine's time
-/// against the baseline's, captioned: the Markdown report's results, which
-/// show the concurrency phase in a section of its own.
+/// against the baseline's, captioned, then the notes on slow first runs: the
+/// Markdown report's results, which show the concurrency phase in a section
+/// of its own.
 pub(crate) fn single_client_tables(record: &RunRecord, style: Style) -> String {
     let view = ResultsView::of(record);
     let mut out = view.table(style);
     if let Some(ratios) = view.ratio_table(style) {
         let _ = write!(out, "\n\n{}\n\n{ratios}", summary::ratio_caption(&view));
+    }
+    let notes = first_run_notes(record);
+    if !notes.is_empty() {
+        let _ = write!(out, "\n\n{}", notes_said(&notes, style));
     }
     out
 }

@@ -4,7 +4,7 @@
 use ghbench_core::Engine;
 use serde::Serialize;
 
-use super::{median, percent, seconds, ResultsView};
+use super::{median_said, percent, result_for, ResultsView};
 use crate::record::RunRecord;
 
 /// The paper's numbers and ours for the engines both ran, per query.
@@ -50,7 +50,7 @@ impl PaperTable {
             let mut row = vec![name.clone()];
             row.extend(engines.iter().map(|e| secs.get(*e).map(|s| format!("{s:.0}")).unwrap_or_default()));
             row.extend(others.iter().map(|_| paper.faster_by.get(name).map(|f| percent(*f)).unwrap_or_default()));
-            row.extend(ours.iter().map(|e| q.and_then(|q| median(q, e)).map(seconds).unwrap_or_else(|| "–".into())));
+            row.extend(ours.iter().map(|e| median_said(q.and_then(|q| result_for(q, e)?.hot_stats()), " ")));
             if ours.contains(&&paper.baseline) {
                 row.extend(others.iter().filter(|o| ours.contains(o)).map(|o| q.map(|q| view.faster_by(q, o)).unwrap_or_default()));
             }

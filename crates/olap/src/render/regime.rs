@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::bench::{query_table, TextTable};
 use super::charts::{draw_lines, Chart, ChartError, MIB};
 use super::lines::{Line, Lines, Mark};
-use super::{memory_limit_line, query_label, result_for, seconds, terminal_width, Style};
+use super::{first_run_notes, median_said, memory_limit_line, query_label, result_for, terminal_width, Style};
 use crate::bench::{BenchRecord, Regime, RegimePoint};
 use crate::record::{EngineRecord, MemoryCounters, RunRecord};
 use ghbench_core::size::said;
@@ -81,11 +81,13 @@ pub fn fit_table(record: &BenchRecord, regime: &Regime) -> TextTable {
     table.with_text_columns(1)
 }
 
-/// Per query and engine, the hot median in every run (memory free first).
+/// Per query and engine, the hot median in every run (memory free first),
+/// with how many runs it rests on and their range; under it each run's slow
+/// first runs.
 pub fn times_table(record: &BenchRecord, regime: &Regime) -> TextTable {
     let runs = runs(record, regime);
     let mut header = vec!["query".to_string(), "engine".into()];
-    header.extend(runs.iter().map(|(heading, _)| format!("hot median s, {heading}")));
+    header.extend(runs.iter().map(|(heading, _)| format!("hot median s (n, range), {heading}")));
     let mut table = TextTable::new(&header.iter().map(String::as_str).collect::<Vec<_>>());
     let Some((_, free)) = runs.first() else { return table };
     for q in &free.queries {
@@ -93,14 +95,15 @@ pub fn times_table(record: &BenchRecord, regime: &Regime) -> TextTable {
             let mut row = vec![query_label(q), r.engine.to_string()];
             for (_, run) in &runs {
                 let result = run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant).and_then(|o| result_for(o, &r.engine));
-                row.push(match result {
-                    Some(result) => result.stats.map_or_else(|| "failed".into(), |s| seconds(s.median)),
-                    None => "–".into(),
+                row.push(match result.map(|r| r.hot_stats()) {
+                    Some(None) => "failed".into(),
+                    stats => median_said(stats.flatten(), "\n"),
                 });
             }
             table.rows.push(row);
         }
     }
+    table.notes = runs.iter().flat_map(|(heading, run)| first_run_notes(run).into_iter().map(move |n| format!("{heading}: {n}"))).collect();
     table.with_text_columns(2)
 }
 
