@@ -89,7 +89,7 @@ async fn every_query_variant_and_engine_of_both_runs_is_listed_with_a_verdict() 
             assert!(line(&said, q, "published", engine).contains("only in new"), "{q} published {engine}");
         }
     }
-    let (ok, md) = ghbench(&["report", "--markdown", &old_path, &new_path]);
+    let (ok, md) = ghbench(&["report", &old_path, &new_path, "--markdown", "-"]);
     assert!(ok && md.contains("| C ") && md.contains("failed in new"), "{md}");
     drop_table(&table).await;
 }
