@@ -144,6 +144,9 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             // Servers a bench put under a memory limit go back as setup left them.
             runtime.block_on(commands::bench::memory::restore_after_signal());
             crate::interrupt::say_exit(signal);
+            for line in crate::outcome::kept_so_far() {
+                eprintln!("{line}");
+            }
             // Not through the runtime's drop, which would wait for work on
             // blocking threads (a polars query) to end by itself.
             std::process::exit(signal.exit_code());
@@ -162,6 +165,9 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
                 }
                 Err(e) => {
                     eprintln!("error: {e:#}");
+                    for line in crate::outcome::kept_so_far() {
+                        eprintln!("{line}");
+                    }
                     ExitCode::from(status::ERROR)
                 }
             }

@@ -91,6 +91,25 @@ fn quoted(path: &Path) -> String {
     }
 }
 
+/// Records written as a run goes (after every query, or every size of a
+/// bench): however the command ends, an error or Ctrl-C included, the one
+/// on disk is named, so going on with `--resume` needs no guessing.
+static WRITTEN_AS_IT_GOES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// `path` is written as the run goes (see [`kept_so_far`]).
+pub fn written_as_it_goes(path: &Path) {
+    WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).push(path.to_path_buf());
+}
+
+/// For a command that did not finish: what it kept of its run, said in two
+/// lines, the second the `wrote …` line (empty when nothing is on disk yet).
+pub fn kept_so_far() -> Vec<String> {
+    let kept: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| p.is_file()).cloned().collect();
+    let Some(record) = kept.first() else { return Vec::new() };
+    let resume = format!("note: what was measured so far is kept in {}: give the same command with --resume {} to go on", quoted(record), quoted(record));
+    vec![resume, Finished::ok().wrote_all(kept).wrote_line().expect("a path")]
+}
+
 /// Where the human-readable view goes: standard output, unless a file
 /// option (`--json -`, `--markdown -`) took standard output for itself.
 #[derive(Debug, Clone, Copy)]

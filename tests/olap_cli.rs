@@ -425,16 +425,18 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $2 || '%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
     let watcher = rt.block_on(common::pg());
     let sleeping = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
-    // Runs ghbench with `args` and kills it (SIGKILL) once a query sleeps; its sleeping query is ended.
-    let killed_while_sleeping = |args: &[&str]| {
+    // Runs ghbench with `args` and sends it `signal` once a query sleeps; its
+    // sleeping query is ended. What it said on standard error.
+    let stopped_while_sleeping = |args: &[&str], signal: i32| -> String {
+        let said = work.path().join("stopped.log");
         // Outside any checkout: the ghbench a record names is the one built, not the directory's.
-        let mut child = command(&fixture, args).current_dir(work.path()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+        let mut child = command(&fixture, args).current_dir(work.path()).stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&said).unwrap()).spawn().unwrap();
         let started = std::time::Instant::now();
         while sleeping(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         // SAFETY: kill(2) on the child this test started.
-        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
         let _ = child.wait();
         let left = sleeping(&table);
         rt.block_on(async {
@@ -443,8 +445,9 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
                 let _ = pg.execute("SELECT pg_terminate_backend($1)", &[&pid]).await;
             }
         });
+        std::fs::read_to_string(&said).unwrap()
     };
-    killed_while_sleeping(&args);
+    stopped_while_sleeping(&args, libc::SIGKILL);
 
     let record = json(&common::newest_file(&results, "olap"));
     assert_eq!(record["finished"], false, "marked unfinished");
@@ -481,13 +484,18 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     assert!(!refused.status.success() && said.contains(&format!("ghbench's build: {} 0123456789abcdef0123456789abcdef01234567 (", env!("CARGO_PKG_VERSION"))), "{said}");
 
     // The same command with --resume goes on in place, A kept as timed then;
-    // killed again, during C, it leaves A and B.
+    // stopped again by Ctrl-C, during C, it leaves A and B, and its last
+    // lines say where, to go on without guessing.
     let unfinished = common::newest_file(&results, "olap");
     let copy = work.path().join("unfinished-copy.json");
     std::fs::copy(&unfinished, &copy).unwrap();
     delay("b", 0);
     let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
-    killed_while_sleeping(&resumed);
+    let said = stopped_while_sleeping(&resumed, libc::SIGINT);
+    let last: Vec<&str> = said.lines().rev().take(3).collect();
+    assert_eq!(last[0], format!("wrote {}", unfinished.display()), "{said}");
+    assert!(last[1].starts_with("note: what was measured so far is kept in") && last[1].contains(&format!("--resume {}", unfinished.display())), "{said}");
+    assert_eq!(last[2], "exit 130", "{said}");
     let second = json(&unfinished);
     assert_eq!(second["finished"], false);
     assert_eq!(second["queries"].as_array().unwrap().len(), 2, "A kept and B timed: {}", second["queries"]);

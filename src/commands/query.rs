@@ -118,6 +118,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
         Some(path) => path.clone(),
         None => args.results.record_path("olap"),
     };
+    crate::outcome::written_as_it_goes(&json_path);
     let cooler = args.timing.cooler(&selected, managed.as_ref(), &table, None);
     if options.cold {
         for line in cooler.describe() {

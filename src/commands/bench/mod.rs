@@ -269,6 +269,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
             None => (fresh, args.results.record_path("bench")),
         };
+        crate::outcome::written_as_it_goes(&json_path);
         let write_record = |record: &BenchRecord| {
             let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
             if let Err(e) = written {
