@@ -34,6 +34,7 @@ fn html_lands_where_asked_or_on_standard_output_and_the_last_line_says_where() {
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert_eq!(stderr.lines().last(), Some(format!("wrote {}", chosen.display()).as_str()), "the last line names the page: {stderr}");
+    assert!(stderr.contains("MISMATCH"), "the exit status 1 is explained: {stderr}");
     let page = std::fs::read_to_string(&chosen).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.matches("<svg").count() == 7);
 

@@ -76,8 +76,14 @@ pub fn run(args: ReportArgs) -> Result<Finished> {
     }
     let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
     let finished = match (records.as_slice(), &args.html, &args.markdown) {
-        ([one], Some(page), _) => Finished::ok().wrote_all(page.write(&html(one)?)?),
-        ([one], None, Some(target)) => Finished::ok().wrote_all(target.write(&markdown(one))?),
+        ([one], Some(page), _) => {
+            why_untrusted(problems(one));
+            Finished::ok().wrote_all(page.write(&html(one)?)?)
+        }
+        ([one], None, Some(target)) => {
+            why_untrusted(problems(one));
+            Finished::ok().wrote_all(target.write(&markdown(one))?)
+        }
         ([one], None, None) => {
             let screen = Screen::new(false);
             screen.lines(data_warning(&one.context));
@@ -94,6 +100,14 @@ pub fn run(args: ReportArgs) -> Result<Finished> {
     // partial or unverified record from its file alone.
     let one = records[0];
     Ok(finished.trusted_if(problems(one).is_empty() && no_disagreement(one)))
+}
+
+/// Why a record cannot be trusted as it stands, on standard error, where a
+/// page or Markdown written to a file leaves the exit status 1 unexplained.
+fn why_untrusted(problems: Vec<String>) {
+    for line in problems {
+        eprintln!("{line}");
+    }
 }
 
 impl ReportArgs {
@@ -170,8 +184,10 @@ fn load(path: &Path) -> Result<Saved> {
 fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
     let run = largest(bench).context("the bench record holds no size")?;
     let finished = if let Some(page) = &args.html {
+        why_untrusted(bench_problems(bench));
         Finished::ok().wrote_all(page.write(&bench_html(bench, &BenchCharts::draw(bench)?)?)?)
     } else if let Some(target) = &args.markdown {
+        why_untrusted(bench_problems(bench));
         Finished::ok().wrote_all(target.write(&format!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run)))?)
     } else {
         let screen = Screen::new(false);

@@ -25,7 +25,9 @@ pub struct ConnectError {
 impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ConnectError { engine, url, reason, hint, .. } = self;
-        if self.server {
+        if self.server && self.login_refused() {
+            write!(f, "{engine} at {url} refused the login: {reason}\n  hint: check the user and password in the URL ({hint}): the password goes in the URL itself (ghbench does not read PGPASSWORD or ~/.pgpass)")
+        } else if self.server {
             write!(f, "cannot reach {engine} at {url}: {reason}\n  hint: start the project's servers with `just setup` and `source .ghbench/env`, or point ghbench at yours with {hint}")
         } else {
             write!(f, "{engine} cannot use its data folder {url}: {reason}\n  hint: choose another with {hint}")
@@ -39,6 +41,13 @@ impl ConnectError {
         let server = spec.capabilities.server;
         let url = if server { redact_url(url) } else { url.to_string() };
         ConnectError { engine: spec.engine.clone(), url, reason: reason.to_string(), hint: spec.connect_hint, server }
+    }
+
+    /// The server answered but refused the user or password: not a server
+    /// to start, a login to correct.
+    fn login_refused(&self) -> bool {
+        let reason = self.reason.to_ascii_lowercase();
+        ["authentication failed", "password missing", "pg_hba.conf"].iter().any(|said| reason.contains(said))
     }
 
     /// Something accepted the connection but did not answer `step` within `limit`.
@@ -100,4 +109,23 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod connect_error_tests {
+    use super::*;
+
+    fn said(reason: &str) -> String {
+        let error = ConnectError { engine: Engine::named("postgres"), url: "postgres://alice:***@db:5433/bench".into(), reason: reason.into(), hint: "--pg-url or DATABASE_URL", server: true };
+        error.to_string()
+    }
+
+    #[test]
+    fn a_refused_login_is_told_apart_from_a_server_that_cannot_be_reached() {
+        let login = said("db error: FATAL: password authentication failed for user \"alice\"");
+        assert!(login.starts_with("postgres at postgres://alice:***@db:5433/bench refused the login") && login.contains("check the user and password"), "{login}");
+        assert!(!login.contains("just setup"), "no server to start: {login}");
+        let down = said("error connecting to server: Connection refused (os error 111)");
+        assert!(down.starts_with("cannot reach postgres") && down.contains("just setup"), "{down}");
+    }
 }
