@@ -38,4 +38,6 @@ print(f"normalization cost: loading normalized took {ln / max(lj, 1e-9):.2f}x th
       f"({ln - lj:+.1f} s), to weigh against the query gains")
 for q, runs in misses:
     print(f"\n== plan of {q['query']} {q['variant']} (normalized), which gains less than {TARGETS[q['query']]}x:")
-    print((runs["normalized"].get("plan") or {}).get("text") or "(no plan)")
+    plan = runs["normalized"].get("plan") or {}
+    # The estimated plan (the default) is EXPLAIN (FORMAT JSON); --analyze-plans' is text.
+    print(plan.get("text") or (json.dumps(plan["json"], indent=1) if plan.get("json") else "(no plan)"))

@@ -61,6 +61,9 @@ for name in [t for _, t in pairs]:
             stages = []
             def walk(v):
                 if isinstance(v, dict):
+                    # PostgreSQL's estimated plan (EXPLAIN (FORMAT JSON)): its scans, e.g. "Index Only Scan on x".
+                    if "Scan" in v.get("Node Type", ""):
+                        stages.append(f"{v['Node Type']} on {v.get('Index Name') or v.get('Relation Name', '?')}")
                     if "winningPlan" in v and not stages:  # the first one (mongos: the first shard's)
                         w = v["winningPlan"]
                         while isinstance(w, dict):
