@@ -213,3 +213,34 @@ async fn the_report_goes_into_a_folder_made_for_it() {
     assert_eq!(said.lines().last(), Some(format!("wrote {}", report.display()).as_str()), "the last line names the file: {said}");
     drop_table(&table).await;
 }
+
+/// A role of the user's own that may not create what an engine needs: the
+/// load stops before any hour with PostgreSQL's refusal and what to grant,
+/// not a bare "permission denied" (`doctor`, which makes nothing, cannot tell).
+#[tokio::test]
+async fn a_role_without_the_right_to_create_is_told_what_to_grant() {
+    let Some(real) = real_hour() else { return };
+    let role = format!("ghbench_norights_{}", std::process::id());
+    let url = pg_url().replacen("://ghbench@", &format!("://{role}@"), 1);
+    if url == pg_url() {
+        eprintln!("skipped: DATABASE_URL is not the one `just setup` writes");
+        return;
+    }
+    let admin = pg().await;
+    admin.batch_execute(&format!("DROP ROLE IF EXISTS {role}; CREATE ROLE {role} LOGIN")).await.unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    write_hour(&dir, "2015-01-01-0.json.gz", &real_lines(&real)[..5]);
+    let table = table("norights");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--engines", "postgres-tuned", "--table", &table, "--pg-url", &url, "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00"])
+        .arg("--quarantine-dir")
+        .arg(work.path().join("q"))
+        .output()
+        .unwrap();
+    let said = text(&out);
+    admin.batch_execute(&format!("DROP ROLE {role}")).await.unwrap();
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("permission denied") && said.contains("GRANT CREATE ON DATABASE"), "says what to grant: {said}");
+}

@@ -15,13 +15,21 @@ impl<T> OrSink<T> for Result<T, tokio_postgres::Error> {
 }
 
 pub fn to_sink_error(e: &tokio_postgres::Error) -> SinkError {
-    let message = format!("PostgreSQL: {}", ghbench_core::error_chain(e));
+    let mut message = format!("PostgreSQL: {}", ghbench_core::error_chain(e));
+    // 42501 insufficient_privilege: a role of the user's own that may not make
+    // what an engine needs; `doctor` cannot tell, as it makes nothing.
+    if e.as_db_error().is_some_and(|db| db.code().code() == "42501") {
+        message.push_str(MISSING_RIGHT);
+    }
     // 53100 disk_full: "could not extend file …: No space left on device".
     match e.as_db_error().is_some_and(|db| db.code().code() == "53100") {
         true => SinkError::NoSpace(message),
         false => SinkError::Engine { message, transient: is_transient(e) },
     }
 }
+
+/// What to do about a right the role lacks (SQLSTATE 42501).
+pub const MISSING_RIGHT: &str = "\n  hint: the role in the URL lacks the right PostgreSQL names: the engines make tables (and the tuned and normalized engines schemas of their own) in the URL's database, so grant it, e.g. GRANT CREATE ON DATABASE <database> TO <role>; GRANT CREATE ON SCHEMA public TO <role>, or use a role that owns the database";
 
 /// A lost connection, an I/O error, a server going away or not yet back
 /// (SQLSTATE classes 57P: shutdown and crash, 08: cannot connect now), or a
