@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Restarts one server `scripts/setup.sh` started, the way `ghbench bench --cold`
+# Restarts one server `scripts/setup.sh` started, the way `ghbench query|bench --cold`
 # asks for a true cold run (the command is listed in $GHBENCH_HOME/servers.json):
 # stop it, then setup.sh starts it (only it) again with the same settings.
 # Usage: scripts/restart.sh postgres|mongo

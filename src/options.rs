@@ -155,6 +155,9 @@ impl Engines {
             probes.spawn(async move {
                 let answer = match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(&table)).await {
                     Ok(Ok(_)) => Ok(()),
+                    // A server that refused the login answered: its error is
+                    // the user's to see (exit 2), not a reason to stand in.
+                    Ok(Err(e)) if e.login_refused() => Ok(()),
                     Ok(Err(e)) => Err(format!("{name} at {}: {}", e.url, e.reason)),
                     Err(_) => Err(format!("{name} at {}: no answer in {} s", loader.location(), PROBE_TIMEOUT.as_secs())),
                 };

@@ -104,10 +104,21 @@ pub fn written_as_it_goes(path: &Path) {
 /// For a command that did not finish: what it kept of its run, said in two
 /// lines, the second the `wrote …` line (empty when nothing is on disk yet).
 pub fn kept_so_far() -> Vec<String> {
-    let kept: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| p.is_file()).cloned().collect();
+    let kept: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| p.exists()).cloned().collect();
     let Some(record) = kept.first() else { return Vec::new() };
+    // One written whole (the error came after it): nothing to go on with.
+    if unfinished(record) == Some(false) {
+        return vec![Finished::ok().wrote_all(kept).wrote_line().expect("a path")];
+    }
     let resume = format!("note: what was measured so far is kept in {}: give the same command with --resume {} to go on", quoted(record), quoted(record));
     vec![resume, Finished::ok().wrote_all(kept).wrote_line().expect("a path")]
+}
+
+/// Whether the record at `path` says it is unfinished (None: unreadable).
+fn unfinished(path: &Path) -> Option<bool> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+    Some(!record.get("finished")?.as_bool()?)
 }
 
 /// Where the human-readable view goes: standard output, unless a file

@@ -9,7 +9,7 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 
 use crate::commands::olap::write;
-use crate::outcome::Screen;
+use crate::outcome::{Finished, Screen};
 
 /// A file option's value: a path, or `-` for standard output.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,11 +48,15 @@ impl Target {
             crate::options::check_folder(option, parent, "to hold the file")?;
             std::fs::create_dir_all(parent).with_context(|| format!("creating the folder of {option} {}", path.display()))?;
         }
-        let existed = path.exists();
-        std::fs::OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("{option} {} cannot be written", path.display()))?;
-        if !existed {
-            std::fs::remove_file(path).with_context(|| format!("{option} {}", path.display()))?;
+        // A pipe is not opened to try it: that would wait for its reader.
+        if in_place(path) {
+            return Ok(());
         }
+        // A file is written beside its path and renamed over it (see
+        // `olap::write`): what is tried is that file, in that folder.
+        let beside = crate::commands::olap::beside(path);
+        std::fs::OpenOptions::new().create(true).append(true).open(&beside).with_context(|| format!("{option} {} cannot be written", path.display()))?;
+        std::fs::remove_file(&beside).with_context(|| format!("{option} {}", path.display()))?;
         Ok(())
     }
 
@@ -67,6 +71,10 @@ impl Target {
                 }
                 Ok(None)
             }
+            Target::File(path) if in_place(path) => {
+                std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+                Ok(Some(path.clone()))
+            }
             Target::File(path) => {
                 write(path, text)?;
                 Ok(Some(path.clone()))
@@ -75,13 +83,19 @@ impl Target {
     }
 }
 
+/// A path that exists and is not a regular file (a named pipe, `/dev/stdout`,
+/// a shell's `>(…)`): written in place, never replaced by a file.
+fn in_place(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
 /// `--output DIR` and `--json FILE`: what every command that writes a
 /// results record takes.
 #[derive(Args, Debug, Clone)]
 pub struct ResultsArgs {
-    /// Folder for the results: the JSON record (`<command>-<UTC time>.json`),
-    /// and where the command makes them its Markdown report, charts and page
-    /// beside it. Created when missing.
+    /// Folder for the results: the JSON record (`olap-`, `bench-` or
+    /// `index-<UTC time>.json`), and beside it the command's Markdown report,
+    /// charts and page. Created when missing.
     #[arg(long, value_name = "DIR", default_value = "results")]
     pub output: PathBuf,
 
@@ -139,6 +153,32 @@ impl ResultsArgs {
     }
 }
 
+/// A run's files: `record` (its JSON) at `json_path`, the Markdown report
+/// beside it with its charts (`charts_at(md_path)` writes them, giving their
+/// folder and the name to link), then --json's and --markdown's files.
+/// `render(link)` is the Markdown with its charts linked under `link`. What
+/// it wrote, the record first.
+pub struct RunFiles<'a, C, R> {
+    pub json_path: &'a Path,
+    pub json: &'a str,
+    pub charts_at: C,
+    pub render: R,
+}
+
+impl<C: Fn(&Path) -> Result<(PathBuf, String)>, R: Fn(&str) -> String> RunFiles<'_, C, R> {
+    pub fn write(self, results: &ResultsArgs, markdown: Option<&Target>) -> Result<Finished> {
+        write(self.json_path, self.json)?;
+        let md_path = self.json_path.with_extension("md");
+        let (charts_dir, link) = (self.charts_at)(&md_path)?;
+        write(&md_path, &(self.render)(&link))?;
+        let mut finished = Finished::ok().wrote(self.json_path).wrote(&md_path).wrote(&charts_dir).wrote_all(results.also_json(self.json)?);
+        if let Some(target) = markdown {
+            finished = finished.wrote_all(markdown_to(target, &charts_dir, &self.charts_at, &self.render)?);
+        }
+        Ok(finished)
+    }
+}
+
 /// A JSON document ghbench writes, named by its schema and version first
 /// (`"schema": "ghbench-ingest/1"`), the value's fields after it.
 #[derive(serde::Serialize)]
@@ -158,12 +198,7 @@ impl<'a, T: serde::Serialize> Schemed<'a, T> {
 /// own beside it (via `write_charts(md_path) -> charts folder name`), while
 /// standard output links those already in `charts_dir`. `render(link)` makes
 /// the Markdown with charts linked under `link`. What it wrote.
-pub fn markdown_to(
-    target: &Target,
-    charts_dir: &Path,
-    write_charts: impl FnOnce(&Path) -> Result<(PathBuf, String)>,
-    render: impl FnOnce(&str) -> String,
-) -> Result<Vec<PathBuf>> {
+fn markdown_to(target: &Target, charts_dir: &Path, write_charts: impl Fn(&Path) -> Result<(PathBuf, String)>, render: impl Fn(&str) -> String) -> Result<Vec<PathBuf>> {
     match target {
         Target::Stdout => {
             target.write(&render(&charts_dir.to_string_lossy()))?;
@@ -200,6 +235,23 @@ mod tests {
         let new = dir.path().join("new/a.json");
         assert!(Target::File(new.clone()).check("--json").is_ok());
         assert!(!new.exists(), "the file tried is not left behind");
+    }
+
+    #[test]
+    fn a_pipe_is_written_in_place_not_replaced_by_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path in a folder of the test's own.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let reader = std::thread::spawn({
+            let fifo = fifo.clone();
+            move || std::fs::read_to_string(fifo).unwrap()
+        });
+        let target = Target::File(fifo.clone());
+        assert_eq!(target.write("{\"schema\": \"x\"}").unwrap(), Some(fifo.clone()));
+        assert_eq!(reader.join().unwrap(), "{\"schema\": \"x\"}");
+        assert!(!std::fs::metadata(&fifo).unwrap().is_file(), "still a pipe");
     }
 
     #[test]

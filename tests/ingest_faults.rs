@@ -187,6 +187,14 @@ async fn bad_arguments_are_refused_before_anything_is_loaded() {
     let said = text(&out);
     assert!(!out.status.success() && said.contains("is 64 bytes, more than the 63") && !said.contains("lower-case"), "{said}");
 
+    // --hours and --to count from --from: without it they are refused, with
+    // --reload as alone, not dropped without a word; an error exits 2.
+    for args in [&["--hours", "6", "--dry-run"][..], &["--engines", "postgres", "--reload", "2015-01-01T03", "--to", "2015-01-01T05"][..]] {
+        let out = ingest("t_from", work.path(), &[&["--source", empty][..], args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("count from --from: add --from"), "{args:?}: {}", text(&out));
+    }
+
     // A year of missing hours is summarised, not listed hour by hour.
     let out = ingest("t_dry", work.path(), &["--source", empty, "--year", "0", "--dry-run"]);
     let said = text(&out);

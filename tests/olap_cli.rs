@@ -493,7 +493,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
     let said = stopped_while_sleeping(&resumed, libc::SIGINT);
     let last: Vec<&str> = said.lines().rev().take(3).collect();
-    assert_eq!(last[0], format!("wrote {}", unfinished.display()), "{said}");
+    assert_eq!(last[0], format!("wrote {} {}", unfinished.display(), unfinished.with_extension("answers").display()), "the record and the answers it keeps: {said}");
     assert!(last[1].starts_with("note: what was measured so far is kept in") && last[1].contains(&format!("--resume {}", unfinished.display())), "{said}");
     assert_eq!(last[2], "exit 130", "{said}");
     let second = json(&unfinished);
@@ -580,15 +580,18 @@ fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_l
     assert!(stderr.contains("A corrected"), "the table went to standard error: {stderr}");
     let last = stderr.lines().last().unwrap();
     let wrote: Vec<&Path> = last.strip_prefix("wrote ").unwrap_or_else(|| panic!("the last line names the files: {last}")).split(' ').map(Path::new).collect();
-    assert_eq!(wrote.len(), 5, "record, Markdown and charts in --output, then --markdown's file and its charts: {last}");
+    assert_eq!(wrote.len(), 6, "record, Markdown, charts and answers in --output, --markdown's file and its charts: {last}");
     assert!(wrote[0].starts_with(&results) && wrote[0].extension().unwrap() == "json", "the record first: {last}");
     assert_eq!(json(wrote[0]), printed, "the same record in the folder and on standard output");
-    assert_eq!((wrote[1], wrote[3]), (wrote[0].with_extension("md").as_path(), md.as_path()), "{last}");
+    let md_charts = work.path().join("report/run-charts");
+    for expected in [wrote[0].with_extension("md"), wrote[0].with_extension("answers"), md.clone(), md_charts.clone()] {
+        assert!(wrote.contains(&expected.as_path()), "{} named: {last}", expected.display());
+    }
     for path in &wrote {
         assert!(path.exists(), "{} was written", path.display());
     }
     let page = std::fs::read_to_string(&md).unwrap();
-    let charts = std::fs::read_dir(wrote[4]).unwrap().count();
+    let charts = std::fs::read_dir(&md_charts).unwrap().count();
     assert!(charts > 0 && page.contains("run-charts/"), "--markdown's file links the charts beside it: {page:.600}");
     // `report` of that record says the same with its exit status.
     report(&[wrote[0]], 1);

@@ -9,8 +9,8 @@ use crate::outcome::Finished;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
-Exit status: 0 every engine answered; 2 one could not be reached (each is said above
-the error); 130 on Ctrl-C.")]
+Exit status: 0 every engine answered; 2 one could not be reached or refused the login
+(each is said above the error); 130 on Ctrl-C.")]
 pub struct DoctorArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -46,7 +46,7 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<Finished> {
         }
     }
     if !failed.is_empty() {
-        bail!("{} cannot be reached (see above)", failed.join(", "));
+        bail!("{} did not answer as asked (see above)", failed.join(", "));
     }
     Ok(Finished::ok())
 }

@@ -17,7 +17,7 @@ use crate::progress::Log;
 
 use super::olap::{check_index_room, context, engine_records, write, CatalogOptions, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
-use crate::outcome::Finished;
+use crate::outcome::{Finished, Screen};
 use crate::output::ResultsArgs;
 
 #[derive(Args, Debug)]
@@ -43,9 +43,15 @@ pub struct IndexArgs {
 }
 
 pub async fn run(args: IndexArgs, registry: &Engines) -> Result<Finished> {
+    let screen = args.results.screen(None);
+    run_on(args, registry, screen).await
+}
+
+/// As [`run`], its tables on `screen` (`ingest --index --json -` keeps
+/// standard output for ingest's summary).
+pub async fn run_on(args: IndexArgs, registry: &Engines, screen: Screen) -> Result<Finished> {
     let catalog = args.catalog.load()?;
     args.results.check(None)?;
-    let screen = args.results.screen(None);
     let table = args.conn.table_or(DEFAULT_YEAR);
     check_index_room(&table, &catalog)?;
     let backends = connect_backends(&registry.select_reachable(&args.conn, &table).await?, &table).await?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use chrono::Datelike;
 use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange};
@@ -126,6 +126,10 @@ pub struct IngestArgs {
     #[arg(long, conflicts_with = "dry_run")]
     pub index: bool,
 
+    /// Folder for --index's record of the builds (`index-<UTC time>.json`).
+    #[arg(long, value_name = "DIR", default_value = "results", requires = "index")]
+    pub output: PathBuf,
+
     /// Also write the run's summary, hour by hour, as JSON (schema
     /// `ghbench-ingest/1`) to FILE (`-`: standard output, the summary table
     /// then on standard error).
@@ -138,6 +142,9 @@ pub const INGEST_SCHEMA: &str = "ghbench-ingest/1";
 
 pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
     let reload = args.reload.clone().unwrap_or_default();
+    if !reload.is_empty() && args.hours.from.is_none() && args.hours.year.is_none() && (args.hours.to.is_some() || args.hours.hours.is_some()) {
+        bail!("--to and --hours count from --from: add --from (or leave them out to load only the --reload hours)");
+    }
     let range = match reload.first() {
         // The reloaded hours alone: a range of the first, which they include.
         Some(first) if args.hours.year.is_none() && args.hours.from.is_none() => HourRange::new(*first, *first)?,
@@ -160,6 +167,9 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
         target.check("--json")?;
     }
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
+    if args.index {
+        crate::options::check_folder("--output", &args.output, "for the index record")?;
+    }
     let options = IngestOptions {
         hours: range,
         source,
@@ -224,9 +234,9 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
     if args.index {
         let names = engines.iter().map(|e| e.to_string()).collect();
         let conn = ConnOptions { table: Some(table), engines: names };
-        let results = ResultsArgs { output: "results".into(), json: None };
+        let results = ResultsArgs { output: args.output.clone(), json: None };
         let index = super::index::IndexArgs { conn, catalog: Default::default(), results };
-        let built = super::index::run(index, registry).await?;
+        let built = super::index::run_on(index, registry, screen).await?;
         return Ok(finished.and(built));
     }
     Ok(finished)

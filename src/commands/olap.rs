@@ -123,16 +123,24 @@ impl TimingArgs {
     /// The servers file, read when a cold run restarts servers or a memory
     /// limit needs them (`needed`); None when not needed or absent.
     pub fn managed_servers(&self, needed: bool) -> Result<Option<ManagedServers>> {
-        match needed || self.cold == Some(ColdHow::Restart) {
-            true => self.managed.load(),
-            false => Ok(None),
-        }
+        // Read whatever the run: a --servers the user named must exist even
+        // when this run restarts nothing, or a typo goes unnoticed.
+        let servers = self.managed.load()?;
+        Ok(servers.filter(|_| needed || self.cold == Some(ColdHow::Restart)))
+    }
+
+    /// `--cold`'s method as records name it.
+    pub fn cold_method(&self) -> Option<&'static str> {
+        self.cold.map(|how| match how {
+            ColdHow::Restart => "restart",
+            ColdHow::Clear => "clear",
+        })
     }
 
     /// What makes each engine's first run cold on `table`: the servers of
     /// `managed` restarted (under `memory`, when given), or only cleared.
     pub fn cooler(&self, engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, memory: Option<MemorySize>) -> BenchCooler {
-        BenchCooler::new(engines, managed, self.cold != Some(ColdHow::Clear), table, memory)
+        BenchCooler::new(engines, managed, self.cold.unwrap_or(ColdHow::Restart), table, memory)
     }
 }
 
@@ -179,6 +187,8 @@ pub struct RunPlan {
     /// An unfinished record to go on from (`--resume`), and where it is: its
     /// queries are kept, with their answers from beside it.
     pub resume: Option<(RunRecord, PathBuf)>,
+    /// `--cold`'s method (`restart`, `clear`), recorded with the cold runs.
+    pub cold_method: Option<&'static str>,
     /// What was done to every engine's caches before the runs (`bench
     /// --memory` drops the page cache): recorded with the cold actions, and
     /// said in the label of hot-only runs.
@@ -216,7 +226,13 @@ impl Progress for Checkpoints<'_> {
 /// engine's rows, for a resumed run to check its answers under load against:
 /// `<record>.answers/<query>-<variant>.json`.
 fn answers_file(record: &Path, query: &QueryRecord) -> PathBuf {
-    record.with_extension("answers").join(format!("{}-{}.json", query.query, query.variant))
+    answers_dir(record).join(format!("{}-{}.json", query.query, query.variant))
+}
+
+/// `olap-<time>.answers/` beside the record: every engine's rows of every
+/// query, kept for `--resume` (answers under load are checked against them).
+pub fn answers_dir(record: &Path) -> PathBuf {
+    record.with_extension("answers")
 }
 
 /// The kept answers of a resumed run's queries; a query whose file is gone
@@ -252,7 +268,7 @@ pub async fn measure(
     progress: &dyn Progress,
     cooler: &dyn Cooler,
 ) -> Result<(RunRecord, Vec<String>)> {
-    let RunPlan { queries: mut options, baseline, concurrency, record_to, resume, before_runs } = plan;
+    let RunPlan { queries: mut options, baseline, concurrency, record_to, resume, cold_method, before_runs } = plan;
     let kept: Vec<QueryRecord> = resume.as_ref().map(|(r, _)| r.queries.clone()).unwrap_or_default();
     let mut answers_kept = resume.as_ref().map(|(_, path)| kept_answers(path, &kept)).unwrap_or_default();
     options.skip = kept.iter().map(|q| (q.variant.clone(), q.query.clone())).collect();
@@ -272,6 +288,7 @@ pub async fn measure(
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
     // Known before the runs: an unfinished record says them, a resume compares them.
     context.cold.requested = options.cold;
+    context.cold.method = cold_method.map(str::to_string);
     context.analyze_plans = options.analyze_plans;
     context.catalog_digest = Some(catalog_digest(catalog, options, backends)?);
     for engine in &context.engines {
@@ -303,7 +320,7 @@ pub async fn measure(
         None => progress,
     };
     let (queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
-    context.cold = cold;
+    context.cold = ColdRecord { method: context.cold.method.take(), ..cold };
     if !before_runs.is_empty() {
         context.cold.actions.splice(0..0, before_runs);
         if !context.cold.requested {
@@ -383,6 +400,13 @@ pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
     dir.join(format!("{kind}-{}.{ext}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")))
 }
 
+/// Where [`write`] writes `path` first: `PATH.writing`, beside it.
+pub fn beside(path: &Path) -> PathBuf {
+    let mut beside = path.as_os_str().to_owned();
+    beside.push(".writing");
+    PathBuf::from(beside)
+}
+
 /// Makes the results folder before any work, so a run is never lost at its
 /// end to an `--output` that names a file or a place that cannot be written.
 pub fn ensure_output_dir(dir: &Path) -> Result<()> {
@@ -397,9 +421,7 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
     }
-    let mut beside = path.as_os_str().to_owned();
-    beside.push(".writing");
-    let beside = PathBuf::from(beside);
+    let beside = beside(path);
     std::fs::write(&beside, contents).with_context(|| format!("writing {}", beside.display()))?;
     std::fs::rename(&beside, path).with_context(|| format!("renaming {} to {}", beside.display(), path.display()))
 }

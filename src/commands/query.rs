@@ -1,7 +1,7 @@
 //! `ghbench query`: Queries A–D on every engine, timed, verified across
 //! engines, written as JSON and Markdown and shown as a table.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -13,10 +13,10 @@ use ghbench_olap::runner::{Progress, RunEvent};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, measure, write, write_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
+use super::olap::{answers_dir, RunPlan, measure, write_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 use crate::outcome::Finished;
-use crate::output::{markdown_to, MarkdownArg, ResultsArgs};
+use crate::output::{MarkdownArg, ResultsArgs, RunFiles};
 use crate::progress::Log;
 
 #[derive(Args, Debug)]
@@ -119,26 +119,25 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
         None => args.results.record_path("olap"),
     };
     crate::outcome::written_as_it_goes(&json_path);
+    crate::outcome::written_as_it_goes(&answers_dir(&json_path));
     let cooler = args.timing.cooler(&selected, managed.as_ref(), &table, None);
     if options.cold {
         for line in cooler.describe() {
             progress.bar.suspend(|| eprintln!("cold: {line}"));
         }
     }
-    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume, before_runs: Vec::new() };
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume, cold_method: args.timing.cold_method(), before_runs: Vec::new() };
     let measured = measure(&mut backends, &catalog, plan, &table, &progress, &cooler).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;
 
     let json = serde_json::to_string_pretty(&record)?;
-    write(&json_path, &json)?;
-    let md_path = json_path.with_extension("md");
     let charts = charts(&record)?;
-    let (charts_dir, dir_name) = write_charts(&md_path, &charts)?;
-    write(&md_path, &markdown_with_charts(&record, &charts, &dir_name))?;
-    let mut finished = Finished::ok().wrote(&json_path).wrote(&md_path).wrote(&charts_dir).wrote_all(args.results.also_json(&json)?);
-    if let Some(target) = markdown {
-        finished = finished.wrote_all(markdown_to(target, &charts_dir, |path| write_charts(path, &charts), |link| markdown_with_charts(&record, &charts, link))?);
+    let files = RunFiles { json_path: &json_path, json: &json, charts_at: |md: &Path| write_charts(md, &charts), render: |link: &str| markdown_with_charts(&record, &charts, link) };
+    let mut finished = files.write(&args.results, markdown)?;
+    let answers = answers_dir(&json_path);
+    if answers.is_dir() {
+        finished = finished.wrote(answers);
     }
 
     screen.line(results_table(&record, Style::Terminal));

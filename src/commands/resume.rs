@@ -31,7 +31,12 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
     differs("ghbench's build", build(then), build(now));
     differs("the table", then.table.clone(), now.table.clone());
     differs("--repeat", then.repeat.to_string(), now.repeat.to_string());
-    differs("--cold", then.cold.requested.to_string(), now.cold.requested.to_string());
+    let cold = |c: &ghbench_olap::record::ColdRecord| match (c.requested, &c.method) {
+        (false, _) => "no cold run".to_string(),
+        (true, Some(method)) => format!("--cold={method}"),
+        (true, None) => "--cold".to_string(),
+    };
+    differs("--cold", cold(&then.cold), cold(&now.cold));
     // A measured plan's extra run warms the caches the next query finds.
     differs("--analyze-plans", then.analyze_plans.to_string(), now.analyze_plans.to_string());
     differs("--query-timeout (seconds)", format!("{:?}", then.query_timeout_seconds), format!("{:?}", now.query_timeout_seconds));

@@ -45,7 +45,7 @@ impl ConnectError {
 
     /// The server answered but refused the user or password: not a server
     /// to start, a login to correct.
-    fn login_refused(&self) -> bool {
+    pub fn login_refused(&self) -> bool {
         let reason = self.reason.to_ascii_lowercase();
         ["authentication failed", "password missing", "pg_hba.conf"].iter().any(|said| reason.contains(said))
     }

@@ -140,6 +140,7 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
     types.sort_by(|a, b| b.share.total_cmp(&a.share).then_with(|| a.name.cmp(&b.name)));
     sizes.sort_unstable();
     let profile = Profile {
+        schema: crate::profile::PROFILE_SCHEMA.into(),
         format: FORMAT,
         source: files.iter().map(|f| f.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned())).collect(),
         events_per_hour: per_hour(&|h| h.events),

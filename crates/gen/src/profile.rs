@@ -17,8 +17,19 @@ pub const SIZE_QUANTILES: usize = 21;
 
 const DEFAULT_JSON: &str = include_str!("../profiles/default.json");
 
+/// The schema a profile names, as every JSON ghbench writes does; its
+/// version is [`FORMAT`].
+pub const PROFILE_SCHEMA: &str = "ghbench-gen-profile/1";
+
+fn profile_schema() -> String {
+    PROFILE_SCHEMA.into()
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
+    /// `ghbench-gen-profile/1` (absent in profiles written before it).
+    #[serde(default = "profile_schema")]
+    pub schema: String,
     pub format: u32,
     /// File names the profile was measured on (names only, never their content).
     pub source: Vec<String>,

@@ -76,8 +76,18 @@ pub struct Totals {
 
 /// Every generated hour in its folder: those of this run and those an
 /// earlier run made there with the same settings.
+/// The schema and version `gen-manifest.json` names.
+pub const MANIFEST_SCHEMA: &str = "ghbench-gen-manifest/1";
+
+fn manifest_schema() -> String {
+    MANIFEST_SCHEMA.into()
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
+    /// `ghbench-gen-manifest/1` (absent in manifests written before it).
+    #[serde(default = "manifest_schema")]
+    pub schema: String,
     pub generator: String,
     pub seed: u64,
     pub profile: String,
@@ -111,6 +121,7 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
     let out = &options.out;
     std::fs::create_dir_all(out).map_err(|source| GenError::Write { path: out.clone(), source })?;
     let settings = Manifest {
+        schema: MANIFEST_SCHEMA.into(),
         generator: concat!("ghbench-gen ", env!("CARGO_PKG_VERSION")).into(),
         seed: gen.seed(),
         profile: options.profile_name.clone(),

@@ -110,7 +110,7 @@ fn the_default_profile_is_calibrated_from_the_real_hour_and_holds_no_real_text()
     let fresh = calibrate(std::slice::from_ref(&real)).unwrap().profile.to_json();
     assert!(
         fresh == shipped,
-        "profiles/default.json is stale: regenerate it with `ghbench gen --calibrate {} --profile-out crates/gen/profiles/default.json`",
+        "profiles/default.json is stale: regenerate it with `ghbench gen --calibrate {} --json crates/gen/profiles/default.json`",
         real.display()
     );
     let mut gzip = Vec::new();

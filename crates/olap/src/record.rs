@@ -214,9 +214,13 @@ pub struct DataConsistency {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ColdRecord {
     pub requested: bool,
+    /// How it was asked for: `restart` or `clear` (`--cold=`); absent in
+    /// older files and without --cold. A resumed run must ask the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// True only if every engine's server was restarted (an embedded engine
-    /// started afresh) and the page cache dropped before each first run: only
-    /// `ghbench bench --cold` on servers it manages does this.
+    /// started afresh) and the page cache dropped before each first run:
+    /// `--cold` (`--cold=restart`) on servers `just setup` started does this.
     pub true_cold: bool,
     /// The engines whose every first run was truly cold (see `true_cold`).
     #[serde(default)]

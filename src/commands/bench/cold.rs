@@ -1,4 +1,5 @@
-//! True cold runs. The servers `just setup` started are listed, with their
+//! True cold runs, for `query --cold` and `bench --cold` alike. The servers
+//! `just setup` started are listed, with their
 //! addresses, data folders and restart commands, in `servers.json`; an engine
 //! whose server is listed there is restarted (and the OS page cache dropped)
 //! before each query's first run, and an engine with no server starts afresh.
@@ -18,6 +19,7 @@ use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
 use ghbench_olap::Backend;
 use serde::Deserialize;
 
+use crate::commands::olap::ColdHow;
 use crate::options::Selected;
 
 /// A restart that takes longer than this has failed.
@@ -107,13 +109,22 @@ enum Plan {
     Restart(ManagedServer, Selected),
     /// An engine with no server: a new backend is fresh state.
     Fresh(Selected),
-    /// A server ghbench does not manage, or `--cold=clear` (true).
-    ClearOnly(Selected, bool),
+    /// Only cleared, for the reason given.
+    ClearOnly(Selected, WhyNotRestarted),
+}
+
+/// Why a server's first runs are only cleared, not truly cold.
+#[derive(Clone, Copy)]
+enum WhyNotRestarted {
+    /// `--servers` does not list it: `just setup` did not start it.
+    NotListed,
+    /// `--cold=clear` asked for no restart.
+    AskedClear,
 }
 
 impl BenchCooler {
-    /// `restart`: false for `--cold=clear`, which restarts no server.
-    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, restart: bool, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
+    /// `how`: `--cold=clear` restarts no server.
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, how: ColdHow, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
         let plans = engines
             .iter()
             .map(|engine| {
@@ -121,9 +132,9 @@ impl BenchCooler {
                     return Plan::Fresh(engine.clone());
                 }
                 match managed.and_then(|m| m.serving(&engine.loader().location())) {
-                    _ if !restart => Plan::ClearOnly(engine.clone(), true),
+                    _ if how == ColdHow::Clear => Plan::ClearOnly(engine.clone(), WhyNotRestarted::AskedClear),
                     Some(server) => Plan::Restart(server.clone(), engine.clone()),
-                    None => Plan::ClearOnly(engine.clone(), false),
+                    None => Plan::ClearOnly(engine.clone(), WhyNotRestarted::NotListed),
                 }
             })
             .collect();
@@ -139,9 +150,12 @@ impl BenchCooler {
                     format!("{}: server {} at {} (data {}) restarted before each first run (other sessions on it are cut off)", engine.engine(), server.name, server.address, server.data_dir)
                 }
                 Plan::Fresh(engine) => format!("{}: started afresh (no server) before each first run", engine.engine()),
-                Plan::ClearOnly(engine, asked) => {
+                Plan::ClearOnly(engine, why) => {
                     let location = engine.loader().location();
-                    let why = if *asked { "--cold=clear" } else { "not in --servers" };
+                    let why = match why {
+                        WhyNotRestarted::AskedClear => "--cold=clear",
+                        WhyNotRestarted::NotListed => "not in --servers",
+                    };
                     match Place::of(&location) {
                         Place::ThisMachine => format!(
                             "{}: server at {location} not restarted ({why}): this machine's page cache dropped and the server's own caches cleared, not truly cold",

@@ -35,7 +35,7 @@ use super::olap::{RunPlan, measure, plan_concurrency, write, write_charts, Catal
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, HourArgs, Selected};
 use crate::outcome::{Finished, Screen};
-use crate::output::{markdown_to, MarkdownArg, ResultsArgs};
+use crate::output::{MarkdownArg, ResultsArgs, RunFiles};
 use crate::progress::IngestProgress;
 
 /// Where a bench's hours start when --from is not given: the paper's first hour.
@@ -276,7 +276,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 eprintln!("warning: the record of what was measured so far was not written ({e:#}); the bench goes on");
             }
         };
-        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, disk: disk.as_ref() };
+        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, screen, disk: disk.as_ref() };
         for (hours, table) in sizes.into_iter().zip(tables) {
             if record.sizes.iter().any(|s| s.hours == hours) {
                 eprintln!("[bench {hours} h] kept from the record it resumes");
@@ -341,6 +341,8 @@ struct Queries<'a> {
     options: &'a QueryOptions,
     concurrency: &'a Option<ConcurrencyOptions>,
     timing: &'a TimingArgs,
+    /// Where the tables go (standard error when --json - or --markdown - took standard output).
+    screen: Screen,
     /// Measured once where the servers keep their data, under a limit.
     disk: Option<&'a ghbench_olap::disk::Disk>,
 }
@@ -371,7 +373,7 @@ impl Queries<'_> {
         let baseline = self.engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(prefix.to_string());
-        let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: None, resume: None, before_runs };
+        let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: None, resume: None, cold_method: self.timing.cold_method(), before_runs };
         let measured = measure(&mut backends, self.catalog, plan, table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
@@ -477,19 +479,13 @@ fn damage(summary: &IngestSummary) -> DataDamage {
 fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchArgs, screen: Screen) -> Result<Finished> {
     let Some(run) = largest(record) else { bail!("no size was measured") };
     let json = serde_json::to_string_pretty(record)?;
-    write(json_path, &json)?;
-    let md_path = json_path.with_extension("md");
     let charts = BenchCharts::draw(record)?;
-    let markdown = |dir_name: &str| format!("{}\n---\n\n{}", bench_markdown(record, &charts, dir_name), markdown_with_charts(run, &charts.largest, dir_name));
-    let (dir, dir_name) = write_charts(&md_path, charts.all())?;
-    write(&md_path, &markdown(&dir_name))?;
+    let render = |link: &str| format!("{}\n---\n\n{}", bench_markdown(record, &charts, link), markdown_with_charts(run, &charts.largest, link));
+    let files = RunFiles { json_path, json: &json, charts_at: |md: &Path| write_charts(md, charts.all()), render };
+    let mut finished = files.write(&args.results, args.markdown.markdown.as_ref())?;
     let html_path = json_path.with_extension("html");
     write(&html_path, &bench_html(record, &charts)?)?;
-    let mut finished = Finished::ok().wrote(json_path).wrote(&md_path).wrote(&html_path).wrote(&dir);
-    finished = finished.wrote_all(args.results.also_json(&json)?);
-    if let Some(target) = &args.markdown.markdown {
-        finished = finished.wrote_all(markdown_to(target, &dir, |path| write_charts(path, charts.all()), markdown)?);
-    }
+    finished = finished.wrote(html_path);
 
     if let Some(text) = ghbench_olap::render::regime::regime_text(record) {
         screen.line(text);

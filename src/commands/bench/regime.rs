@@ -107,7 +107,7 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
                 super::resume::same_sweep(&kept, &run.context)?;
             }
             let point = RegimePoint { ratio, memory_bytes: limit, run };
-            println!("{}", point_text(&point));
+            queries.screen.line(point_text(&point));
             let points = &mut record.regime.as_mut().expect("made above").points;
             points.push(point);
             points.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));

@@ -31,7 +31,7 @@ pub use charts::{charts, Chart, ChartError};
 pub use comparison::{bench_comparison, comparison, DEFAULT_NOISE};
 pub use html::{bench_html, html, HtmlError};
 pub use markdown::{markdown, markdown_with_charts};
-pub use terminal::{print_servers, server_lines};
+pub use terminal::server_lines;
 
 /// Which table style: for a terminal, or for a Markdown file.
 #[derive(Clone, Copy)]

@@ -5,12 +5,6 @@ use super::{caveats, data_line, server_label};
 use crate::record::Context;
 
 /// Under every table of numbers: which server build, data and settings produced them.
-pub fn print_servers(context: &Context) {
-    for line in server_lines(context) {
-        println!("{line}");
-    }
-}
-
 pub fn server_lines(context: &Context) -> Vec<String> {
     let mut lines = Vec::new();
     for engine in &context.engines {
