@@ -179,6 +179,20 @@ impl<C: Fn(&Path) -> Result<(PathBuf, String)>, R: Fn(&str) -> String> RunFiles<
     }
 }
 
+/// Where the human-readable view of a command with one `--json` summary
+/// (`ingest`, `normalize`) goes: standard error when `--json -` took standard output.
+pub fn screen_beside(json: Option<&Target>) -> Screen {
+    Screen::new(json.is_some_and(Target::is_stdout))
+}
+
+/// `value`, named by `schema`, to `--json`'s target when one was given; what it wrote.
+pub fn write_summary(json: Option<&Target>, schema: &'static str, value: &impl serde::Serialize) -> Result<Finished> {
+    Ok(match json {
+        Some(target) => Finished::ok().wrote_all(target.write(&Schemed::json(schema, value)?)?),
+        None => Finished::ok(),
+    })
+}
+
 /// A JSON document ghbench writes, named by its schema and version first
 /// (`"schema": "ghbench-ingest/1"`), the value's fields after it.
 #[derive(serde::Serialize)]

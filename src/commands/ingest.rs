@@ -12,8 +12,8 @@ use ghbench_core::{summarise_hours, Hour, HourRange};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
 use crate::options::{ConnOptions, Engines, HourArgs};
-use crate::outcome::{Finished, Screen};
-use crate::output::{ResultsArgs, Schemed, Target};
+use crate::outcome::Finished;
+use crate::output::{screen_beside, write_summary, ResultsArgs, Target};
 use crate::progress::IngestProgress;
 
 #[derive(Args, Debug)]
@@ -205,12 +205,9 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
 
-    let screen = Screen::new(args.json.as_ref().is_some_and(Target::is_stdout));
+    let screen = screen_beside(args.json.as_ref());
     screen.lines(summary_lines(&summary));
-    let finished = match &args.json {
-        Some(target) => Finished::ok().wrote_all(target.write(&Schemed::json(INGEST_SCHEMA, &summary)?)?),
-        None => Finished::ok(),
-    };
+    let finished = write_summary(args.json.as_ref(), INGEST_SCHEMA, &summary)?;
     let t = &summary.totals;
     if t.hours_changed > 0 {
         eprintln!(

@@ -1,7 +1,6 @@
 //! `ghbench normalize`: the normalized engine's tables derived from a table
 //! already loaded as `jsonb`, or (`--verify N`) the round trip checked.
 
-
 use anyhow::Result;
 use clap::Args;
 use ghbench_core::TableName;
@@ -9,8 +8,8 @@ use ghbench_ingest::source::{Source, DEFAULT_SOURCE};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::options::Engines;
-use crate::outcome::{Finished, Screen};
-use crate::output::{Schemed, Target};
+use crate::outcome::Finished;
+use crate::output::{screen_beside, write_summary, Target};
 
 /// The schemas and versions of `--json`'s summary (docs/results-schema.md).
 pub const NORMALIZE_SCHEMA: &str = "ghbench-normalize/1";
@@ -62,7 +61,7 @@ pub async fn run(args: NormalizeArgs, engines: &Engines) -> Result<Finished> {
 }
 
 async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<Finished> {
-    let screen = screen(args);
+    let screen = screen_beside(args.json.as_ref());
     let bar = ProgressBar::new(0);
     bar.set_style(ProgressStyle::with_template("normalize [{bar:30}] {human_pos}/{human_len} documents  {elapsed_precise} (eta {eta})").expect("template"));
     let progress = |done: u64, total: u64| {
@@ -88,14 +87,14 @@ async fn derive(args: &NormalizeArgs, url: &str, table: &TableName) -> Result<Fi
         d.upkeep.step,
         d.upkeep.seconds
     ));
-    write_json(args, NORMALIZE_SCHEMA, &d)
+    write_summary(args.json.as_ref(), NORMALIZE_SCHEMA, &d)
 }
 
 async fn verify(args: &NormalizeArgs, url: &str, table: &TableName, n: u64, engines: &Engines) -> Result<Finished> {
-    let screen = screen(args);
+    let screen = screen_beside(args.json.as_ref());
     let source = Source::parse(&args.source)?;
     let report = ghbench_normalized::verify::verify(url, table, n, &source, &engines.policy()).await?;
-    let finished = write_json(args, NORMALIZE_VERIFY_SCHEMA, &report)?;
+    let finished = write_summary(args.json.as_ref(), NORMALIZE_VERIFY_SCHEMA, &report)?;
     for m in report.mismatches.iter().take(20) {
         screen.line(format!("DIFFERS document {} ({}): {}", m.did, m.original, m.difference));
     }
@@ -105,16 +104,4 @@ async fn verify(args: &NormalizeArgs, url: &str, table: &TableName, n: u64, engi
         screen.line(format!("{} of {} documents differ from their originals", report.mismatches.len(), report.checked));
     }
     Ok(finished.trusted_if(report.mismatches.is_empty()))
-}
-
-/// The tables on standard error when `--json -` takes standard output.
-fn screen(args: &NormalizeArgs) -> Screen {
-    Screen::new(args.json.as_ref().is_some_and(Target::is_stdout))
-}
-
-fn write_json(args: &NormalizeArgs, schema: &'static str, value: &impl serde::Serialize) -> Result<Finished> {
-    Ok(match &args.json {
-        Some(target) => Finished::ok().wrote_all(target.write(&Schemed::json(schema, value)?)?),
-        None => Finished::ok(),
-    })
 }

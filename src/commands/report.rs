@@ -75,36 +75,40 @@ pub fn run(args: ReportArgs) -> Result<Finished> {
         _ => {}
     }
     let records: Vec<&RunRecord> = saved.iter().map(Saved::run).collect::<Result<_>>()?;
-    let finished = match (records.as_slice(), &args.html, &args.markdown) {
-        ([one], Some(page), _) => {
-            why_untrusted(problems(one));
+    let one = match records.as_slice() {
+        [one] => *one,
+        [a, b] => return compared(comparison(a, b, args.noise, style)),
+        _ => unreachable!("clap allows one or two files"),
+    };
+    let problems = problems(one);
+    // One record: the status its run exited with, so a script can tell a
+    // partial or unverified record from its file alone.
+    let trusted = problems.is_empty() && no_disagreement(one);
+    let finished = match (&args.html, &args.markdown) {
+        (Some(page), _) => {
+            why_untrusted(&problems);
             Finished::ok().wrote_all(page.write(&html(one)?)?)
         }
-        ([one], None, Some(target)) => {
-            why_untrusted(problems(one));
+        (None, Some(target)) => {
+            why_untrusted(&problems);
             Finished::ok().wrote_all(target.write(&markdown(one))?)
         }
-        ([one], None, None) => {
+        (None, None) => {
             let screen = Screen::new(false);
             screen.lines(data_warning(&one.context));
             screen.line(results_table(one, style));
             screen.lines(server_lines(&one.context));
             screen.line(format!("{}; recorded {}", one.context.cold.label, one.context.started_at));
-            screen.lines(problems(one));
+            screen.lines(&problems);
             Finished::ok()
         }
-        ([a, b], _, _) => return compared(comparison(a, b, args.noise, style)),
-        _ => unreachable!("clap allows one or two files"),
     };
-    // One record: the status its run exited with, so a script can tell a
-    // partial or unverified record from its file alone.
-    let one = records[0];
-    Ok(finished.trusted_if(problems(one).is_empty() && no_disagreement(one)))
+    Ok(finished.trusted_if(trusted))
 }
 
 /// Why a record cannot be trusted as it stands, on standard error, where a
 /// page or Markdown written to a file leaves the exit status 1 unexplained.
-fn why_untrusted(problems: Vec<String>) {
+fn why_untrusted(problems: &[String]) {
     for line in problems {
         eprintln!("{line}");
     }
@@ -183,11 +187,12 @@ fn load(path: &Path) -> Result<Saved> {
 /// `ghbench bench` wrote beside it), or its tables.
 fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
     let run = largest(bench).context("the bench record holds no size")?;
+    let problems = bench_problems(bench);
     let finished = if let Some(page) = &args.html {
-        why_untrusted(bench_problems(bench));
+        why_untrusted(&problems);
         Finished::ok().wrote_all(page.write(&bench_html(bench, &BenchCharts::draw(bench)?)?)?)
     } else if let Some(target) = &args.markdown {
-        why_untrusted(bench_problems(bench));
+        why_untrusted(&problems);
         Finished::ok().wrote_all(target.write(&format!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run)))?)
     } else {
         let screen = Screen::new(false);
@@ -202,10 +207,10 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
         }
         screen.lines(server_lines(&run.context));
         screen.line(format!("first runs: {}; recorded {}", run.context.cold.label, run.context.started_at));
-        screen.lines(bench_problems(bench));
+        screen.lines(&problems);
         Finished::ok()
     };
     let verified = bench.sizes.iter().all(|s| s.verdict().1);
-    Ok(finished.trusted_if(bench_problems(bench).is_empty() && verified))
+    Ok(finished.trusted_if(problems.is_empty() && verified))
 }
 
