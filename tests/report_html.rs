@@ -3,7 +3,7 @@
 //! and unwritable places are refused with a clear message, never a panic. No
 //! server needed.
 
-#[path = "../crates/olap/tests/common/sample.rs"]
+#[path = "../crates/report/tests/common/sample.rs"]
 mod sample;
 
 use std::path::Path;

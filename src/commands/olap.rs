@@ -9,7 +9,7 @@ use clap::Args;
 use ghbench_core::{Engine, TableName};
 use ghbench_olap::consistency::explain_mismatches;
 use ghbench_olap::record::{ColdRecord, Context, DataConsistency, EngineRecord, MemoryShare, QueryRecord, DECLARED, Resumed, RunRecord, SCHEMA};
-use ghbench_olap::render::{data_warning, Chart};
+use ghbench_report::{data_warning, Chart};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, ConcurrencyOptions};
 use ghbench_olap::runner::{check_data, cold_label, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};

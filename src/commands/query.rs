@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::Args;
-use ghbench_olap::render::{charts, markdown_with_charts, no_disagreement, problems, reconnect_notes, results_table, seconds, server_lines, Style};
+use ghbench_report::{charts, markdown_with_charts, problems, reconnect_notes, results_table, seconds, server_lines, Style};
 use ghbench_olap::runner::{Progress, RunEvent};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -146,7 +146,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
         eprintln!("{line}");
     }
     screen.lines(server_lines(&record.context));
-    screen.line(format!("{}; {}", record.context.cold.label, ghbench_olap::render::limit_label(&record.context)));
+    screen.line(format!("{}; {}", record.context.cold.label, ghbench_report::limit_label(&record.context)));
     let problems = problems(&record);
     for line in reconnect_notes(&record).iter().chain(&problems) {
         eprintln!("{line}");
@@ -154,7 +154,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     for backend in &backends {
         backend.close().await;
     }
-    Ok(finished.trusted_if(problems.is_empty() && no_disagreement(&record)))
+    Ok(finished.trusted_if(problems.is_empty() && record.no_disagreement()))
 }
 
 /// One bar over every run, ticking on its own so the elapsed time moves

@@ -7,10 +7,10 @@ use anyhow::{bail, Context as _, Result};
 use clap::Args;
 use ghbench_olap::bench::{BenchRecord, BENCH_SCHEMA};
 use ghbench_olap::record::{RunRecord, INDEX_SCHEMA};
-use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
-use ghbench_olap::render::concurrency::concurrency_text;
-use ghbench_olap::render::regime::regime_text;
-use ghbench_olap::render::{bench_comparison, bench_html, comparison, data_warning, html, markdown, no_disagreement, problems, results_table, server_lines, Style, DEFAULT_NOISE};
+use ghbench_report::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
+use ghbench_report::concurrency::concurrency_text;
+use ghbench_report::regime::regime_text;
+use ghbench_report::{bench_comparison, bench_html, comparison, data_warning, html, markdown, problems, results_table, server_lines, Style, DEFAULT_NOISE};
 
 use crate::outcome::{Finished, Screen};
 use crate::output::Target;
@@ -83,7 +83,7 @@ pub fn run(args: ReportArgs) -> Result<Finished> {
     let problems = problems(one);
     // One record: the status its run exited with, so a script can tell a
     // partial or unverified record from its file alone.
-    let trusted = problems.is_empty() && no_disagreement(one);
+    let trusted = problems.is_empty() && one.no_disagreement();
     let finished = match (&args.html, &args.markdown) {
         (Some(page), _) => {
             why_untrusted(&problems);

@@ -22,3 +22,8 @@ pub use place::Place;
 pub use server::{error_chain, ConnectError, ServerInfo, CONNECT_TIMEOUT};
 pub use setup::{Change, Setup};
 pub use table::TableName;
+
+/// `1 hour`, `2 hours`.
+pub fn count_of(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}

@@ -15,9 +15,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-use ghbench_core::{Engine, Setup, TableName};
+use ghbench_core::{Setup, TableName};
 use include_dir::{include_dir, Dir};
 use serde::{Deserialize, Serialize};
+
+/// What the catalog says that a run record keeps.
+pub use ghbench_record::catalog::{Compare, PaperResults};
 
 /// The repository's `queries/` folder, compiled into the binary (build.rs makes
 /// cargo rebuild when it changes).
@@ -45,19 +48,6 @@ pub enum CatalogError {
     Empty,
 }
 
-/// How two engines' results of a query must agree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Compare {
-    /// Row by row in order: the variant defines the order completely.
-    Ordered,
-    /// Ordered by the value column (the second) only: the value column must
-    /// agree in order, the rows as a multiset.
-    TiesUnordered,
-    /// As `TiesUnordered`, but a LIMIT may cut through the last tie, so rows
-    /// tied with the last row need only agree in their value.
-    TiesUnorderedCut,
-}
 
 /// One query of a variant, as `queries/variants/<variant>.json` describes it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -86,20 +76,6 @@ impl QueryFile {
     }
 }
 
-/// The paper's published results, shown beside ours for context.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PaperResults {
-    pub events: u64,
-    pub machine: String,
-    /// engine -> the product and version the paper ran
-    pub engines: BTreeMap<Engine, String>,
-    /// query -> engine -> seconds
-    pub seconds: BTreeMap<String, BTreeMap<Engine, f64>>,
-    /// The engine the paper's "faster by" column speaks for.
-    pub baseline: Engine,
-    /// query -> the paper's (S-F)/S of the baseline against the other engine
-    pub faster_by: BTreeMap<String, f64>,
-}
 
 #[derive(Debug, Clone)]
 pub struct Catalog {

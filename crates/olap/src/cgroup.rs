@@ -13,9 +13,8 @@ use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
 
-pub use crate::record::MemoryCounters;
+pub use ghbench_record::run::{CgroupVersion as Version, MemoryCounters};
 
 /// A limit at or above this means none (cgroup v1 writes "no limit" as the
 /// largest page-aligned i64).
@@ -27,13 +26,6 @@ const UNLIMITED: u64 = 1 << 62;
 /// here: a peak one page past a 96 MiB limit, with no OOM kill.
 pub const FORCED_CHARGE_SLACK: u64 = 64 * 4096;
 
-/// Which kernel interface a cgroup is read through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Version {
-    V1,
-    V2,
-}
 
 /// A process's memory cgroup.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,52 +13,13 @@ use std::os::fd::AsRawFd as _;
 use std::path::Path;
 use std::time::Instant;
 
-use serde::{Deserialize, Serialize};
 
 /// The probe's size: more than a disk's own cache, little enough to take
 /// seconds on a slow disk.
 pub const PROBE_BYTES: u64 = 256 << 20;
 const BLOCK: usize = 1 << 20;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Disk {
-    /// The folder measured: the data folder of the first server `just setup`
-    /// started, else the bench's data folder (the generated hours).
-    pub folder: String,
-    /// The mount's source and filesystem, e.g. `/dev/vda (ext4)`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<String>,
-    /// The block device's model, where the kernel names one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// Whether the kernel sees spinning media (`queue/rotational`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rotational: Option<bool>,
-    /// Bytes per second read in sequence, measured as the module says; None
-    /// when it could not be (`error`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sequential_read_bytes_per_second: Option<f64>,
-    pub measured_with: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-impl Disk {
-    /// `.ghbench/pg/data on /dev/vda (ext4), virtio_blk, rotational: 561 MB/s sequential read, measured`.
-    pub fn said(&self) -> String {
-        let mut about: Vec<String> = Vec::new();
-        about.extend(self.model.clone());
-        about.extend(self.rotational.map(|r| if r { "rotational".to_string() } else { "not rotational".to_string() }));
-        let device = self.device.clone().unwrap_or_else(|| "an unknown device".into());
-        let speed = match (self.sequential_read_bytes_per_second, &self.error) {
-            (Some(rate), _) => format!("{:.0} MB/s sequential read, measured", rate / 1e6),
-            (None, Some(e)) => format!("read speed not measured: {e}"),
-            (None, None) => "read speed not measured".into(),
-        };
-        let about = if about.is_empty() { String::new() } else { format!(", {}", about.join(", ")) };
-        format!("{} on {device}{about}: {speed}", self.folder)
-    }
-}
+pub use ghbench_record::run::Disk;
 
 /// The disk under `folder`, its speed measured there.
 pub fn measure(folder: &Path) -> Disk {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use ghbench_core::Hour;
 
-use crate::record::DataLoaded;
+use ghbench_record::run::DataLoaded;
 
 /// Events per hour, as the ledger lists them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -127,10 +127,7 @@ impl Ledger {
     }
 }
 
-/// `1 hour`, `2 hours`.
-pub fn count_of(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
-}
+pub use ghbench_core::count_of;
 
 #[cfg(test)]
 mod tests {
@@ -157,9 +154,6 @@ mod tests {
         assert_eq!(timed.summary().load_retries, 0);
         let retried = timed.clone().with_retries(3).summary();
         assert_eq!(retried.load_retries, 3, "the retries go with the load time into the run record");
-        assert_eq!(crate::render::retries_note(retried.load_retries).as_deref(), Some("includes 3 retries"));
-        assert_eq!(crate::render::retries_note(1).as_deref(), Some("includes 1 retry"));
-        assert_eq!(crate::render::retries_note(0), None);
         let json = serde_json::to_value(timed.summary()).unwrap();
         assert!(json.get("load_retries").is_none(), "no retries, no field: records stay as they were");
     }

@@ -10,11 +10,11 @@
 //! - [`kernel_io`]: what the kernel counted for a server's processes on this
 //!   machine (bytes from storage), read around each query's runs;
 //!   [`cgroup`]: the memory limit an engine runs under and whether it held.
-//! - [`record`]: the results JSON; [`render`]: its views (terminal, Markdown,
-//!   comparison, SVG charts, the HTML page).
+//! - [`record`], [`bench`], [`rows`]: the records this crate fills, which are
+//!   data of their own (`ghbench-record`); the views that read them are
+//!   `ghbench-report`, which depends on the records and not on this crate.
 
 pub mod backend;
-pub mod bench;
 pub mod catalog;
 pub mod cgroup;
 pub mod concurrency;
@@ -23,11 +23,11 @@ pub mod disk;
 pub mod environment;
 pub mod kernel_io;
 pub mod ledger;
-pub mod record;
-pub mod render;
-pub mod rows;
+mod progress;
 pub mod runner;
 pub mod verify;
+
+pub use ghbench_record::{bench, rows, run as record};
 
 pub use backend::Backend;
 pub use catalog::Catalog;

@@ -20,6 +20,8 @@ use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, Ind
 use crate::rows::Row;
 use crate::verify::verify;
 
+pub use crate::progress::{Progress, RunEvent, Silent};
+
 /// The progress label of `--analyze-plans`' extra run.
 pub const MEASURED_PLAN: &str = "measured plan (one more run, --analyze-plans)";
 
@@ -33,35 +35,6 @@ pub const RECONNECT_LIMIT: Duration = Duration::from_secs(30);
 /// Lost connections one query may survive: a server that keeps dropping
 /// them is not measured, it fails.
 const RECONNECTS_PER_QUERY: usize = 3;
-
-/// What the runner tells its observer (the CLI draws progress from these).
-#[derive(Debug)]
-pub enum RunEvent<'a> {
-    /// Total runs planned (cold runs included).
-    Planned { runs: u64 },
-    /// Before a cold run: the engine is being made cold (a restart can take seconds).
-    /// `how`: what making it cold will do, e.g. `page cache and server caches, no restart`.
-    Cooling { engine: &'a Engine, variant: &'a str, query: &'a str, how: &'static str },
-    Running { engine: &'a Engine, variant: &'a str, query: &'a str, label: &'a str },
-    Ran { engine: &'a Engine, seconds: f64 },
-    /// The concurrency phase: `clients` clients on the engine for `seconds`
-    /// (warm-up and duration).
-    Loading { engine: &'a Engine, clients: usize, seconds: f64 },
-    /// A query ran on every engine and its answers were compared: what the
-    /// record keeps of it, and every engine's rows (None: it failed), for a
-    /// record written as the run goes.
-    QueryDone { record: &'a QueryRecord, rows: &'a [Option<Vec<Row>>] },
-}
-
-pub trait Progress: Send + Sync {
-    fn event(&self, event: RunEvent<'_>);
-}
-
-/// For library use and tests.
-pub struct Silent;
-impl Progress for Silent {
-    fn event(&self, _: RunEvent<'_>) {}
-}
 
 #[derive(Debug, Clone)]
 pub struct QueryOptions {

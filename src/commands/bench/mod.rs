@@ -20,9 +20,9 @@ use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
 use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
-use ghbench_olap::render::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
-use ghbench_olap::render::concurrency::concurrency_text;
-use ghbench_olap::render::{bench_html, Style, markdown_with_charts, server_lines, reconnect_notes, seconds};
+use ghbench_report::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
+use ghbench_report::concurrency::concurrency_text;
+use ghbench_report::{bench_html, Style, markdown_with_charts, server_lines, reconnect_notes, seconds};
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::concurrency::ConcurrencyOptions;
 use ghbench_olap::record::RunRecord;
@@ -487,7 +487,7 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
     write(&html_path, &bench_html(record, &charts)?)?;
     finished = finished.wrote(html_path);
 
-    if let Some(text) = ghbench_olap::render::regime::regime_text(record) {
+    if let Some(text) = ghbench_report::regime::regime_text(record) {
         screen.line(text);
     }
     screen.lines(server_lines(&run.context));

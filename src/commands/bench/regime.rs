@@ -8,7 +8,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use ghbench_olap::bench::{BenchRecord, Regime, RegimePoint, MIN_REGIME_MEMORY};
-use ghbench_olap::render::regime::point_text;
+use ghbench_report::regime::point_text;
 use ghbench_core::size::said;
 use ghbench_core::TableName;
 

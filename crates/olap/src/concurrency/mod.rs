@@ -12,7 +12,6 @@
 mod client;
 pub mod cpu;
 pub mod mix;
-pub mod record;
 mod tally;
 
 use std::sync::Arc;
@@ -21,10 +20,10 @@ use std::time::{Duration, Instant};
 use crate::backend::{Backend, Prepared};
 use crate::catalog::Catalog;
 use crate::record::QueryRecord;
-use crate::runner::{Progress, RunEvent};
+use crate::progress::{Progress, RunEvent};
 
 pub use self::mix::{resolve_mix, Answers};
-pub use self::record::{clients as clients_said, ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
+pub use ghbench_record::concurrency::{clients as clients_said, ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 use self::client::{Ended, Sample, Shared};
 use self::mix::Expected;
 

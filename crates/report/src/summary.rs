@@ -10,7 +10,7 @@ use ghbench_core::Engine;
 use super::bench::TextTable;
 use super::charts::MIB;
 use super::{answered_median, result_for, ResultsView};
-use crate::record::{EngineRecord, QueryRecord};
+use ghbench_record::run::{EngineRecord, QueryRecord};
 
 /// `other`'s median ÷ `baseline`'s on one query, when both answered.
 pub fn ratio(query: &QueryRecord, baseline: &Engine, other: &Engine) -> Option<f64> {

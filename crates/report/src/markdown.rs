@@ -13,7 +13,7 @@ use super::charts::OVERVIEW;
 use super::concurrency::{LoadSection, CHARTS as LOAD_CHARTS};
 use super::summary::summary_table;
 use super::ResultsView;
-use crate::record::RunRecord;
+use ghbench_record::run::RunRecord;
 
 /// The whole report as Markdown: results, the paper beside them, environment, plans.
 pub fn markdown(record: &RunRecord) -> String {
@@ -167,7 +167,7 @@ fn runs_section(record: &RunRecord) -> String {
         for r in &q.engines {
             let runs: Vec<String> = r.iterations.iter().map(|i| seconds(i.seconds)).collect();
             let stats = r.hot_stats();
-            let stat = |f: fn(&crate::record::Stats) -> f64| stats.as_ref().map(|s| seconds(f(s))).unwrap_or_default();
+            let stat = |f: fn(&ghbench_record::run::Stats) -> f64| stats.as_ref().map(|s| seconds(f(s))).unwrap_or_default();
             table.add_row(vec![
                 q.query.clone(),
                 q.variant.clone(),

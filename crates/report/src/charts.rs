@@ -10,7 +10,7 @@ use plotters::style::RGBColor;
 use super::bars::{Bar, Bars, PALETTE};
 use super::lines::Lines;
 use super::{failed_said, mark, result_for, seconds, verdict, ResultsView};
-use crate::record::{EngineRecord, QueryRecord, RunRecord};
+use ghbench_record::run::{EngineRecord, QueryRecord, RunRecord};
 
 /// One chart, drawn.
 pub struct Chart {

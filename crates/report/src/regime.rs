@@ -11,8 +11,8 @@ use super::bench::{query_table, TextTable};
 use super::charts::{draw_lines, Chart, ChartError, MIB};
 use super::lines::{Line, Lines, Mark};
 use super::{first_run_notes, median_said, memory_limit_line, query_label, result_for, terminal_width, Style};
-use crate::bench::{BenchRecord, Regime, RegimePoint};
-use crate::record::{EngineRecord, MemoryCounters, RunRecord};
+use ghbench_record::bench::{BenchRecord, Regime, RegimePoint};
+use ghbench_record::run::{EngineRecord, MemoryCounters, RunRecord};
 use ghbench_core::size::said;
 
 /// Every run of the sweep, memory free first, each with its heading
@@ -61,7 +61,7 @@ pub fn fit_table(record: &BenchRecord, regime: &Regime) -> TextTable {
         ];
         for (_, run) in &runs {
             let ratio = run.context.engines.iter().find(|e| e.engine == engine.engine).and_then(EngineRecord::data_to_memory);
-            row.push(ratio.map_or_else(|| "–".into(), crate::record::ratio_text));
+            row.push(ratio.map_or_else(|| "–".into(), ghbench_record::run::ratio_text));
         }
         table.rows.push(row);
     }

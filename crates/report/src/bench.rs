@@ -13,8 +13,8 @@ use super::charts::{charts, draw_lines, engine_place, Chart, ChartError, MIB};
 use super::lines::{Line, Lines};
 use super::summary::summary_table;
 use super::{align_numbers, mark, median_said, new_table, result_for, seconds, terminal_width, verification_summary, ResultsView, Style, TERMINAL_WIDTH};
-use crate::bench::{BenchRecord, SizeRecord};
-use crate::record::RunRecord;
+use ghbench_record::bench::{BenchRecord, SizeRecord};
+use ghbench_record::run::RunRecord;
 
 /// A table as text cells, for Markdown and for the page.
 #[derive(Debug, Serialize)]
@@ -138,7 +138,7 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
             opt(storage.filter(|s| !(no_indexes && s.index_bytes == 0)).map(|s| format!("{:.1}", s.index_bytes as f64 / MIB))),
         ]);
     }
-    table.notes.extend(size.memory_during_load.iter().map(crate::bench::LoadMemory::said));
+    table.notes.extend(size.memory_during_load.iter().map(ghbench_record::bench::LoadMemory::said));
     let mut at_once: Vec<usize> = size.loads.iter().filter(|l| l.seconds.is_some()).map(|l| l.concurrency).filter(|n| *n > 0).collect();
     at_once.dedup();
     if let [n] = at_once.as_slice() {
@@ -190,7 +190,7 @@ pub fn query_table(run: &RunRecord) -> TextTable {
 /// None when the run has no such pair.
 pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
     let engines = &run.context.engines;
-    let pairs: Vec<(&crate::record::EngineRecord, &crate::record::EngineRecord)> = engines
+    let pairs: Vec<(&ghbench_record::run::EngineRecord, &ghbench_record::run::EngineRecord)> = engines
         .iter()
         .filter_map(|tuned| {
             let of = tuned.setup.as_ref()?.of.as_deref()?;
@@ -391,7 +391,7 @@ pub fn bench_markdown(record: &BenchRecord, charts: &BenchCharts, dir: &str) -> 
     let _ = writeln!(md, "**Verification:** {}\n", verification_summary(run));
     for size in &record.sizes {
         let (verdict, _) = size.verdict();
-        let _ = writeln!(md, "## {}, {} events (table `{}`): {verdict}\n", crate::ledger::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);
+        let _ = writeln!(md, "## {}, {} events (table `{}`): {verdict}\n", ghbench_core::count_of(size.hours as usize, "hour"), size.events().unwrap_or(0), size.table);
         let _ = writeln!(md, "{}\n", load_table(size).render(Style::Markdown));
         for line in size.damage_lines() {
             let _ = writeln!(md, "**Damaged input**: {line}\n");

@@ -6,8 +6,8 @@
 use std::fmt::Write as _;
 
 use super::{align_numbers, first_run_notes, held_line, median_said, new_table, result_for, server_label, Style};
-use crate::bench::BenchRecord;
-use crate::record::{EngineResult, QueryRecord, RunRecord, VerificationStatus};
+use ghbench_record::bench::BenchRecord;
+use ghbench_record::run::{EngineResult, QueryRecord, RunRecord, VerificationStatus};
 use ghbench_core::Engine;
 
 /// Two runs differ when their medians differ by more than this fraction.
@@ -82,7 +82,7 @@ pub fn bench_comparison(a: &BenchRecord, b: &BenchRecord, noise: f64, style: Sty
     let mut out = String::new();
     for h in hours {
         let (sa, sb) = (a.sizes.iter().find(|s| s.hours == h), b.sizes.iter().find(|s| s.hours == h));
-        let events = |s: Option<&crate::bench::SizeRecord>| s.and_then(|s| s.events()).map_or("?".to_string(), |n| n.to_string());
+        let events = |s: Option<&ghbench_record::bench::SizeRecord>| s.and_then(|s| s.events()).map_or("?".to_string(), |n| n.to_string());
         match (sa, sb) {
             (Some(sa), Some(sb)) => {
                 let _ = writeln!(out, "== {h} h: old {} events, new {} events", events(Some(sa)), events(Some(sb)));

@@ -8,10 +8,10 @@ mod common;
 use std::collections::BTreeMap;
 
 use common::sample;
-use ghbench_olap::concurrency::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
-use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::concurrency::{load_table, CHARTS};
-use ghbench_olap::render::{charts, html, markdown, markdown_with_charts, query_problems, verification_summary, Chart, Style, TERMINAL_WIDTH};
+use ghbench_record::concurrency::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
+use ghbench_record::run::RunRecord;
+use ghbench_report::concurrency::{load_table, CHARTS};
+use ghbench_report::{charts, html, markdown, markdown_with_charts, query_problems, verification_summary, Chart, Style, TERMINAL_WIDTH};
 
 const POSTGRES: &str = "#1F77B4";
 const MONGO: &str = "#FF7F0E";
@@ -259,9 +259,9 @@ fn the_load_table_of_four_engines_and_three_client_counts_fits_a_terminal() {
 
 #[test]
 fn a_bench_shows_every_size_s_table_and_the_largest_size_s_section_and_charts() {
-    use ghbench_olap::bench::{BenchRecord, DataSource, SizeRecord, BENCH_SCHEMA};
-    use ghbench_olap::render::bench::{bench_markdown, BenchCharts};
-    use ghbench_olap::render::bench_html;
+    use ghbench_record::bench::{BenchRecord, DataSource, SizeRecord, BENCH_SCHEMA};
+    use ghbench_report::bench::{bench_markdown, BenchCharts};
+    use ghbench_report::bench_html;
     let size = |hours: u32| SizeRecord { hours, table: format!("bench_{hours}h"), loads: Vec::new(), indexes: Vec::new(), run: record(), memory_during_load: Vec::new() };
     let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None };
     let bench = BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size(1), size(2)], growth: Vec::new(), finished: true, resumed: None, regime: None };

@@ -13,8 +13,8 @@ use super::bench::TextTable;
 use super::charts::{draw_lines, engine_place, Chart, ChartError};
 use super::lines::{Line, Lines};
 use super::{seconds, Style};
-use crate::concurrency::{clients_said, ConcurrencyRecord, Latency, LoadPhase};
-use crate::record::RunRecord;
+use ghbench_record::concurrency::{clients as clients_said, ConcurrencyRecord, Latency, LoadPhase};
+use ghbench_record::run::RunRecord;
 
 /// What a reader must know to read the table: the mix, the window, what
 /// every answer was checked against, what the CPU column means.

@@ -5,10 +5,10 @@
 mod common;
 
 use common::sample;
-use ghbench_olap::bench::{LoadRecord, SizeRecord};
-use ghbench_olap::record::RunRecord;
-use ghbench_olap::render::bench::size_text;
-use ghbench_olap::render::{problems, results_table, Style};
+use ghbench_record::bench::{LoadRecord, SizeRecord};
+use ghbench_record::run::RunRecord;
+use ghbench_report::bench::size_text;
+use ghbench_report::{problems, results_table, Style};
 
 /// The sample run with its engines renamed and copied up to `names`.
 fn with_engines(names: &[&str]) -> RunRecord {
@@ -57,7 +57,7 @@ fn six_engines_fit_a_hundred_columns_and_two_fit_eighty() {
 fn one_engine_has_no_comparison_and_no_marks() {
     let mut alone = with_engines(&SIX[..1]);
     for q in &mut alone.queries {
-        q.verification = ghbench_olap::record::Verification { status: ghbench_olap::record::VerificationStatus::NotCompared, ..q.verification.clone() };
+        q.verification = ghbench_record::run::Verification { status: ghbench_record::run::VerificationStatus::NotCompared, ..q.verification.clone() };
         q.verification.mismatches.clear();
         q.engines.iter_mut().for_each(|r| r.verified = None);
     }

@@ -4,6 +4,10 @@
 //! self-contained page). All read the record only, through one view model
 //! ([`ResultsView`]), so a saved JSON file renders exactly as the run that
 //! wrote it, and a new view is one more file.
+//!
+//! This crate depends on the records (`ghbench-record`) and the shared
+//! vocabulary (`ghbench-core`) only: nothing here measures, so views can
+//! change without touching how a run is timed.
 
 mod bars;
 pub mod bench;
@@ -25,7 +29,7 @@ use std::fmt::Write as _;
 use comfy_table::{CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use ghbench_core::Engine;
 
-use crate::record::{faster_by, Context, DataLoaded, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, Stats, VerificationStatus, SLOW_FIRST_RUN_FACTOR};
+use ghbench_record::run::{faster_by, Context, DataLoaded, EngineRecord, EngineResult, Machine, QueryRecord, RunRecord, Stats, VerificationStatus, SLOW_FIRST_RUN_FACTOR};
 
 pub use charts::{charts, Chart, ChartError};
 pub use comparison::{bench_comparison, comparison, DEFAULT_NOISE};
@@ -94,7 +98,7 @@ pub(crate) fn median_said(stats: Option<Stats>, gap: &str) -> String {
 }
 
 /// A line per engine and query whose first hot run was far slower than the
-/// others (see [`crate::record::SlowFirstRun`]): a note beside the numbers,
+/// others (see [`ghbench_record::run::SlowFirstRun`]): a note beside the numbers,
 /// not a failure.
 pub fn first_run_notes(record: &RunRecord) -> Vec<String> {
     record.queries.iter().flat_map(|q| q.engines.iter().filter_map(move |r| first_run_note(q, r))).collect()
@@ -293,7 +297,7 @@ fn timing_cell(result: Option<&EngineResult>, style: Style) -> String {
 }
 
 /// The run's time limit on each query, said: none unless `--query-timeout`.
-pub fn limit_label(context: &crate::record::Context) -> String {
+pub fn limit_label(context: &ghbench_record::run::Context) -> String {
     match context.query_timeout_seconds {
         Some(limit) => format!("each run stopped past --query-timeout {}", ghbench_core::limit::said(std::time::Duration::from_secs_f64(limit))),
         None => "no time limit on any query (ghbench's sessions turn off servers' and roles' defaults)".into(),
@@ -469,17 +473,6 @@ pub fn data_warning(context: &Context) -> Vec<String> {
     lines
 }
 
-/// No engine disagreed or failed, and all held the same data (a single-engine
-/// run has nothing to disagree with).
-pub fn no_disagreement(record: &RunRecord) -> bool {
-    let same_data = !matches!(&record.context.data_consistency, Some(data) if !data.agree);
-    same_data
-        && record
-            .queries
-            .iter()
-            .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
-}
-
 /// Which data an engine held: hours and events from its ingest ledger, and
 /// how long loading them took.
 pub fn data_line(engine: &EngineRecord) -> String {
@@ -519,7 +512,7 @@ pub fn held_line(engine: &EngineRecord) -> String {
     match (&engine.data, &engine.data_error) {
         (Some(d), _) => format!(
             "{} ({} .. {}), {} events per the ingest ledger",
-            crate::ledger::count_of(d.hours as usize, "hour"),
+            ghbench_core::count_of(d.hours as usize, "hour"),
             d.first_hour.as_deref().unwrap_or("?"),
             d.last_hour.as_deref().unwrap_or("?"),
             d.events
@@ -561,8 +554,20 @@ pub fn caveats(context: &Context) -> Vec<(&Engine, &str)> {
 
 /// An engine's kernel memory limit and what it counted over the runs, for
 /// the lines under every table (None without a limit).
-pub fn memory_limit_line(engine: &crate::record::EngineRecord) -> Option<String> {
+pub fn memory_limit_line(engine: &ghbench_record::run::EngineRecord) -> Option<String> {
     let memory = engine.memory.as_ref()?;
     Some(memory.limit.as_ref()?.said(memory.bytes))
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_time_says_the_retries_it_includes() {
+        assert_eq!(retries_note(3).as_deref(), Some("includes 3 retries"));
+        assert_eq!(retries_note(1).as_deref(), Some("includes 1 retry"));
+        assert_eq!(retries_note(0), None, "no retries, nothing said");
+    }
+}

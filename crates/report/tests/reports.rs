@@ -4,7 +4,7 @@
 mod common;
 
 use common::sample;
-use ghbench_olap::render::{charts, html, markdown, markdown_with_charts, Chart};
+use ghbench_report::{charts, html, markdown, markdown_with_charts, Chart};
 
 fn chart<'a>(charts: &'a [Chart], name: &str) -> &'a Chart {
     charts.iter().find(|c| c.name == name).unwrap_or_else(|| panic!("no chart {name}"))
@@ -112,7 +112,7 @@ fn the_page_holds_results_marks_caveats_environment_and_the_paper() {
 
 #[test]
 fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
-    use ghbench_olap::record::VerificationStatus;
+    use ghbench_record::run::VerificationStatus;
     let mut record = sample::record();
     record.queries[0].verification.status = VerificationStatus::NotCompared;
     let page = html(&record).unwrap();
@@ -122,8 +122,8 @@ fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
 
 #[test]
 fn a_bench_size_says_whether_its_engines_agree_and_one_engine_alone_is_no_failure() {
-    use ghbench_olap::bench::SizeRecord;
-    use ghbench_olap::record::{RunRecord, VerificationStatus};
+    use ghbench_record::bench::SizeRecord;
+    use ghbench_record::run::{RunRecord, VerificationStatus};
     let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run, memory_during_load: Vec::new() };
     let with_status = |mut run: RunRecord, status: VerificationStatus| {
         run.queries.iter_mut().for_each(|q| q.verification.status = status);

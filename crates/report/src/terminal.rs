@@ -2,7 +2,7 @@
 //! data and settings produced the numbers, with each engine's caveat.
 
 use super::{caveats, data_line, server_label};
-use crate::record::Context;
+use ghbench_record::run::Context;
 
 /// Under every table of numbers: which server build, data and settings produced them.
 pub fn server_lines(context: &Context) -> Vec<String> {

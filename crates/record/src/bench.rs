@@ -6,7 +6,7 @@
 use ghbench_core::Engine;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{IndexEngineRecord, RunRecord, VerificationStatus};
+use crate::run::{IndexEngineRecord, RunRecord, VerificationStatus};
 
 /// Bumped whenever a field changes meaning or goes away (adding fields does not).
 pub const BENCH_SCHEMA: &str = "ghbench-bench/1";
@@ -28,7 +28,7 @@ pub struct BenchRecord {
     /// This bench went on from an unfinished record (`--resume`): the sizes it
     /// kept from there (`1 h`), measured then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resumed: Option<crate::record::Resumed>,
+    pub resumed: Option<crate::run::Resumed>,
     /// `--regime`: the largest size queried again under memory limits chosen
     /// from its data (see [`Regime`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -85,7 +85,7 @@ pub struct LoadMemory {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cgroup: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counters: Option<crate::record::MemoryCounters>,
+    pub counters: Option<crate::run::MemoryCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside: Option<String>,
 }
@@ -119,7 +119,7 @@ impl SizeRecord {
 
     /// Every query answered and every comparison agreed, on the same data.
     pub fn verified(&self) -> bool {
-        crate::render::no_disagreement(&self.run) && self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
+        self.run.no_disagreement() && self.run.queries.iter().all(|q| q.verification.status == VerificationStatus::Agree)
     }
 
     /// Per engine whose data held damage, a line saying what (see [`DataDamage`]).
@@ -215,14 +215,14 @@ impl DataDamage {
     pub fn describe(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.damaged_hours.is_empty() {
-            parts.push(format!("{} ({})", crate::ledger::count_of(self.damaged_hours.len(), "damaged hour"), self.damaged_hours.join("; ")));
+            parts.push(format!("{} ({})", ghbench_core::count_of(self.damaged_hours.len(), "damaged hour"), self.damaged_hours.join("; ")));
         }
         if self.quarantined_total() > 0 {
             let mut kinds: Vec<String> = self.quarantined.iter().map(|(defect, n)| format!("{defect} {n}")).collect();
             if self.quarantined_reused > 0 {
                 kinds.push(format!("{} in reused hours", self.quarantined_reused));
             }
-            parts.push(format!("{} quarantined ({}) in {}", crate::ledger::count_of(self.quarantined_total() as usize, "line"), kinds.join(", "), self.quarantine_dir));
+            parts.push(format!("{} quarantined ({}) in {}", ghbench_core::count_of(self.quarantined_total() as usize, "line"), kinds.join(", "), self.quarantine_dir));
         }
         (!parts.is_empty()).then(|| parts.join("; "))
     }

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use ghbench_olap::catalog::Compare;
-use ghbench_olap::record::*;
+use ghbench_record::catalog::Compare;
+use ghbench_record::run::*;
 use ghbench_olap::Catalog;
 
 pub const ENGINES: [&str; 3] = ["postgres", "mongo", "normalized"];

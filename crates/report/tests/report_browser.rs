@@ -15,7 +15,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::sample;
-use ghbench_olap::render::html;
+use ghbench_report::html;
 
 const BROWSERS: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];
 /// Chromium that has not finished by then is killed and the test fails.

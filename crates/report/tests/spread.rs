@@ -7,11 +7,11 @@
 mod common;
 
 use common::sample;
-use ghbench_olap::bench::{BenchRecord, DataSource, Regime, RegimePoint, SizeRecord, BENCH_SCHEMA};
-use ghbench_olap::record::{RunRecord, Stats};
-use ghbench_olap::render::bench::{bench_markdown, size_text, BenchCharts};
-use ghbench_olap::render::regime::regime_text;
-use ghbench_olap::render::{bench_html, comparison, html, markdown, problems, results_table, Style};
+use ghbench_record::bench::{BenchRecord, DataSource, Regime, RegimePoint, SizeRecord, BENCH_SCHEMA};
+use ghbench_record::run::{RunRecord, Stats};
+use ghbench_report::bench::{bench_markdown, size_text, BenchCharts};
+use ghbench_report::regime::regime_text;
+use ghbench_report::{bench_html, comparison, html, markdown, problems, results_table, Style};
 
 /// postgres's Query A with its first hot run 5× the others'.
 fn slow_first() -> RunRecord {

@@ -41,6 +41,17 @@ impl RunRecord {
         value["schema"] = SCHEMA.into();
         serde_json::from_value(value).map_err(|e| ReadError::NotAResult(e.to_string()))
     }
+
+    /// No engine disagreed or failed, and all held the same data (a single-engine
+    /// run has nothing to disagree with).
+    pub fn no_disagreement(&self) -> bool {
+        let same_data = !matches!(&self.context.data_consistency, Some(data) if !data.agree);
+        same_data
+            && self
+                .queries
+                .iter()
+                .all(|q| matches!(q.verification.status, VerificationStatus::Agree | VerificationStatus::NotCompared))
+    }
 }
 
 /// What a `ghbench-olap/1` file meant, said as `/2` says it. `/1` knew two
@@ -244,7 +255,7 @@ pub struct Machine {
     /// speed (`bench --memory` and `--regime`, where data outgrows memory
     /// and the disk sets the pace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disk: Option<crate::disk::Disk>,
+    pub disk: Option<Disk>,
 }
 
 /// One engine: what server answered, what data it holds, how big it is.
@@ -291,7 +302,7 @@ pub struct MemoryShare {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryLimit {
     /// `v1` or `v2`, and the cgroup's path in its hierarchy (`/ghbench/1a2b-postgres`).
-    pub cgroup_version: crate::cgroup::Version,
+    pub cgroup_version: CgroupVersion,
     pub cgroup: String,
     /// How: the kernel file that sets it, that the page cache counts, swap.
     pub enforced_by: String,
@@ -899,6 +910,56 @@ pub fn faster_by(baseline_seconds: f64, other_seconds: f64) -> Option<f64> {
     Some(if baseline_seconds <= other_seconds { gain } else { -gain })
 }
 
+/// The disk a run's data was read from, and its measured read speed
+/// (measured by `ghbench_olap::disk`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disk {
+    /// The folder measured: the data folder of the first server `just setup`
+    /// started, else the bench's data folder (the generated hours).
+    pub folder: String,
+    /// The mount's source and filesystem, e.g. `/dev/vda (ext4)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// The block device's model, where the kernel names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether the kernel sees spinning media (`queue/rotational`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
+    /// Bytes per second read in sequence, measured as the module says; None
+    /// when it could not be (`error`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential_read_bytes_per_second: Option<f64>,
+    pub measured_with: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Disk {
+    /// `.ghbench/pg/data on /dev/vda (ext4), virtio_blk, rotational: 561 MB/s sequential read, measured`.
+    pub fn said(&self) -> String {
+        let mut about: Vec<String> = Vec::new();
+        about.extend(self.model.clone());
+        about.extend(self.rotational.map(|r| if r { "rotational".to_string() } else { "not rotational".to_string() }));
+        let device = self.device.clone().unwrap_or_else(|| "an unknown device".into());
+        let speed = match (self.sequential_read_bytes_per_second, &self.error) {
+            (Some(rate), _) => format!("{:.0} MB/s sequential read, measured", rate / 1e6),
+            (None, Some(e)) => format!("read speed not measured: {e}"),
+            (None, None) => "read speed not measured".into(),
+        };
+        let about = if about.is_empty() { String::new() } else { format!(", {}", about.join(", ")) };
+        format!("{} on {device}{about}: {speed}", self.folder)
+    }
+}
+
+/// Which kernel interface a cgroup is read through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1000,7 +1061,7 @@ mod tests {
     fn a_limit_is_named_in_the_label() {
         let mut limited = engine("postgres", 4 << 20, Some(1 << 20));
         let memory = limited.memory.as_mut().unwrap();
-        memory.limit = Some(MemoryLimit { cgroup_version: crate::cgroup::Version::V2, cgroup: "/ghbench/x-postgres".into(), enforced_by: "test".into(), before_runs: MemoryCounters::default(), over_runs: None });
+        memory.limit = Some(MemoryLimit { cgroup_version: CgroupVersion::V2, cgroup: "/ghbench/x-postgres".into(), enforced_by: "test".into(), before_runs: MemoryCounters::default(), over_runs: None });
         assert_eq!(limited.fit_said().unwrap(), "data 4.4× memory (a 1.0 MiB limit): read from disk");
         let mut declared = engine("mongo", 1 << 20, Some(4 << 20));
         declared.memory.as_mut().unwrap().from = DECLARED.into();

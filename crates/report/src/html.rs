@@ -18,17 +18,17 @@ use super::{
 };
 use super::bench::{self, largest, BenchCharts, TextTable};
 use super::summary::summary_table;
-use crate::bench::BenchRecord;
-use crate::record::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
+use ghbench_record::bench::BenchRecord;
+use ghbench_record::run::{EngineRecord, QueryRecord, RunRecord, VerificationStatus};
 
 const TEMPLATE_NAME: &str = "report.html";
-const TEMPLATE: &str = include_str!("../../templates/report.html.j2");
+const TEMPLATE: &str = include_str!("../templates/report.html.j2");
 /// Extends the run's page with the bench's sections.
 const BENCH_TEMPLATE_NAME: &str = "bench.html";
-const BENCH_TEMPLATE: &str = include_str!("../../templates/bench.html.j2");
+const BENCH_TEMPLATE: &str = include_str!("../templates/bench.html.j2");
 /// Macros both pages import (a table of text cells).
 const TABLES_TEMPLATE_NAME: &str = "tables.html";
-const TABLES_TEMPLATE: &str = include_str!("../../templates/tables.html.j2");
+const TABLES_TEMPLATE: &str = include_str!("../templates/tables.html.j2");
 
 /// Why the page could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -64,7 +64,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
             .map(|s| (s, s.verdict()))
             .map(|(s, (verdict, verified))| SizeView {
                 hours: s.hours,
-                size: crate::ledger::count_of(s.hours as usize, "hour"),
+                size: ghbench_core::count_of(s.hours as usize, "hour"),
                 events: s.events().unwrap_or(0),
                 table: s.table.clone(),
                 verdict,

@@ -5,7 +5,7 @@ use ghbench_core::Engine;
 use serde::Serialize;
 
 use super::{median_said, percent, result_for, ResultsView};
-use crate::record::RunRecord;
+use ghbench_record::run::RunRecord;
 
 /// The paper's numbers and ours for the engines both ran, per query.
 #[derive(Serialize)]
