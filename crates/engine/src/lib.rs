@@ -1,7 +1,6 @@
 //! What an engine is to ghbench, and the list of engines.
 //!
-//! An engine is one folder (`crates/engines/<name>`; the normalized engine, to
-//! come, in `crates/normalize`) that
+//! An engine is one folder (`crates/engines/<name>`) that
 //! implements [`EnginePlugin`]: its [`EngineSpec`] (name, capabilities,
 //! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
 //! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,

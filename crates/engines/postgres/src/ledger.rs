@@ -4,7 +4,8 @@
 //! backend of every engine on PostgreSQL use it.
 //!
 //! Keyed by `(engine, tbl, hour)`, so engines sharing one server (the `jsonb`
-//! and, to come, the normalized layouts) never take each other's hours.
+//! layout in each of its setups, and the normalized engine's tables) never
+//! take each other's hours.
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -10,8 +10,9 @@
 //! - [`setup`]: the paper's setup and the others written down under
 //!   `queries/` (`postgres-tuned`), each an engine of its own.
 //!
-//! Other engines on PostgreSQL (the normalized engine, to come) reuse
-//! [`connect`], [`ledger`] and [`sql`].
+//! Other engines on PostgreSQL (the normalized engine,
+//! `crates/engines/normalized`) reuse [`connect`], [`session`], [`ledger`],
+//! [`lock`] and [`sql`].
 
 pub mod backend;
 pub mod connect;
