@@ -13,9 +13,70 @@ use async_trait::async_trait;
 use ghbench_core::{ConnectError, Engine, EngineConfig, EngineOption, EngineSpec, TableName};
 
 pub use ghbench_core::{Capabilities, ServerInfo};
-use ghbench_ingest::clean::Policy;
-pub use ghbench_ingest::sink::{Encoder, EngineSink, Loader};
-pub use ghbench_olap::Backend;
+pub use load::{Encoder, EngineSink, Loader};
+pub use query::Backend;
+
+use load::Policy;
+
+/// Loading (`ingest`): what an engine implements ([`crate::Loader`],
+/// [`crate::EngineSink`], [`crate::Encoder`]) and what its sink uses: the
+/// batches it is sent, the record of an hour, the checks of what is stored,
+/// the table's lock, the space it has left.
+pub mod load {
+    pub use ghbench_ingest::clean::{out_of_range, CleanDoc, Defect, Policy, Rejected};
+    pub use ghbench_ingest::decode::{gz_lines, EngineBatch};
+    pub use ghbench_ingest::sink::{
+        check_counts, check_estimate, check_stored, note_every, Encoded, Encoder, EngineSink, HourRecord, Loader, RowEstimate, SinkError, StoredCheck, StoredHour,
+        TableLock, Upkeep,
+    };
+    pub use ghbench_ingest::source::{HourBytes, Source};
+    pub use ghbench_ingest::space::{Besides, Free, Room};
+
+    /// The one-run-per-table lock [`crate::EngineSink::lock`] returns: kept
+    /// by a task of the engine's ([`crate::load::lock::TableLock::kept`])
+    /// that checks it every [`crate::load::lock::KEEP_EVERY`] and notes why it
+    /// was lost ([`crate::load::lock::set`] on its [`crate::load::lock::Lost`]).
+    pub mod lock {
+        pub use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
+    }
+
+    /// The digest of a file as the ledgers record it (`source_digest`), for
+    /// an engine that keeps files of its own.
+    pub mod digest {
+        pub use ghbench_ingest::digest::{of_file, short, HashingWriter, WrittenDigest};
+    }
+}
+
+/// Querying (`index`, `query`, `bench`): the [`crate::Backend`] an engine
+/// implements, what it is given to run (the query files of the catalog
+/// compiled in) and how it says the memory its data competes for.
+pub mod query {
+    pub use ghbench_olap::backend::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
+    pub use ghbench_olap::catalog::{compiled_in, embedded_setup, parse_json, Catalog, QueryFile, TABLE_PLACEHOLDER};
+    pub use ghbench_olap::environment::memory_bytes;
+}
+
+/// What an engine's ledger says it holds, hour by hour ([`crate::Backend::ledger`]).
+pub mod ledger {
+    pub use ghbench_olap::ledger::{Entry, Ledger};
+}
+
+/// A query's result rows, as every engine's are compared ([`crate::Backend::execute`]).
+pub mod rows {
+    pub use ghbench_olap::rows::{Cell, Row};
+}
+
+/// What a [`crate::Backend`] reports for the run's record: sizes, index builds,
+/// plans, the memory its data competes for.
+pub mod record {
+    pub use ghbench_olap::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+}
+
+/// Memory cgroups, for an engine that starts processes of its own under a
+/// limit (polars' workers).
+pub mod cgroup {
+    pub use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+}
 
 /// One engine, as registered.
 #[async_trait]

@@ -2,7 +2,7 @@
 //! a user can do about a refusal, and whether a retry (on a new connection)
 //! may mend it.
 
-use ghbench_ingest::sink::SinkError;
+use ghbench_engine::load::SinkError;
 use mongodb::error::{ErrorKind, WriteFailure};
 
 /// `.sink()?` turns a driver error into a [`SinkError`] (`?` alone cannot: both types are foreign here).

@@ -1,7 +1,7 @@
 //! PostgreSQL's errors as loading reports them: the server's own message with
 //! its cause, and whether a retry on a new connection may mend it.
 
-use ghbench_ingest::sink::SinkError;
+use ghbench_engine::load::SinkError;
 
 /// `.sink()?` turns a driver error into a [`SinkError`] (`?` alone cannot: both types are foreign here).
 pub trait OrSink<T> {

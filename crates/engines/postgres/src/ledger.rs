@@ -10,12 +10,12 @@
 use std::collections::{BTreeMap, HashSet};
 
 use ghbench_core::{Engine, TableName};
-use ghbench_ingest::sink::{HourRecord, StoredHour};
+use ghbench_engine::load::{HourRecord, StoredHour};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error};
 
 use anyhow::Context as _;
-use ghbench_olap::ledger::{Entry, Ledger};
+use ghbench_engine::ledger::{Entry, Ledger};
 
 /// The ledger table.
 pub const LEDGER: &str = "ghbench_ledger";

@@ -78,7 +78,7 @@ pub fn plugin() -> Arc<dyn EnginePlugin> {
 /// engine of its own. The files are compiled in: a setup that does not read is
 /// a build that must not ship (the catalog's tests read every one).
 pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
-    let catalog = ghbench_olap::catalog::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
+    let catalog = ghbench_engine::query::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
     let setup = JsonbSetup::from_catalog(catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
     Arc::new(AtUrl(Postgres { setup: Box::leak(Box::new(setup)) }))
 }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{ConnectError, EngineSpec};
-use ghbench_olap::backend::{BackendResult, QueryTimedOut};
-use ghbench_olap::rows::Row;
+use ghbench_engine::query::{BackendResult, QueryTimedOut};
+use ghbench_engine::rows::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
