@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use ghbench_core::{ConnectError, Engine, EngineConfig, EngineOption, EngineSpec, TableName};
 
-pub use ghbench_core::{Capabilities, ServerInfo};
+pub use ghbench_core::{Capabilities, EngineError, FailureKind, ServerInfo};
 pub use load::{Encoder, EngineSink, Loader};
 pub use query::Backend;
 

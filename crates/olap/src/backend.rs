@@ -112,7 +112,8 @@ pub trait Backend: Send + Sync {
     /// Sends a prepared query and fetches every row of its result, as rows
     /// ghbench compares. The runner times this call, the same for every engine.
     /// A query stopped by the limit of [`Backend::limit_queries`] fails with
-    /// [`QueryTimedOut`] in its chain.
+    /// [`QueryTimedOut`] in its chain; one whose connection was lost, with
+    /// the engine's typed error saying so (see [`Backend::reconnect`]).
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>>;
 
     /// What the server has read so far, as counters that only grow
@@ -184,15 +185,13 @@ pub trait Backend: Send + Sync {
         Vec::new()
     }
 
-    /// `error` says the connection or the server went away (a restart, a
-    /// network fault), not that the query is wrong: the same query may run on
-    /// a new connection. An engine with no connection never loses one.
-    fn lost_connection(&self, _error: &anyhow::Error) -> bool {
-        false
-    }
-
     /// A new connection to the same engine and table, to replace this one
-    /// once it was lost (see [`Backend::lost_connection`]).
+    /// once it was lost: when a step's error carries an
+    /// [`ghbench_core::EngineError`] of kind
+    /// [`ghbench_core::FailureKind::LostConnection`] (see
+    /// [`ghbench_core::EngineError::lost_connection_in`]), which the engine
+    /// attaches where its driver fails. An engine with no connection never
+    /// loses one.
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
         Err(anyhow::anyhow!("{} cannot reconnect", self.engine()))
     }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use async_trait::async_trait;
-use ghbench_core::{Engine, Place};
+use ghbench_core::{Engine, EngineError, Place};
 
 use crate::backend::{Backend, OnIndexBuilt, QueryTimedOut};
 use crate::catalog::{Catalog, QuerySpec};
@@ -443,7 +443,7 @@ async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult
         }
         return false;
     }
-    if !backend.lost_connection(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
+    if !EngineError::lost_connection_in(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
         result.error = Some(said);
         return false;
     }

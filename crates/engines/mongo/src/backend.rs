@@ -433,10 +433,6 @@ impl Backend for MongoBackend {
         self.parameters.restore(&self.db).await.map_err(|e| with_advice("setParameter", e).context("restoring the server parameters this setup set"))
     }
 
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        error.chain().any(|cause| cause.downcast_ref::<mongodb::error::Error>().is_some_and(crate::error::is_transient))
-    }
-
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
     }

@@ -10,6 +10,7 @@ use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prep
 use ghbench_engine::record::{IndexBuild, Plan, Storage};
 use ghbench_engine::rows::Row;
 use ghbench_postgres::backend as pg;
+use ghbench_postgres::error::engine_error;
 use ghbench_postgres::session::Session;
 use ghbench_postgres::sql;
 use tokio_postgres::Client;
@@ -46,7 +47,7 @@ impl NormalizedBackend {
     }
 
     async fn schema(&self) -> BackendResult<Schema> {
-        meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")
+        meta::load(&self.client, self.table.as_str()).await.map_err(engine_error).context("reading the normalized tables' metadata")
     }
 
     /// `file`'s text with the derived tables' names in place; a path no
@@ -57,7 +58,7 @@ impl NormalizedBackend {
     }
 
     async fn tables(&self) -> BackendResult<Vec<String>> {
-        let names = meta::table_names(&self.client, self.table.as_str()).await?;
+        let names = meta::table_names(&self.client, self.table.as_str()).await.map_err(engine_error)?;
         Ok(names.iter().map(|t| qualified(t)).collect())
     }
 }
@@ -151,10 +152,6 @@ impl Backend for NormalizedBackend {
             Ok(sql) => pg::explain(&self.client, &sql, measured).await,
             Err(e) => Plan { error: Some(format!("{e:#}")), ..Plan::default() },
         }
-    }
-
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        ghbench_postgres::error::lost_connection_in(error)
     }
 
     fn server_url(&self) -> Option<&str> {

@@ -294,10 +294,6 @@ impl Backend for PostgresBackend {
         explain(&self.client, &query.for_table(&self.table), measured).await
     }
 
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        crate::error::lost_connection_in(error)
-    }
-
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
     }
