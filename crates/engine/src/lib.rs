@@ -105,6 +105,11 @@ pub trait UrlEngine: Clone + Send + Sync + 'static {
     /// The option that holds the URL (with its default).
     fn url_option(&self) -> &'static EngineOption;
 
+    /// The `host:port` of the server at `url`, the engine's default port when
+    /// the URL names none (see [`Loader::address`]); e.g.
+    /// `ghbench_core::place::address_of(url, &["postgres", "postgresql"], 5432)`.
+    fn address(&self, url: &str) -> Option<String>;
+
     /// A connection for loading `table`.
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
 
@@ -165,6 +170,10 @@ impl<E: UrlEngine> Loader for UrlLoader<E> {
 
     fn location(&self) -> String {
         ghbench_core::redact_url(&self.url)
+    }
+
+    fn address(&self) -> Option<String> {
+        self.engine.address(&self.url)
     }
 
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

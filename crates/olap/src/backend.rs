@@ -47,7 +47,10 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
     let machine = crate::environment::memory_bytes();
     let pid = match (backend.own_process().await, url) {
         (Some(pid), _) => Some(pid),
-        (None, Some(url)) => tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url).ok()).await.ok().flatten(),
+        (None, Some(url)) => {
+            let address = backend.server_address();
+            tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url, address.as_deref()).ok()).await.ok().flatten()
+        }
         (None, None) => None,
     };
     let cgroup = pid.and_then(|pid| MemoryCgroup::of_process(pid).ok());
@@ -169,6 +172,14 @@ pub trait Backend: Send + Sync {
     /// The server's connection string (None for an engine without a server):
     /// tells whether it runs on this machine (see `ghbench_core::Place`).
     fn server_url(&self) -> Option<&str> {
+        None
+    }
+
+    /// The `host:port` of the server [`Backend::server_url`] points at, as
+    /// the engine reads its URL (its own default port when the URL names
+    /// none; the same answer as its loader's `address`): the port its
+    /// processes are found by on this machine. None: no single TCP server.
+    fn server_address(&self) -> Option<String> {
         None
     }
 

@@ -50,16 +50,17 @@ pub fn check_can_limit(size: &MemorySize) -> Result<()> {
     Ok(())
 }
 
-/// The memory cgroup of the server `url` points at (its top process), when it runs here.
-fn server_cgroup(url: &str) -> Result<(u32, MemoryCgroup), String> {
-    let pid = ghbench_olap::kernel_io::server_pid(url)?;
+/// The memory cgroup of the server `url` points at (its top process,
+/// listening on `address`, as its engine says), when it runs here.
+fn server_cgroup(url: &str, address: Option<&str>) -> Result<(u32, MemoryCgroup), String> {
+    let pid = ghbench_olap::kernel_io::server_pid(url, address)?;
     Ok((pid, MemoryCgroup::of_process(pid)?))
 }
 
-/// Whether the server `url` points at runs inside a cgroup limited to
-/// `bytes` (after a restart for a cold run): said for the record.
-pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
-    let (pid, cgroup) = server_cgroup(url)?;
+/// Whether the server `url` points at (at `address`) runs inside a cgroup
+/// limited to `bytes` (after a restart for a cold run): said for the record.
+pub fn inside_limit(url: &str, address: Option<&str>, bytes: u64) -> Result<String, String> {
+    let (pid, cgroup) = server_cgroup(url, address)?;
     match cgroup.limit() {
         Some(limit) if limit == bytes => Ok(format!("back inside its {} memory cgroup ({})", ghbench_core::size::said(bytes), cgroup.path)),
         other => Err(format!(
@@ -81,7 +82,8 @@ pub fn cgroup_counters(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemor
             if !engine.plugin.spec().capabilities.server {
                 return LoadMemory { outside: Some("it loads inside ghbench's own process; only its query workers run inside the limit".into()), ..base };
             }
-            match server_cgroup(&engine.loader().location()).map(|(_, cgroup)| cgroup) {
+            let loader = engine.loader();
+            match server_cgroup(&loader.location(), loader.address().as_deref()).map(|(_, cgroup)| cgroup) {
                 Ok(cgroup) if cgroup.limit() == Some(size.bytes) => LoadMemory { cgroup: Some(cgroup.path.clone()), counters: Some(cgroup.counters()), ..base },
                 Ok(cgroup) => LoadMemory { outside: Some(format!("its server runs in {} without this limit", cgroup.path)), ..base },
                 Err(e) => LoadMemory { outside: Some(format!("its server's cgroup could not be read: {e}")), ..base },
@@ -141,15 +143,15 @@ pub struct UnderLimit {
 pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>) -> Result<Vec<ManagedServer>> {
     let mut servers: Vec<ManagedServer> = Vec::new();
     for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
-        let location = engine.loader().location();
-        match managed.and_then(|m| m.serving(&location)) {
+        let loader = engine.loader();
+        match managed.and_then(|m| m.serving(loader.as_ref())) {
             Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
             Some(_) => {}
             None => bail!(
                 "{}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
                 size.asked,
                 engine.engine(),
-                ghbench_core::redact_url(&location)
+                ghbench_core::redact_url(&loader.location())
             ),
         }
     }

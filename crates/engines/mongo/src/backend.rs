@@ -437,6 +437,10 @@ impl Backend for MongoBackend {
         Some(&self.url)
     }
 
+    fn server_address(&self) -> Option<String> {
+        crate::address(&self.url)
+    }
+
     /// This machine's memory for a server here; else the server's own, as
     /// `hostInfo` reports it (None when it does not).
     async fn memory(&self) -> Option<MemoryShare> {

@@ -50,6 +50,17 @@ pub const URL: EngineOption = EngineOption {
     secret: true,
 };
 
+/// Where a MongoDB-wire server listens when a URI names no port.
+pub const DEFAULT_PORT: u16 = 27017;
+
+/// The `host:port` of the server at `url` ([`DEFAULT_PORT`] when it names
+/// none): what `servers.json` is matched against (see `Loader::address`).
+/// None for a DNS seed list (`mongodb+srv://`), a replica set's several
+/// hosts or a Unix socket.
+pub fn address(url: &str) -> Option<String> {
+    ghbench_core::place::address_of(url, &["mongodb"], DEFAULT_PORT)
+}
+
 pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("mongo"),
     aliases: &["mongodb"],
@@ -91,6 +102,10 @@ impl UrlEngine for Mongo {
 
     fn url_option(&self) -> &'static EngineOption {
         &URL
+    }
+
+    fn address(&self, url: &str) -> Option<String> {
+        address(url)
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

@@ -158,6 +158,10 @@ impl Backend for NormalizedBackend {
         Some(&self.url)
     }
 
+    fn server_address(&self) -> Option<String> {
+        ghbench_postgres::address(&self.url)
+    }
+
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
         self.another().await
     }

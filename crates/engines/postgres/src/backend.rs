@@ -298,6 +298,10 @@ impl Backend for PostgresBackend {
         Some(&self.url)
     }
 
+    fn server_address(&self) -> Option<String> {
+        crate::address(&self.url)
+    }
+
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
         self.another().await
     }

@@ -47,6 +47,17 @@ pub const URL: EngineOption = EngineOption {
     secret: true,
 };
 
+/// Where PostgreSQL listens when a URL names no port.
+pub const DEFAULT_PORT: u16 = 5432;
+
+/// The `host:port` of the PostgreSQL server at `url` ([`DEFAULT_PORT`] when
+/// it names none): for every engine on PostgreSQL, what `servers.json` is
+/// matched against (see `Loader::address`). None for libpq's `key=value`
+/// form, several hosts or a Unix socket.
+pub fn address(url: &str) -> Option<String> {
+    ghbench_core::place::address_of(url, &["postgres", "postgresql"], DEFAULT_PORT)
+}
+
 /// jsonb's largest value (`JENTRY_OFFLENMASK`, 2^28 - 1 bytes).
 const JSONB_MAX_BYTES: usize = (1 << 28) - 1;
 
@@ -91,6 +102,10 @@ impl UrlEngine for Postgres {
 
     fn url_option(&self) -> &'static EngineOption {
         &URL
+    }
+
+    fn address(&self, url: &str) -> Option<String> {
+        address(url)
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

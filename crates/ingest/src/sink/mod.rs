@@ -234,6 +234,16 @@ pub trait Loader: Send + Sync {
     /// Where the engine is, password hidden, for messages.
     fn location(&self) -> String;
 
+    /// The `host:port` its server listens on (the engine's own default port
+    /// when its URL names none), as `servers.json` lists the servers `just
+    /// setup` started: how ghbench finds the engine's server there, to
+    /// restart it for a cold run or under a memory limit, and its data folder
+    /// for the free-space check of a load. None: no single TCP server (an
+    /// engine without one, a Unix socket, several hosts).
+    fn address(&self) -> Option<String> {
+        None
+    }
+
     /// A new connection for loading `table`.
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
 
