@@ -94,6 +94,16 @@ pub trait EnginePlugin: Send + Sync {
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         None
     }
+
+    /// `bench --memory`: from now on, the processes the engine starts of its
+    /// own (an embedded engine's workers) start inside a memory limit of
+    /// `bytes`; None: without one again. A server goes under its limit by
+    /// the restart `servers.json` lists instead (`GHBENCH_MEMORY`). Err says
+    /// what could not be limited. The default starts no process: nothing to do.
+    fn limit_memory(&self, bytes: Option<u64>) -> Result<(), String> {
+        let _ = bytes;
+        Ok(())
+    }
 }
 
 /// An engine on a server reached at one URL: it says only what differs from

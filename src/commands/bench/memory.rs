@@ -1,15 +1,18 @@
 //! `bench --memory SIZE`: the benchmark on a machine that small. The servers
 //! `just setup` started are restarted inside a memory cgroup of that size
 //! (`scripts/setup.sh` with `GHBENCH_MEMORY`, which also scales their memory
-//! settings as the paper's stood to its RAM), polars' workers start inside
-//! one of their own, and the page cache is dropped before the queries so what
+//! settings as the paper's stood to its RAM), the processes an engine starts
+//! of its own (polars' workers) start inside one of their own
+//! (`EnginePlugin::limit_memory`), and the page cache is dropped before the queries so what
 //! they read is charged to the limit. A running server cannot be moved under
 //! a limit: a server ghbench did not start is refused, never measured as if
 //! it were limited. At the end the servers go back as setup left them.
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
+use ghbench_engine::EnginePlugin;
 use ghbench_olap::bench::LoadMemory;
 use ghbench_olap::cgroup::MemoryCgroup;
 
@@ -135,6 +138,8 @@ pub async fn restore_after_signal() {
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
 pub struct UnderLimit {
     servers: Vec<ManagedServer>,
+    /// The engines whose own processes start under the limit.
+    engines: Vec<Arc<dyn EnginePlugin>>,
 }
 
 /// The servers `engines` use, each one `just setup` started (listed in
@@ -160,10 +165,12 @@ pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option
 
 impl UnderLimit {
     /// Restarts each server `engines` use inside its cgroup of `size` (see
-    /// [`servers_to_limit`]) and limits polars' workers. [`check_can_limit`]
-    /// first: this touches the servers.
+    /// [`servers_to_limit`]) and limits the processes the engines start of
+    /// their own (polars' workers). [`check_can_limit`] first: this touches
+    /// the servers.
     pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
-        let under = UnderLimit { servers: servers_to_limit(size, engines, managed)? };
+        let own_processes = engines.iter().filter(|e| !e.plugin.spec().capabilities.server).map(|e| e.plugin.clone()).collect();
+        let under = UnderLimit { servers: servers_to_limit(size, engines, managed)?, engines: own_processes };
         let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
             say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup", server.name, server.address));
@@ -176,19 +183,20 @@ impl UnderLimit {
                 bail!("{}: {} did not start under the limit: {e:#}", size.asked, server.name);
             }
         }
-        if engines.iter().any(|e| !e.plugin.spec().capabilities.server) {
-            if let Err(e) = ghbench_polars::worker::limit_memory(Some(size.bytes)) {
-                under.end(say).await;
-                bail!("{}: polars' workers: {e}", size.asked);
-            }
+        let limited = under.engines.iter().map(|engine| engine.limit_memory(Some(size.bytes))).collect::<Result<Vec<()>, String>>();
+        if let Err(e) = limited {
+            under.end(say).await;
+            bail!("{}: {e}", size.asked);
         }
         Ok(under)
     }
 
     /// The servers restarted as `just setup` left them (its own limit, if
-    /// it had one), polars' workers unlimited again.
+    /// it had one), the engines' own processes (polars' workers) unlimited again.
     pub async fn end(self, say: &dyn Fn(&str)) {
-        let _ = ghbench_polars::worker::limit_memory(None);
+        for engine in &self.engines {
+            let _ = engine.limit_memory(None);
+        }
         for server in &self.servers {
             match restart(server, None).await {
                 Ok(()) => {
