@@ -1,11 +1,33 @@
-//! What an engine is to ghbench, and the list of engines.
+//! What an engine is to ghbench: the traits it implements, everything of
+//! ghbench it uses, and the list of engines. An engine crate depends on this
+//! crate and `ghbench-core` and on no other ghbench crate (an engine built on
+//! another engine, as `normalized` on `postgres`, also on that engine's crate).
 //!
-//! An engine is one folder (`crates/engines/<name>`) that
-//! implements [`EnginePlugin`]: its [`EngineSpec`] (name, capabilities,
+//! A new engine is its folder (`crates/engines/<name>`), its query folder
+//! (`queries/<name>/`), one line in `src/registry.rs` and, if the project's
+//! setup starts a server for it, its lines in the setup scripts. The folder
+//! implements [`EnginePlugin`] (or, on a server at one URL, [`UrlEngine`],
+//! registered as [`AtUrl`]): its [`EngineSpec`] (name, capabilities,
 //! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
 //! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,
-//! error texts and reports take every engine from it and name none.
-//! docs/engines.md is the checklist for adding one.
+//! error texts, cold runs and reports take every engine from it and name none.
+//!
+//! The API, each item re-exported by name so it reads in this one file:
+//!
+//! - the crate root: the traits, [`EngineError`] and [`FailureKind`] (what a
+//!   failure means: a lost connection, transient, permanent; loading retries
+//!   and querying reconnects by it), the [`Registry`];
+//! - [`load`]: what a sink is sent and uses (batches, the hour's record, the
+//!   checks of what is stored, the table's lock, free space, digests);
+//! - [`query`]: what a backend is given and uses (the query catalog compiled
+//!   in, prepared queries, the query timeout, memory);
+//! - [`ledger`], [`rows`], [`record`]: what a backend answers;
+//! - [`cgroup`]: memory limits for processes an engine starts.
+//!
+//! Where an engine's server is comes from the engine ([`Loader::address`]):
+//! `servers.json`, which the setup scripts write, is matched against it.
+//! docs/engines.md is the checklist for adding an engine; docs/guide.md walks
+//! through adding a toy one.
 
 use std::sync::Arc;
 
