@@ -1,8 +1,8 @@
 //! What an engine is, as data: its name, what it can do, what documents it
 //! can store, and the options it takes. The engines themselves live in their
-//! own folders (`crates/engines/*`; `crates/normalize` for the normalized
-//! engine to come) and are listed once, in the registry; nothing here names a
-//! particular one.
+//! own folders (`crates/engines/*`, the normalized engine's too; its mapping
+//! is the `crates/normalize` library) and are listed once, in the registry;
+//! nothing here names a particular one.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

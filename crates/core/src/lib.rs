@@ -1,9 +1,11 @@
 //! Vocabulary shared by every ghbench crate: hours of GH Archive, what an
-//! engine is (name, capabilities, options), validated table names, and how a
-//! server describes itself. No database driver: each engine brings its own.
+//! engine is (name, capabilities, options), validated table names, how a
+//! server describes itself, and what an engine's failure means (transient, a
+//! lost connection). No database driver: each engine brings its own.
 
 pub mod digest;
 pub mod engine;
+pub mod failure;
 pub mod hour;
 pub mod limit;
 pub mod redact;
@@ -16,6 +18,7 @@ pub mod table;
 pub mod ticking;
 
 pub use engine::{Capabilities, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec};
+pub use failure::{EngineError, FailureKind};
 pub use hour::{summarise_hours, Hour, HourRange};
 pub use redact::redact_url;
 pub use place::Place;

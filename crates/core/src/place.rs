@@ -72,10 +72,18 @@ fn is_this_machine(host: &str) -> bool {
     !own.is_empty() && host == own
 }
 
-/// `host:port` of a `scheme://[user@]host[:port][/...]` URL, with the
-/// scheme's default port; None for other forms (e.g. libpq's `key=value`).
-pub fn address_of(url: &str) -> Option<String> {
+/// `host:port` of a `scheme://[user@]host[:port][/...]` URL whose scheme is
+/// one of `schemes`, with `default_port` when it names none: how an engine
+/// on a server says where its server listens (`Loader::address`), as
+/// `servers.json` lists the servers `just setup` started. None for another
+/// form (another scheme, e.g. a DNS seed list's `mongodb+srv://`; libpq's
+/// `key=value`), several hosts (a replica set) or a Unix socket: no single
+/// server ghbench could find or restart.
+pub fn address_of(url: &str, schemes: &[&str], default_port: u16) -> Option<String> {
     let (scheme, rest) = url.split_once("://")?;
+    if !schemes.contains(&scheme) {
+        return None;
+    }
     let authority = rest.split(['/', '?']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     // A replica set's list names several servers: not one ghbench can restart.
@@ -83,11 +91,6 @@ pub fn address_of(url: &str) -> Option<String> {
     if host_port.contains(',') || host_port.is_empty() || host_port.to_ascii_lowercase().starts_with("%2f") {
         return None;
     }
-    let default_port = match scheme {
-        "postgres" | "postgresql" => 5432,
-        "mongodb" => 27017,
-        _ => return None,
-    };
     Some(match host_port.rsplit_once(':') {
         Some((_, port)) if port.parse::<u16>().is_ok() => host_port.to_string(),
         _ => format!("{host_port}:{default_port}"),
@@ -125,13 +128,18 @@ mod tests {
     }
 
     #[test]
-    fn addresses_come_from_urls_with_default_ports() {
-        assert_eq!(address_of("postgres://ghbench@127.0.0.1:54320/ghbench").as_deref(), Some("127.0.0.1:54320"));
-        assert_eq!(address_of("postgresql://u:p@db.example/x?sslmode=require").as_deref(), Some("db.example:5432"));
-        assert_eq!(address_of("mongodb://127.0.0.1:27017/ghbench?directConnection=true").as_deref(), Some("127.0.0.1:27017"));
-        assert_eq!(address_of("mongodb://a:1,b:2/x"), None, "a replica set is not one server");
-        assert_eq!(address_of("host=localhost port=5432"), None);
-        assert_eq!(address_of("mongodb://%2Ftmp%2Fmongodb-27017.sock/ghbench"), None, "a Unix socket");
+    fn addresses_come_from_urls_with_the_engines_default_ports() {
+        let pg = |url| address_of(url, &["postgres", "postgresql"], 5432);
+        let mongo = |url| address_of(url, &["mongodb"], 27017);
+        assert_eq!(pg("postgres://ghbench@127.0.0.1:54320/ghbench").as_deref(), Some("127.0.0.1:54320"));
+        assert_eq!(pg("postgresql://u:p@db.example/x?sslmode=require").as_deref(), Some("db.example:5432"));
+        assert_eq!(mongo("mongodb://127.0.0.1:27017/ghbench?directConnection=true").as_deref(), Some("127.0.0.1:27017"));
+        assert_eq!(mongo("mongodb://db.example/ghbench").as_deref(), Some("db.example:27017"));
+        assert_eq!(mongo("mongodb://a:1,b:2/x"), None, "a replica set is not one server");
+        assert_eq!(pg("host=localhost port=5432"), None);
+        assert_eq!(mongo("mongodb://%2Ftmp%2Fmongodb-27017.sock/ghbench"), None, "a Unix socket");
+        assert_eq!(mongo("mongodb+srv://u:p@cluster0.ab1cd.mongodb.net/ghbench"), None, "a DNS seed list");
+        assert_eq!(pg("mongodb://127.0.0.1:27017/ghbench"), None, "another engine's scheme");
         assert!(same_address("127.0.0.1:5432", "localhost:5432"));
     }
 }

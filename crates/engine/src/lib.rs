@@ -1,22 +1,104 @@
-//! What an engine is to ghbench, and the list of engines.
+//! What an engine is to ghbench: the traits it implements, everything of
+//! ghbench it uses, and the list of engines. An engine crate depends on this
+//! crate and `ghbench-core` and on no other ghbench crate (an engine built on
+//! another engine, as `normalized` on `postgres`, also on that engine's crate).
 //!
-//! An engine is one folder (`crates/engines/<name>`; the normalized engine, to
-//! come, in `crates/normalize`) that
-//! implements [`EnginePlugin`]: its [`EngineSpec`] (name, capabilities,
+//! A new engine is its folder (`crates/engines/<name>`), its query folder
+//! (`queries/<name>/`), one line in `src/registry.rs` and, if the project's
+//! setup starts a server for it, its lines in the setup scripts. The folder
+//! implements [`EnginePlugin`] (or, on a server at one URL, [`UrlEngine`],
+//! registered as [`AtUrl`]): its [`EngineSpec`] (name, capabilities,
 //! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
 //! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,
-//! error texts and reports take every engine from it and name none.
-//! docs/engines.md is the checklist for adding one.
+//! error texts, cold runs and reports take every engine from it and name none.
+//!
+//! The API, each item re-exported by name so it reads in this one file:
+//!
+//! - the crate root: the traits, [`EngineError`] and [`FailureKind`] (what a
+//!   failure means: a lost connection, transient, permanent; loading retries
+//!   and querying reconnects by it), the [`Registry`];
+//! - [`load`]: what a sink is sent and uses (batches, the hour's record, the
+//!   checks of what is stored, the table's lock, free space, digests);
+//! - [`query`]: what a backend is given and uses (the query catalog compiled
+//!   in, prepared queries, the query timeout, memory);
+//! - [`ledger`], [`rows`], [`record`]: what a backend answers;
+//! - [`cgroup`]: memory limits for processes an engine starts.
+//!
+//! Where an engine's server is comes from the engine ([`Loader::address`]):
+//! `servers.json`, which the setup scripts write, is matched against it.
+//! docs/engines.md is the checklist for adding an engine; docs/guide.md walks
+//! through adding a toy one.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use ghbench_core::{ConnectError, Engine, EngineConfig, EngineOption, EngineSpec, TableName};
 
-pub use ghbench_core::{Capabilities, ServerInfo};
-use ghbench_ingest::clean::Policy;
-pub use ghbench_ingest::sink::{Encoder, EngineSink, Loader};
-pub use ghbench_olap::Backend;
+pub use ghbench_core::{Capabilities, EngineError, FailureKind, ServerInfo};
+pub use load::{Encoder, EngineSink, Loader};
+pub use query::Backend;
+
+use load::Policy;
+
+/// Loading (`ingest`): what an engine implements ([`crate::Loader`],
+/// [`crate::EngineSink`], [`crate::Encoder`]) and what its sink uses: the
+/// batches it is sent, the record of an hour, the checks of what is stored,
+/// the table's lock, the space it has left.
+pub mod load {
+    pub use ghbench_ingest::clean::{out_of_range, CleanDoc, Defect, Policy, Rejected};
+    pub use ghbench_ingest::decode::{gz_lines, EngineBatch};
+    pub use ghbench_ingest::sink::{
+        check_counts, check_estimate, check_stored, note_every, Encoded, Encoder, EngineSink, HourRecord, Loader, RowEstimate, SinkError, StoredCheck, StoredHour,
+        TableLock, Upkeep,
+    };
+    pub use ghbench_ingest::source::{HourBytes, Source};
+    pub use ghbench_ingest::space::{Besides, Free, Room};
+
+    /// The one-run-per-table lock [`crate::EngineSink::lock`] returns: kept
+    /// by a task of the engine's ([`crate::load::lock::TableLock::kept`])
+    /// that checks it every [`crate::load::lock::KEEP_EVERY`] and notes why it
+    /// was lost ([`crate::load::lock::set`] on its [`crate::load::lock::Lost`]).
+    pub mod lock {
+        pub use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
+    }
+
+    /// The digest of a file as the ledgers record it (`source_digest`), for
+    /// an engine that keeps files of its own.
+    pub mod digest {
+        pub use ghbench_ingest::digest::{of_file, short, HashingWriter, WrittenDigest};
+    }
+}
+
+/// Querying (`index`, `query`, `bench`): the [`crate::Backend`] an engine
+/// implements, what it is given to run (the query files of the catalog
+/// compiled in) and how it says the memory its data competes for.
+pub mod query {
+    pub use ghbench_olap::backend::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
+    pub use ghbench_olap::catalog::{compiled_in, embedded_setup, parse_json, Catalog, QueryFile, TABLE_PLACEHOLDER};
+    pub use ghbench_olap::environment::memory_bytes;
+}
+
+/// What an engine's ledger says it holds, hour by hour ([`crate::Backend::ledger`]).
+pub mod ledger {
+    pub use ghbench_olap::ledger::{Entry, Ledger};
+}
+
+/// A query's result rows, as every engine's are compared ([`crate::Backend::execute`]).
+pub mod rows {
+    pub use ghbench_olap::rows::{Cell, Row};
+}
+
+/// What a [`crate::Backend`] reports for the run's record: sizes, index builds,
+/// plans, the memory its data competes for.
+pub mod record {
+    pub use ghbench_olap::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+}
+
+/// Memory cgroups, for an engine that starts processes of its own under a
+/// limit (polars' workers).
+pub mod cgroup {
+    pub use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+}
 
 /// One engine, as registered.
 #[async_trait]
@@ -34,6 +116,16 @@ pub trait EnginePlugin: Send + Sync {
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         None
     }
+
+    /// `bench --memory`: from now on, the processes the engine starts of its
+    /// own (an embedded engine's workers) start inside a memory limit of
+    /// `bytes`; None: without one again. A server goes under its limit by
+    /// the restart `servers.json` lists instead (`GHBENCH_MEMORY`). Err says
+    /// what could not be limited. The default starts no process: nothing to do.
+    fn limit_memory(&self, bytes: Option<u64>) -> Result<(), String> {
+        let _ = bytes;
+        Ok(())
+    }
 }
 
 /// An engine on a server reached at one URL: it says only what differs from
@@ -44,6 +136,11 @@ pub trait UrlEngine: Clone + Send + Sync + 'static {
 
     /// The option that holds the URL (with its default).
     fn url_option(&self) -> &'static EngineOption;
+
+    /// The `host:port` of the server at `url`, the engine's default port when
+    /// the URL names none (see [`Loader::address`]); e.g.
+    /// `ghbench_core::place::address_of(url, &["postgres", "postgresql"], 5432)`.
+    fn address(&self, url: &str) -> Option<String>;
 
     /// A connection for loading `table`.
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
@@ -105,6 +202,10 @@ impl<E: UrlEngine> Loader for UrlLoader<E> {
 
     fn location(&self) -> String {
         ghbench_core::redact_url(&self.url)
+    }
+
+    fn address(&self) -> Option<String> {
+        self.engine.address(&self.url)
     }
 
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

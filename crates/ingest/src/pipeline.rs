@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures_util::future::join_all;
-use ghbench_core::place::{address_of, same_address};
+use ghbench_core::place::same_address;
 use ghbench_core::{ConnectError, Engine, Hour, HourRange, TableName};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -225,8 +225,8 @@ async fn check_space(
             }
         };
         if room.free.is_none() {
-            let location = loader.location();
-            let folder = options.server_folders.iter().find(|(address, _)| address_of(&location).is_some_and(|a| same_address(&a, address)));
+            let served_by = loader.address();
+            let folder = options.server_folders.iter().find(|(address, _)| served_by.as_deref().is_some_and(|a| same_address(a, address)));
             room.free = folder.map(|(_, dir)| Free::Folder(dir.clone()));
         }
         loads.push(EngineLoad {

@@ -47,7 +47,10 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
     let machine = crate::environment::memory_bytes();
     let pid = match (backend.own_process().await, url) {
         (Some(pid), _) => Some(pid),
-        (None, Some(url)) => tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url).ok()).await.ok().flatten(),
+        (None, Some(url)) => {
+            let address = backend.server_address();
+            tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url, address.as_deref()).ok()).await.ok().flatten()
+        }
         (None, None) => None,
     };
     let cgroup = pid.and_then(|pid| MemoryCgroup::of_process(pid).ok());
@@ -112,7 +115,8 @@ pub trait Backend: Send + Sync {
     /// Sends a prepared query and fetches every row of its result, as rows
     /// ghbench compares. The runner times this call, the same for every engine.
     /// A query stopped by the limit of [`Backend::limit_queries`] fails with
-    /// [`QueryTimedOut`] in its chain.
+    /// [`QueryTimedOut`] in its chain; one whose connection was lost, with
+    /// the engine's typed error saying so (see [`Backend::reconnect`]).
     async fn execute(&self, query: &Prepared) -> BackendResult<Vec<Row>>;
 
     /// What the server has read so far, as counters that only grow
@@ -171,6 +175,14 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// The `host:port` of the server [`Backend::server_url`] points at, as
+    /// the engine reads its URL (its own default port when the URL names
+    /// none; the same answer as its loader's `address`): the port its
+    /// processes are found by on this machine. None: no single TCP server.
+    fn server_address(&self) -> Option<String> {
+        None
+    }
+
     /// The memory the engine's data competes for: this machine's, for a
     /// server that runs here or an engine in ghbench's own processes. A
     /// server elsewhere may say its own (MongoDB's `hostInfo`); else None.
@@ -184,15 +196,13 @@ pub trait Backend: Send + Sync {
         Vec::new()
     }
 
-    /// `error` says the connection or the server went away (a restart, a
-    /// network fault), not that the query is wrong: the same query may run on
-    /// a new connection. An engine with no connection never loses one.
-    fn lost_connection(&self, _error: &anyhow::Error) -> bool {
-        false
-    }
-
     /// A new connection to the same engine and table, to replace this one
-    /// once it was lost (see [`Backend::lost_connection`]).
+    /// once it was lost: when a step's error carries an
+    /// [`ghbench_core::EngineError`] of kind
+    /// [`ghbench_core::FailureKind::LostConnection`] (see
+    /// [`ghbench_core::EngineError::lost_connection_in`]), which the engine
+    /// attaches where its driver fails. An engine with no connection never
+    /// loses one.
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {
         Err(anyhow::anyhow!("{} cannot reconnect", self.engine()))
     }

@@ -12,7 +12,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use ghbench_core::place::address_of;
 use ghbench_core::Place;
 use procfs::net::TcpState;
 use procfs::process::{FDTarget, Process};
@@ -24,8 +23,10 @@ use crate::record::{growth, KernelReads};
 pub enum Whose<'a> {
     /// A process ghbench started (polars' worker) or ghbench itself.
     Process(u32),
-    /// The server a connection string points at, when it runs here.
-    Server(&'a str),
+    /// The server a connection string points at, when it runs here, and
+    /// the `host:port` it listens on as its engine reads the URL
+    /// (`Backend::server_address`).
+    Server { url: &'a str, address: Option<&'a str> },
 }
 
 /// The counters of a process tree at one moment.
@@ -48,7 +49,7 @@ pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
     let mut tree = ProcessTree::read()?;
     let top = match whose {
         Whose::Process(pid) => pid as i32,
-        Whose::Server(url) => tree.server_listening(url)?,
+        Whose::Server { url, address } => tree.server_listening(url, address)?,
     };
     // A process that ends while the tree is read gives its counts to its
     // parent, perhaps after the parent was read: read again until no
@@ -64,9 +65,10 @@ pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
     Err(format!("the server's processes kept starting and ending while they were counted ({ATTEMPTS} tries)"))
 }
 
-/// The top process of the server `url` points at, when it runs here.
-pub fn server_pid(url: &str) -> Result<u32, String> {
-    Ok(ProcessTree::read()?.server_listening(url)? as u32)
+/// The top process of the server `url` points at, when it runs here,
+/// listening on `address` (see [`Whose::Server`]).
+pub fn server_pid(url: &str, address: Option<&str>) -> Result<u32, String> {
+    Ok(ProcessTree::read()?.server_listening(url, address)? as u32)
 }
 
 /// What was read between two snapshots of the same top process.
@@ -118,12 +120,12 @@ impl ProcessTree {
     }
 
     /// The one top process of those that hold a socket listening where
-    /// `url` points (a server's children may have inherited it).
-    fn server_listening(&self, url: &str) -> Result<i32, String> {
+    /// `url` points, at `address` (a server's children may have inherited it).
+    fn server_listening(&self, url: &str, address: Option<&str>) -> Result<i32, String> {
         if let Place::Elsewhere(hosts) = Place::of(url) {
             return Err(format!("the server runs on another machine ({}): its kernel counters are out of ghbench's reach", hosts.join(", ")));
         }
-        let address = address_of(url).ok_or_else(|| "the connection string names no single TCP server (a Unix socket or several hosts): its process is not looked up".to_string())?;
+        let address = address.ok_or_else(|| "the connection string names no single TCP server (a Unix socket or several hosts): its process is not looked up".to_string())?;
         let port = address.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()).ok_or_else(|| format!("no TCP port in {address}"))?;
         // The URL names this machine: a listener on a loopback or every address answers it.
         let answers = |ip: std::net::IpAddr| ip.is_loopback() || ip.is_unspecified() || address.starts_with(&format!("{ip}:"));
@@ -249,12 +251,16 @@ mod tests {
     fn the_process_listening_on_a_port_is_found() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
-        let found = snapshot(Whose::Server(&format!("postgres://u@127.0.0.1:{port}/db"))).expect("this process listens");
+        let (url, address) = (format!("postgres://u@127.0.0.1:{port}/db"), format!("127.0.0.1:{port}"));
+        let here = Whose::Server { url: &url, address: Some(&address) };
+        let found = snapshot(here).expect("this process listens");
         assert_eq!(found.top, std::process::id() as i32, "{found:?}");
         drop(listener);
-        let gone = snapshot(Whose::Server(&format!("postgres://u@127.0.0.1:{port}/db"))).unwrap_err();
+        let gone = snapshot(here).unwrap_err();
         assert!(gone.contains(&format!("no process here listens on port {port}")), "{gone}");
-        let away = snapshot(Whose::Server("postgres://u@db.example:5432/db")).unwrap_err();
+        let away = snapshot(Whose::Server { url: "postgres://u@db.example:5432/db", address: Some("db.example:5432") }).unwrap_err();
         assert!(away.contains("another machine (db.example)"), "{away}");
+        let socket = snapshot(Whose::Server { url: "postgresql:///db?host=/var/run/postgresql", address: None }).unwrap_err();
+        assert!(socket.contains("no single TCP server"), "{socket}");
     }
 }

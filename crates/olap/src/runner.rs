@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use async_trait::async_trait;
-use ghbench_core::{Engine, Place};
+use ghbench_core::{Engine, EngineError, Place};
 
 use crate::backend::{Backend, OnIndexBuilt, QueryTimedOut};
 use crate::catalog::{Catalog, QuerySpec};
@@ -416,7 +416,7 @@ async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult
         }
         return false;
     }
-    if !backend.lost_connection(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
+    if !EngineError::lost_connection_in(&error) || result.reconnects.len() >= RECONNECTS_PER_QUERY {
         result.error = Some(said);
         return false;
     }
@@ -485,12 +485,12 @@ async fn read_counters(backend: &dyn Backend, before: bool) -> Counted {
 async fn kernel_counters(backend: &dyn Backend) -> Result<kernel_io::Snapshot, String> {
     let whose = match (backend.own_process().await, backend.server_url()) {
         (Some(pid), _) => Ok(pid),
-        (None, Some(url)) => Err(url.to_string()),
+        (None, Some(url)) => Err((url.to_string(), backend.server_address())),
         (None, None) => return Err(format!("{} has no process of its own running to count (none started, or it was stopped)", backend.engine())),
     };
     let read = tokio::task::spawn_blocking(move || match &whose {
         Ok(pid) => kernel_io::snapshot(kernel_io::Whose::Process(*pid)),
-        Err(url) => kernel_io::snapshot(kernel_io::Whose::Server(url)),
+        Err((url, address)) => kernel_io::snapshot(kernel_io::Whose::Server { url, address: address.as_deref() }),
     });
     read.await.unwrap_or_else(|e| Err(format!("reading the kernel's counters failed: {e}")))
 }

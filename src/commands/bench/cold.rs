@@ -1,8 +1,10 @@
 //! True cold runs, for `query --cold` and `bench --cold` alike. The servers
 //! `just setup` started are listed, with their
 //! addresses, data folders and restart commands, in `servers.json`; an engine
-//! whose server is listed there is restarted (and the OS page cache dropped)
-//! before each query's first run, and an engine with no server starts afresh.
+//! whose server is listed there (matched by the address the engine says its
+//! server has, `Loader::address`: no engine is named here) is restarted (and
+//! the OS page cache dropped) before each query's first run, and an engine
+//! with no server starts afresh.
 //! Any other server gets what can be done without owning it (the page cache
 //! dropped, the caches it clears itself), labelled as not truly cold.
 
@@ -12,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use async_trait::async_trait;
-use ghbench_core::place::{address_of, same_address};
+use ghbench_core::place::same_address;
 use ghbench_core::{Place, TableName};
+use ghbench_engine::Loader;
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
 use ghbench_olap::Backend;
@@ -39,7 +42,8 @@ pub const DEFAULT_SERVERS_FILE: &str = ".ghbench/servers.json";
 #[derive(Debug, Clone, Deserialize)]
 pub struct ManagedServer {
     pub name: String,
-    /// `host:port`, matched against an engine's URL.
+    /// `host:port`, matched against the address an engine says its server
+    /// has (`Loader::address`).
     pub address: String,
     pub data_dir: String,
     /// The program and its arguments (run directly, never through a shell).
@@ -90,9 +94,10 @@ impl ManagedServers {
         Ok(Some(servers))
     }
 
-    /// The managed server an engine's URL points at, if any.
-    pub fn serving(&self, url: &str) -> Option<&ManagedServer> {
-        let address = address_of(url)?;
+    /// The managed server of the engine `loader` connects to, if any: the
+    /// one at the address the engine says its server has.
+    pub fn serving(&self, loader: &dyn Loader) -> Option<&ManagedServer> {
+        let address = loader.address()?;
         self.servers.iter().find(|s| same_address(&s.address, &address))
     }
 }
@@ -131,7 +136,7 @@ impl BenchCooler {
                 if !engine.plugin.spec().capabilities.server {
                     return Plan::Fresh(engine.clone());
                 }
-                match managed.and_then(|m| m.serving(&engine.loader().location())) {
+                match managed.and_then(|m| m.serving(engine.loader().as_ref())) {
                     _ if how == ColdHow::Clear => Plan::ClearOnly(engine.clone(), WhyNotRestarted::AskedClear),
                     Some(server) => Plan::Restart(server.clone(), engine.clone()),
                     None => Plan::ClearOnly(engine.clone(), WhyNotRestarted::NotListed),
@@ -226,10 +231,10 @@ impl Cooler for BenchCooler {
         // Under --memory a restarted server must be back inside its limit, or
         // the run is not what it is labelled.
         let mut limited = true;
-        if let (Some(size), Some(url)) = (&self.memory, server.and(renewed.as_ref().ok()).and_then(|b| b.server_url().map(str::to_string))) {
+        if let (Some(size), Some((url, address))) = (&self.memory, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address())))) {
             let said = tokio::task::spawn_blocking({
                 let bytes = size.bytes;
-                move || super::memory::inside_limit(&url, bytes)
+                move || super::memory::inside_limit(&url, address.as_deref(), bytes)
             });
             match said.await.unwrap_or_else(|e| Err(e.to_string())) {
                 Ok(inside) => actions.push(format!("{} {inside}", engine.engine())),

@@ -1,15 +1,18 @@
 //! `bench --memory SIZE`: the benchmark on a machine that small. The servers
 //! `just setup` started are restarted inside a memory cgroup of that size
 //! (`scripts/setup.sh` with `GHBENCH_MEMORY`, which also scales their memory
-//! settings as the paper's stood to its RAM), polars' workers start inside
-//! one of their own, and the page cache is dropped before the queries so what
+//! settings as the paper's stood to its RAM), the processes an engine starts
+//! of its own (polars' workers) start inside one of their own
+//! (`EnginePlugin::limit_memory`), and the page cache is dropped before the queries so what
 //! they read is charged to the limit. A running server cannot be moved under
 //! a limit: a server ghbench did not start is refused, never measured as if
 //! it were limited. At the end the servers go back as setup left them.
 
 use std::str::FromStr;
+use std::sync::Arc;
 
 use anyhow::{bail, Result};
+use ghbench_engine::EnginePlugin;
 use ghbench_olap::bench::LoadMemory;
 use ghbench_olap::cgroup::MemoryCgroup;
 
@@ -50,16 +53,17 @@ pub fn check_can_limit(size: &MemorySize) -> Result<()> {
     Ok(())
 }
 
-/// The memory cgroup of the server `url` points at (its top process), when it runs here.
-fn server_cgroup(url: &str) -> Result<(u32, MemoryCgroup), String> {
-    let pid = ghbench_olap::kernel_io::server_pid(url)?;
+/// The memory cgroup of the server `url` points at (its top process,
+/// listening on `address`, as its engine says), when it runs here.
+fn server_cgroup(url: &str, address: Option<&str>) -> Result<(u32, MemoryCgroup), String> {
+    let pid = ghbench_olap::kernel_io::server_pid(url, address)?;
     Ok((pid, MemoryCgroup::of_process(pid)?))
 }
 
-/// Whether the server `url` points at runs inside a cgroup limited to
-/// `bytes` (after a restart for a cold run): said for the record.
-pub fn inside_limit(url: &str, bytes: u64) -> Result<String, String> {
-    let (pid, cgroup) = server_cgroup(url)?;
+/// Whether the server `url` points at (at `address`) runs inside a cgroup
+/// limited to `bytes` (after a restart for a cold run): said for the record.
+pub fn inside_limit(url: &str, address: Option<&str>, bytes: u64) -> Result<String, String> {
+    let (pid, cgroup) = server_cgroup(url, address)?;
     match cgroup.limit() {
         Some(limit) if limit == bytes => Ok(format!("back inside its {} memory cgroup ({})", ghbench_core::size::said(bytes), cgroup.path)),
         other => Err(format!(
@@ -81,7 +85,8 @@ pub fn cgroup_counters(size: &MemorySize, engines: &[Selected]) -> Vec<LoadMemor
             if !engine.plugin.spec().capabilities.server {
                 return LoadMemory { outside: Some("it loads inside ghbench's own process; only its query workers run inside the limit".into()), ..base };
             }
-            match server_cgroup(&engine.loader().location()).map(|(_, cgroup)| cgroup) {
+            let loader = engine.loader();
+            match server_cgroup(&loader.location(), loader.address().as_deref()).map(|(_, cgroup)| cgroup) {
                 Ok(cgroup) if cgroup.limit() == Some(size.bytes) => LoadMemory { cgroup: Some(cgroup.path.clone()), counters: Some(cgroup.counters()), ..base },
                 Ok(cgroup) => LoadMemory { outside: Some(format!("its server runs in {} without this limit", cgroup.path)), ..base },
                 Err(e) => LoadMemory { outside: Some(format!("its server's cgroup could not be read: {e}")), ..base },
@@ -133,6 +138,8 @@ pub async fn restore_after_signal() {
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
 pub struct UnderLimit {
     servers: Vec<ManagedServer>,
+    /// The engines whose own processes start under the limit.
+    engines: Vec<Arc<dyn EnginePlugin>>,
 }
 
 /// The servers `engines` use, each one `just setup` started (listed in
@@ -141,15 +148,15 @@ pub struct UnderLimit {
 pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>) -> Result<Vec<ManagedServer>> {
     let mut servers: Vec<ManagedServer> = Vec::new();
     for engine in engines.iter().filter(|e| e.plugin.spec().capabilities.server) {
-        let location = engine.loader().location();
-        match managed.and_then(|m| m.serving(&location)) {
+        let loader = engine.loader();
+        match managed.and_then(|m| m.serving(loader.as_ref())) {
             Some(server) if !servers.iter().any(|s| s.name == server.name) => servers.push(server.clone()),
             Some(_) => {}
             None => bail!(
                 "{}: {} is served by {}, which `just setup` did not start (not in --servers): a running server cannot be moved under a limit. Use the servers `just setup` starts (or start yours inside a memory limit and give --server-memory SIZE instead)",
                 size.asked,
                 engine.engine(),
-                ghbench_core::redact_url(&location)
+                ghbench_core::redact_url(&loader.location())
             ),
         }
     }
@@ -158,10 +165,12 @@ pub fn servers_to_limit(size: &MemorySize, engines: &[Selected], managed: Option
 
 impl UnderLimit {
     /// Restarts each server `engines` use inside its cgroup of `size` (see
-    /// [`servers_to_limit`]) and limits polars' workers. [`check_can_limit`]
-    /// first: this touches the servers.
+    /// [`servers_to_limit`]) and limits the processes the engines start of
+    /// their own (polars' workers). [`check_can_limit`] first: this touches
+    /// the servers.
     pub async fn start(size: &MemorySize, engines: &[Selected], managed: Option<&ManagedServers>, say: &dyn Fn(&str)) -> Result<UnderLimit> {
-        let under = UnderLimit { servers: servers_to_limit(size, engines, managed)? };
+        let own_processes = engines.iter().filter(|e| !e.plugin.spec().capabilities.server).map(|e| e.plugin.clone()).collect();
+        let under = UnderLimit { servers: servers_to_limit(size, engines, managed)?, engines: own_processes };
         let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
             say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup", server.name, server.address));
@@ -174,19 +183,20 @@ impl UnderLimit {
                 bail!("{}: {} did not start under the limit: {e:#}", size.asked, server.name);
             }
         }
-        if engines.iter().any(|e| !e.plugin.spec().capabilities.server) {
-            if let Err(e) = ghbench_polars::worker::limit_memory(Some(size.bytes)) {
-                under.end(say).await;
-                bail!("{}: polars' workers: {e}", size.asked);
-            }
+        let limited = under.engines.iter().map(|engine| engine.limit_memory(Some(size.bytes))).collect::<Result<Vec<()>, String>>();
+        if let Err(e) = limited {
+            under.end(say).await;
+            bail!("{}: {e}", size.asked);
         }
         Ok(under)
     }
 
     /// The servers restarted as `just setup` left them (its own limit, if
-    /// it had one), polars' workers unlimited again.
+    /// it had one), the engines' own processes (polars' workers) unlimited again.
     pub async fn end(self, say: &dyn Fn(&str)) {
-        let _ = ghbench_polars::worker::limit_memory(None);
+        for engine in &self.engines {
+            let _ = engine.limit_memory(None);
+        }
         for server in &self.servers {
             match restart(server, None).await {
                 Ok(()) => {

@@ -22,11 +22,10 @@ use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
-use ghbench_olap::catalog::{parse_json, QueryFile};
-use ghbench_olap::ledger::Ledger;
-use ghbench_olap::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
-use ghbench_olap::rows::{Cell, Row};
+use ghbench_engine::ledger::Ledger;
+use ghbench_engine::query::{parse_json, prepared, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
+use ghbench_engine::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+use ghbench_engine::rows::{Cell, Row};
 use mongodb::action::{Action, RunCommand};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{Collation, Hint};
@@ -434,12 +433,12 @@ impl Backend for MongoBackend {
         self.parameters.restore(&self.db).await.map_err(|e| with_advice("setParameter", e).context("restoring the server parameters this setup set"))
     }
 
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        error.chain().any(|cause| cause.downcast_ref::<mongodb::error::Error>().is_some_and(crate::error::is_transient))
-    }
-
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    fn server_address(&self) -> Option<String> {
+        crate::address(&self.url)
     }
 
     /// This machine's memory for a server here; else the server's own, as

@@ -7,13 +7,12 @@
 //! BSON's limits are this engine's to check, and it checks them here: 16 MiB,
 //! 100 levels of nesting, signed 64-bit integers, numbers a double holds, and
 //! `_id` being ghbench's.
-//! The encoder runs on every line of every run (see `ghbench_ingest::clean`),
+//! The encoder runs on every line of every run (see `ghbench_engine::load::Policy`),
 //! so a line BSON cannot hold is quarantined for every engine alike.
 
 use std::sync::Arc;
 
-use ghbench_ingest::clean::{out_of_range, CleanDoc, Defect, Rejected};
-use ghbench_ingest::sink::{Encoded, Encoder};
+use ghbench_engine::load::{out_of_range, CleanDoc, Defect, Encoded, Encoder, Rejected};
 use mongodb::bson::{RawArrayBuf, RawBson, RawBsonRef, RawDocument, RawDocumentBuf};
 use serde::ser::Error as _;
 

@@ -1,8 +1,11 @@
 //! The driver's errors as ghbench reports them: the server's own words, what
-//! a user can do about a refusal, and whether a retry (on a new connection)
-//! may mend it.
+//! a user can do about a refusal, and what the failure means
+//! ([`failure_kind`]): whether a retry (on a new connection) may mend it.
+//! Loading gets them as a `SinkError` ([`to_sink_error`]), querying as the
+//! typed `EngineError` in its chain ([`with_advice`]).
 
-use ghbench_ingest::sink::SinkError;
+use ghbench_engine::load::SinkError;
+use ghbench_engine::{EngineError, FailureKind};
 use mongodb::error::{ErrorKind, WriteFailure};
 
 /// `.sink()?` turns a driver error into a [`SinkError`] (`?` alone cannot: both types are foreign here).
@@ -21,7 +24,19 @@ pub fn to_sink_error(e: &mongodb::error::Error) -> SinkError {
     // 14031 OutOfDiskSpace; WiredTiger's own says the OS's words.
     match code(e) == Some(OUT_OF_DISK_SPACE) || message.contains("No space left on device") {
         true => SinkError::NoSpace(message),
-        false => SinkError::Engine { message, transient: is_transient(e) },
+        false => SinkError::Engine(EngineError::new(failure_kind(e), message)),
+    }
+}
+
+/// Every transient error (see [`is_transient`]) is said as a lost
+/// connection: the network, or a server away, restarting or stepping down,
+/// is met with a new client, by loading and querying alike (a server busy
+/// for now is too: the driver's pool cannot tell it apart from one going
+/// away); anything else is the work's own failure.
+pub fn failure_kind(e: &mongodb::error::Error) -> FailureKind {
+    match is_transient(e) {
+        true => FailureKind::LostConnection,
+        false => FailureKind::Permanent,
     }
 }
 
@@ -86,12 +101,16 @@ pub fn refusal(command: &str, e: &mongodb::error::Error) -> String {
     }
 }
 
-/// The driver's error, with what to do before it when there is advice (the
-/// error stays in the chain, so a retry still recognises it).
+/// The driver's error as the typed error (its words and causes as the
+/// driver says them; [`failure_kind`]), with what to do before it when there
+/// is advice: the typed error stays in the chain, so the runner still finds
+/// a lost connection under the advice.
 pub fn with_advice(command: &str, e: mongodb::error::Error) -> anyhow::Error {
-    match advice(command, code(&e)) {
-        Some(advice) => anyhow::Error::from(e).context(advice),
-        None => anyhow::Error::from(e),
+    let advice = advice(command, code(&e));
+    let error = anyhow::Error::from(EngineError::driver(failure_kind(&e), e));
+    match advice {
+        Some(advice) => error.context(advice),
+        None => error,
     }
 }
 
@@ -144,6 +163,25 @@ mod tests {
         ));
         assert!(permanent_selection_failure("No available servers. Topology: { Error: Kind: I/O error: invalid peer certificate: UnknownIssuer, labels: {} }"));
         assert!(!permanent_selection_failure("Server selection timeout: No available servers. Topology: { Error: Kind: I/O error: Connection refused (os error 111), labels: {} }"));
+    }
+
+    #[test]
+    fn a_network_fault_is_a_lost_connection_under_the_advice_too() {
+        let reset = || mongodb::error::Error::from(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        assert_eq!(failure_kind(&reset()), FailureKind::LostConnection);
+        assert!(to_sink_error(&reset()).is_transient(), "loading retries it on a new connection");
+        let typed = with_advice("aggregate", reset()).context("running Query A");
+        assert!(EngineError::lost_connection_in(&typed), "querying reconnects");
+        // Said as the driver says it, as before it was classified.
+        assert_eq!(format!("{typed:#}"), format!("{:#}", anyhow::Error::from(reset()).context("running Query A")));
+    }
+
+    #[test]
+    fn a_failure_of_the_work_itself_is_permanent() {
+        let refused = || mongodb::error::Error::custom("a pipeline the server cannot run");
+        assert_eq!(failure_kind(&refused()), FailureKind::Permanent);
+        assert!(!to_sink_error(&refused()).is_transient());
+        assert!(!EngineError::lost_connection_in(&with_advice("aggregate", refused())));
     }
 
     #[test]

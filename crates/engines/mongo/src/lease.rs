@@ -14,8 +14,8 @@ use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document};
 use mongodb::{Collection, Database};
 
-use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY};
-use ghbench_ingest::sink::SinkError;
+use ghbench_engine::load::lock::{set, Lost, TableLock, KEEP_EVERY};
+use ghbench_engine::load::SinkError;
 
 use crate::error::OrSink;
 

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use futures_util::TryStreamExt;
 use ghbench_core::{Engine, TableName};
-use ghbench_ingest::sink::StoredHour;
-use ghbench_olap::ledger::{Entry, Ledger};
+use ghbench_engine::load::StoredHour;
+use ghbench_engine::ledger::{Entry, Ledger};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{Acknowledgment, CollectionOptions, ReadConcern, WriteConcern};
 use mongodb::{Collection, Database};

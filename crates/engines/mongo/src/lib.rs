@@ -27,8 +27,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineOption, EngineSpec, TableName};
-use ghbench_engine::{AtUrl, Backend, EnginePlugin, EngineSink, UrlEngine};
-use ghbench_ingest::sink::Encoder;
+use ghbench_engine::{AtUrl, Backend, EnginePlugin, Encoder, EngineSink, UrlEngine};
 use setup::MongoSetup;
 
 pub use lease::LOCKS;
@@ -50,6 +49,17 @@ pub const URL: EngineOption = EngineOption {
     help: "MongoDB connection URI; the database is the one it names, else `ghbench` (serverSelectionTimeoutMS= bounds reaching it).",
     secret: true,
 };
+
+/// Where a MongoDB-wire server listens when a URI names no port.
+pub const DEFAULT_PORT: u16 = 27017;
+
+/// The `host:port` of the server at `url` ([`DEFAULT_PORT`] when it names
+/// none): what `servers.json` is matched against (see `Loader::address`).
+/// None for a DNS seed list (`mongodb+srv://`), a replica set's several
+/// hosts or a Unix socket.
+pub fn address(url: &str) -> Option<String> {
+    ghbench_core::place::address_of(url, &["mongodb"], DEFAULT_PORT)
+}
 
 pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("mongo"),
@@ -79,7 +89,7 @@ pub fn plugin() -> Arc<dyn EnginePlugin> {
 /// engine of its own. The files are compiled in: a setup that does not read is
 /// a build that must not ship (the catalog's tests read every one).
 pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
-    let catalog = ghbench_olap::catalog::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
+    let catalog = ghbench_engine::query::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
     let setup = MongoSetup::from_catalog(catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
     Arc::new(AtUrl(Mongo { setup: Box::leak(Box::new(setup)) }))
 }
@@ -92,6 +102,10 @@ impl UrlEngine for Mongo {
 
     fn url_option(&self) -> &'static EngineOption {
         &URL
+    }
+
+    fn address(&self, url: &str) -> Option<String> {
+        address(url)
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 
 use anyhow::{bail, Context as _};
 use ghbench_core::{EngineSpec, Setup, TableName};
-use ghbench_olap::catalog::{parse_json, Catalog};
+use ghbench_engine::query::{parse_json, Catalog};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::Database;
 use serde::Deserialize;
@@ -49,7 +49,7 @@ struct CollectionFile {
 
 /// The paper's setup: the `mongo` engine.
 pub static PAPER: LazyLock<MongoSetup> = LazyLock::new(|| {
-    let setup = ghbench_olap::catalog::embedded_setup(SPEC.engine.name());
+    let setup = ghbench_engine::query::embedded_setup(SPEC.engine.name());
     MongoSetup { spec: SPEC.clone(), setup, create: Document::new(), parameters: Document::new() }
 });
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::TryStreamExt;
 use ghbench_core::{ServerInfo, TableName};
-use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::space::{Free, Room};
-use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, note_every, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock};
+use ghbench_engine::load::{
+    check_counts, check_estimate, check_stored, note_every, EngineBatch, EngineSink, Free, HourRecord, Room, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock,
+};
 use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Document, RawDocumentBuf};
 use mongodb::{Collection, Database};

@@ -6,7 +6,7 @@ use ghbench_core::TableName;
 use ghbench_mongo::backend::MongoBackend;
 use ghbench_mongo::setup::PAPER;
 use ghbench_mongo::{DEFAULT_URL, SPEC};
-use ghbench_olap::backend::Backend;
+use ghbench_engine::query::Backend;
 use mongodb::bson::{doc, Document};
 
 fn url() -> String {

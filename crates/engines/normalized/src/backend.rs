@@ -5,12 +5,12 @@ use anyhow::{anyhow, Context as _};
 use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_normalize::Schema;
-use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
-use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::ledger::Ledger;
-use ghbench_olap::record::{IndexBuild, Plan, Storage};
-use ghbench_olap::rows::Row;
+use ghbench_engine::ledger::Ledger;
+use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile};
+use ghbench_engine::record::{IndexBuild, Plan, Storage};
+use ghbench_engine::rows::Row;
 use ghbench_postgres::backend as pg;
+use ghbench_postgres::error::engine_error;
 use ghbench_postgres::session::Session;
 use ghbench_postgres::sql;
 use tokio_postgres::Client;
@@ -47,7 +47,7 @@ impl NormalizedBackend {
     }
 
     async fn schema(&self) -> BackendResult<Schema> {
-        meta::load(&self.client, self.table.as_str()).await.context("reading the normalized tables' metadata")
+        meta::load(&self.client, self.table.as_str()).await.map_err(engine_error).context("reading the normalized tables' metadata")
     }
 
     /// `file`'s text with the derived tables' names in place; a path no
@@ -58,7 +58,7 @@ impl NormalizedBackend {
     }
 
     async fn tables(&self) -> BackendResult<Vec<String>> {
-        let names = meta::table_names(&self.client, self.table.as_str()).await?;
+        let names = meta::table_names(&self.client, self.table.as_str()).await.map_err(engine_error)?;
         Ok(names.iter().map(|t| qualified(t)).collect())
     }
 }
@@ -154,12 +154,12 @@ impl Backend for NormalizedBackend {
         }
     }
 
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        ghbench_postgres::error::lost_connection_in(error)
-    }
-
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    fn server_address(&self) -> Option<String> {
+        ghbench_postgres::address(&self.url)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {

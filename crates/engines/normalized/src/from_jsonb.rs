@@ -13,7 +13,7 @@ use std::time::Instant;
 use anyhow::{bail, Context as _};
 use futures_util::{pin_mut, TryStreamExt};
 use ghbench_core::TableName;
-use ghbench_ingest::sink::{EngineSink, SinkError, Upkeep};
+use ghbench_engine::load::{EngineSink, SinkError, Upkeep};
 use ghbench_postgres::ledger::PgLedger;
 use tokio_postgres::types::ToSql;
 

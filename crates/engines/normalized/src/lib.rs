@@ -68,6 +68,10 @@ impl UrlEngine for Normalized {
         &ghbench_postgres::URL
     }
 
+    fn address(&self, url: &str) -> Option<String> {
+        ghbench_postgres::address(url)
+    }
+
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
         let client = ghbench_postgres::session::Session::connect(&SPEC, url).await?;
         Ok(Box::new(sink::NormalizedSink::new(client, url.to_string(), table.clone())))

@@ -9,11 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{Hour, ServerInfo, TableName};
-use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
+use ghbench_engine::load::{check_counts, check_estimate, check_stored, EngineBatch, EngineSink, HourRecord, Room, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
 use ghbench_postgres::error::OrSink;
 use ghbench_postgres::ledger::{self, PgLedger, SERIALIZE_DDL};
-use ghbench_ingest::space::Room;
 use ghbench_postgres::session::Session;
 use tokio_postgres::Client;
 

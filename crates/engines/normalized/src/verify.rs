@@ -8,8 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{anyhow, Context as _};
 use ghbench_core::{Hour, TableName};
-use ghbench_ingest::clean::Policy;
-use ghbench_ingest::source::{HourBytes, Source};
+use ghbench_engine::load::{HourBytes, Policy, Source};
 use ghbench_normalize::{rebuild, Cell, Kind, Row, Schema};
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -166,7 +165,7 @@ async fn read_lines(source: &Source, hour: Hour, wanted: &BTreeSet<u64>) -> anyh
     let wanted = wanted.clone();
     tokio::task::spawn_blocking(move || {
         use std::io::BufRead;
-        let mut reader = ghbench_ingest::decode::gz_lines(std::io::Cursor::new(compressed));
+        let mut reader = ghbench_engine::load::gz_lines(std::io::Cursor::new(compressed));
         let (mut out, mut line, mut number) = (Vec::new(), Vec::new(), 0u64);
         while wanted.last().is_some_and(|&last| number < last) {
             line.clear();

@@ -9,11 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, Prepared, QueryTimedOut};
-use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::ledger::{Entry, Ledger};
-use ghbench_olap::record::{MemoryShare, Plan, Storage};
-use ghbench_olap::rows::{Cell, Row};
+use ghbench_engine::ledger::{Entry, Ledger};
+use ghbench_engine::query::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, Prepared, QueryFile, QueryTimedOut};
+use ghbench_engine::record::{MemoryShare, Plan, Storage};
+use ghbench_engine::rows::{Cell, Row};
 use polars::prelude::*;
 use polars::sql::SQLContext;
 
@@ -279,7 +278,7 @@ impl Backend for PolarsBackend {
     /// engine on this machine: its processes' cgroup, or the machine's memory.
     async fn memory(&self) -> Option<MemoryShare> {
         let limited = match &self.runs_in {
-            RunsIn::Worker { .. } => crate::worker::memory_limit().and_then(|c| limited_memory(&c, ghbench_olap::environment::memory_bytes())),
+            RunsIn::Worker { .. } => crate::worker::memory_limit().and_then(|c| limited_memory(&c, ghbench_engine::query::memory_bytes())),
             RunsIn::ThisProcess => None,
         };
         match limited {

@@ -132,6 +132,11 @@ impl EnginePlugin for Polars {
     async fn backend(&self, config: &EngineConfig, table: &TableName) -> anyhow::Result<Box<dyn Backend>> {
         Ok(Box::new(backend::PolarsBackend::open(&data_dir(config), table)?))
     }
+
+    /// Its query workers (see [`worker::limit_memory`]).
+    fn limit_memory(&self, bytes: Option<u64>) -> Result<(), String> {
+        worker::limit_memory(bytes).map_err(|e| format!("polars' workers: {e}"))
+    }
 }
 
 /// The engine configured for a run: its data folder.

@@ -104,7 +104,7 @@ impl Layout {
     /// error here means a binary built from a broken file.
     pub fn declared() -> Result<&'static Layout, String> {
         static DECLARED: LazyLock<Result<Layout, String>> = LazyLock::new(|| {
-            let catalog = ghbench_olap::catalog::compiled_in()?;
+            let catalog = ghbench_engine::query::compiled_in()?;
             let file = catalog.file(LAYOUT_FILE).ok_or_else(|| format!("the query catalog has no {LAYOUT_FILE}"))?;
             Layout::parse(&file.text).map_err(|e| format!("{LAYOUT_FILE}: {e}"))
         });

@@ -10,11 +10,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use ghbench_core::ServerInfo;
-use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::lock::{Lost, TableLock};
-use ghbench_ingest::digest::{HashingWriter, WrittenDigest};
-use ghbench_ingest::sink::{check_stored, EngineSink, HourRecord, SinkError, StoredCheck, StoredHour};
-use ghbench_ingest::space::{Free, Room};
+use ghbench_engine::load::digest::{HashingWriter, WrittenDigest};
+use ghbench_engine::load::lock::{Lost, TableLock};
+use ghbench_engine::load::{check_stored, EngineBatch, EngineSink, Free, HourRecord, Room, SinkError, StoredCheck, StoredHour};
 use polars::prelude::*;
 
 use crate::schema::{Columns, Layout};

@@ -19,7 +19,7 @@ use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 
 use ghbench_core::{Hour, TableName};
-use ghbench_ingest::sink::HourRecord;
+use ghbench_engine::load::HourRecord;
 use serde::{Deserialize, Serialize};
 
 const DATA: &str = ".parquet";
@@ -272,12 +272,12 @@ impl TableDir {
             return damage(format!("is {size} bytes where its ledger entry recorded {expected}"));
         }
         let Some(recorded) = entry.parquet_digest.as_deref().filter(|_| check == Check::Checksum) else { return Ok(None) };
-        let (_, digest) = ghbench_ingest::digest::of_file(&path).map_err(|e| annotate(e, "reading", &path))?;
+        let (_, digest) = ghbench_engine::load::digest::of_file(&path).map_err(|e| annotate(e, "reading", &path))?;
         if digest != recorded {
             return damage(format!(
                 "has another checksum ({}) than its ledger entry recorded ({})",
-                ghbench_ingest::digest::short(&digest),
-                ghbench_ingest::digest::short(recorded)
+                ghbench_engine::load::digest::short(&digest),
+                ghbench_engine::load::digest::short(recorded)
             ));
         }
         Ok(None)

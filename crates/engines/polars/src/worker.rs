@@ -17,11 +17,11 @@ use std::sync::{Arc, OnceLock};
 
 use ghbench_core::stop::Cancel;
 use ghbench_core::TableName;
-use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::rows::Row;
+use ghbench_engine::query::QueryFile;
+use ghbench_engine::rows::Row;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+use ghbench_engine::cgroup::{CgroupError, MemoryCgroup};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Set (to anything), polars' queries run in ghbench's own process, as

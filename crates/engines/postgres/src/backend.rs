@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared};
-use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::ledger::Ledger;
-use ghbench_olap::record::{IndexBuild, IndexSize, Plan, Storage};
-use ghbench_olap::rows::{Cell, Row};
+use ghbench_engine::ledger::Ledger;
+use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile, EXACT_COUNT_MAX_BYTES};
+use ghbench_engine::record::{IndexBuild, IndexSize, Plan, Storage};
+use ghbench_engine::rows::{Cell, Row};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::ledger::PgLedger;
@@ -20,7 +19,6 @@ use crate::session::Session;
 use crate::setup::JsonbSetup;
 use crate::sql;
 
-use ghbench_olap::backend::EXACT_COUNT_MAX_BYTES;
 /// The plan as the query ran (`--analyze-plans`): it runs the query.
 const EXPLAIN_ANALYZE: &str = "EXPLAIN (ANALYZE, BUFFERS)";
 /// The planner's plan, without running the query.
@@ -296,12 +294,12 @@ impl Backend for PostgresBackend {
         explain(&self.client, &query.for_table(&self.table), measured).await
     }
 
-    fn lost_connection(&self, error: &anyhow::Error) -> bool {
-        crate::error::lost_connection_in(error)
-    }
-
     fn server_url(&self) -> Option<&str> {
         Some(&self.url)
+    }
+
+    fn server_address(&self) -> Option<String> {
+        crate::address(&self.url)
     }
 
     async fn reconnect(&self) -> BackendResult<Box<dyn Backend>> {

@@ -4,17 +4,18 @@
 //! backend of every engine on PostgreSQL use it.
 //!
 //! Keyed by `(engine, tbl, hour)`, so engines sharing one server (the `jsonb`
-//! and, to come, the normalized layouts) never take each other's hours.
+//! layout in each of its setups, and the normalized engine's tables) never
+//! take each other's hours.
 
 use std::collections::{BTreeMap, HashSet};
 
 use ghbench_core::{Engine, TableName};
-use ghbench_ingest::sink::{HourRecord, StoredHour};
+use ghbench_engine::load::{HourRecord, StoredHour};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, Error};
 
 use anyhow::Context as _;
-use ghbench_olap::ledger::{Entry, Ledger};
+use ghbench_engine::ledger::{Entry, Ledger};
 
 /// The ledger table.
 pub const LEDGER: &str = "ghbench_ledger";

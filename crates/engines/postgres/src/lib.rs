@@ -10,8 +10,9 @@
 //! - [`setup`]: the paper's setup and the others written down under
 //!   `queries/` (`postgres-tuned`), each an engine of its own.
 //!
-//! Other engines on PostgreSQL (the normalized engine, to come) reuse
-//! [`connect`], [`ledger`] and [`sql`].
+//! Other engines on PostgreSQL (the normalized engine,
+//! `crates/engines/normalized`) reuse [`connect`], [`session`], [`ledger`],
+//! [`lock`] and [`sql`].
 
 pub mod backend;
 pub mod connect;
@@ -46,6 +47,17 @@ pub const URL: EngineOption = EngineOption {
     secret: true,
 };
 
+/// Where PostgreSQL listens when a URL names no port.
+pub const DEFAULT_PORT: u16 = 5432;
+
+/// The `host:port` of the PostgreSQL server at `url` ([`DEFAULT_PORT`] when
+/// it names none): for every engine on PostgreSQL, what `servers.json` is
+/// matched against (see `Loader::address`). None for libpq's `key=value`
+/// form, several hosts or a Unix socket.
+pub fn address(url: &str) -> Option<String> {
+    ghbench_core::place::address_of(url, &["postgres", "postgresql"], DEFAULT_PORT)
+}
+
 /// jsonb's largest value (`JENTRY_OFFLENMASK`, 2^28 - 1 bytes).
 const JSONB_MAX_BYTES: usize = (1 << 28) - 1;
 
@@ -77,7 +89,7 @@ pub fn plugin() -> Arc<dyn EnginePlugin> {
 /// engine of its own. The files are compiled in: a setup that does not read is
 /// a build that must not ship (the catalog's tests read every one).
 pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
-    let catalog = ghbench_olap::catalog::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
+    let catalog = ghbench_engine::query::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
     let setup = JsonbSetup::from_catalog(catalog, engine).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
     Arc::new(AtUrl(Postgres { setup: Box::leak(Box::new(setup)) }))
 }
@@ -90,6 +102,10 @@ impl UrlEngine for Postgres {
 
     fn url_option(&self) -> &'static EngineOption {
         &URL
+    }
+
+    fn address(&self, url: &str) -> Option<String> {
+        address(url)
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {

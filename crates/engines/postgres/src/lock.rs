@@ -2,8 +2,8 @@
 //! own. It goes away with the session, so a killed run never leaves it behind.
 
 use ghbench_core::{Engine, TableName};
-use ghbench_ingest::sink::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
-use ghbench_ingest::sink::SinkError;
+use ghbench_engine::load::lock::{set, Lost, TableLock, KEEP_EVERY, LOCK_WAIT};
+use ghbench_engine::load::SinkError;
 use tokio_postgres::Client;
 
 use crate::error::{to_sink_error, OrSink};

@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use ghbench_core::stop::{Cancel, Running};
 use ghbench_core::{ConnectError, EngineSpec};
-use ghbench_olap::backend::{BackendResult, QueryTimedOut};
-use ghbench_olap::rows::Row;
+use ghbench_engine::query::{BackendResult, QueryTimedOut};
+use ghbench_engine::rows::Row;
+use ghbench_engine::EngineError;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::Client;
 
 use crate::connect::{connect_cancellable, Canceller};
+use crate::error::engine_error;
 
 pub struct Session {
     client: Client,
@@ -53,13 +55,14 @@ impl Session {
     }
 
     /// Sets the session's `statement_timeout` to the limit (0: none), if it
-    /// is not what the server has: from a query's `prepare`, not timed.
-    pub async fn apply_limit(&self) -> Result<(), tokio_postgres::Error> {
+    /// is not what the server has: from a query's `prepare`, not timed. Its
+    /// error is typed: a lost connection found here is reconnected.
+    pub async fn apply_limit(&self) -> Result<(), EngineError> {
         if *lock(&self.applied) == self.limit {
             return Ok(());
         }
         let millis = self.limit.map_or(0, |l| l.as_millis().max(1));
-        self.client.batch_execute(&format!("SET statement_timeout = {millis}")).await?;
+        self.client.batch_execute(&format!("SET statement_timeout = {millis}")).await.map_err(engine_error)?;
         *lock(&self.applied) = self.limit;
         Ok(())
     }
@@ -96,9 +99,11 @@ impl Session {
     /// `--query-timeout` when the limit stopped it: SQLSTATE 57014 (query
     /// canceled) once the limit had passed. The code is the same for a cancel
     /// request, whose message differs only in words a server may translate
-    /// (`lc_messages`); a cancel before the limit is not the limit's.
+    /// (`lc_messages`); a cancel before the limit is not the limit's. The
+    /// driver's error is typed either way ([`engine_error`]).
     pub fn cut_or(&self, error: tokio_postgres::Error, ran: Duration) -> anyhow::Error {
         let canceled = error.as_db_error().is_some_and(|db| db.code() == &SqlState::QUERY_CANCELED);
+        let error = engine_error(error);
         match self.limit {
             Some(limit) if canceled && ran >= limit => QueryTimedOut::wrap(limit, error),
             _ => error.into(),

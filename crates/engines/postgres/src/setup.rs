@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use anyhow::{bail, Context as _};
 use ghbench_core::{EngineSpec, Setup, TableName};
-use ghbench_olap::catalog::Catalog;
+use ghbench_engine::query::Catalog;
 
 use crate::SPEC;
 
@@ -29,7 +29,7 @@ pub struct JsonbSetup {
 
 /// The paper's setup: the `postgres` engine.
 pub static PAPER: LazyLock<JsonbSetup> = LazyLock::new(|| {
-    let setup = ghbench_olap::catalog::embedded_setup(SPEC.engine.name());
+    let setup = ghbench_engine::query::embedded_setup(SPEC.engine.name());
     JsonbSetup { spec: SPEC.clone(), setup, table_ddl: None }
 });
 
@@ -70,7 +70,7 @@ impl JsonbSetup {
     /// transaction.
     pub fn create_sql(&self, table: &TableName) -> String {
         match &self.table_ddl {
-            Some(ddl) => ddl.replace(ghbench_olap::catalog::TABLE_PLACEHOLDER, table.as_str()),
+            Some(ddl) => ddl.replace(ghbench_engine::query::TABLE_PLACEHOLDER, table.as_str()),
             None => format!("CREATE TABLE IF NOT EXISTS {table} (data jsonb);"),
         }
     }

@@ -15,11 +15,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::{BufMut, BytesMut};
 use ghbench_core::{ServerInfo, TableName};
-use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::{check_counts, check_estimate, check_stored, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock, Upkeep};
+use ghbench_engine::load::{
+    check_counts, check_estimate, check_stored, Besides, EngineBatch, EngineSink, Free, HourRecord, Room, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock, Upkeep,
+};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use ghbench_ingest::space::{Besides, Free, Room};
 use tokio_postgres::Client;
 
 use crate::error::OrSink;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures_util::future::BoxFuture;
-use ghbench_core::{ConnectError, Engine, EngineSpec, ServerInfo, TableName};
+use ghbench_core::{ConnectError, Engine, EngineError, EngineSpec, ServerInfo, TableName};
 
 pub use lock::{LockWatch, TableLock};
 
@@ -156,14 +156,12 @@ pub struct Upkeep {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SinkError {
-    /// The engine refused or failed, in its own words (the whole cause chain).
-    #[error("{message}")]
-    Engine {
-        message: String,
-        /// The connection or the server failed rather than the data: the same
-        /// work may succeed on a new connection a moment later.
-        transient: bool,
-    },
+    /// The engine refused or failed, in its own words (the whole cause
+    /// chain), and what that means: whether the connection or the server
+    /// failed rather than the data, so the same work may succeed on a new
+    /// connection a moment later (see [`ghbench_core::FailureKind`]).
+    #[error(transparent)]
+    Engine(#[from] EngineError),
     #[error("{0}")]
     Connect(#[from] ConnectError),
     /// The server did not answer one step in time.
@@ -201,7 +199,7 @@ impl SinkError {
     /// blip, a server that stalled).
     pub fn is_transient(&self) -> bool {
         match self {
-            SinkError::Engine { transient, .. } => *transient,
+            SinkError::Engine(e) => e.is_transient(),
             SinkError::Connect(_) | SinkError::Timeout { .. } => true,
             SinkError::Locked(_) | SinkError::NoSpace(_) | SinkError::Other(_) => false,
         }
@@ -235,6 +233,16 @@ pub trait Loader: Send + Sync {
 
     /// Where the engine is, password hidden, for messages.
     fn location(&self) -> String;
+
+    /// The `host:port` its server listens on (the engine's own default port
+    /// when its URL names none), as `servers.json` lists the servers `just
+    /// setup` started: how ghbench finds the engine's server there, to
+    /// restart it for a cold run or under a memory limit, and its data folder
+    /// for the free-space check of a load. None: no single TCP server (an
+    /// engine without one, a Unix socket, several hosts).
+    fn address(&self) -> Option<String> {
+        None
+    }
 
     /// A new connection for loading `table`.
     async fn connect(&self, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError>;
@@ -625,5 +633,17 @@ mod tests {
         let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
         assert!(matches!(SinkError::from_io(&denied), SinkError::Other(_)));
         assert!(!SinkError::from_io(&full).is_transient(), "not retried");
+    }
+
+    #[test]
+    fn an_engine_failure_is_retried_when_its_kind_says_a_retry_may_mend_it() {
+        use ghbench_core::FailureKind;
+        let failed = |kind| SinkError::from(EngineError::new(kind, "PostgreSQL: the server said so"));
+        assert!(failed(FailureKind::LostConnection).is_transient());
+        assert!(failed(FailureKind::Transient).is_transient());
+        assert!(!failed(FailureKind::Permanent).is_transient());
+        // Said in the engine's words, nothing added.
+        assert_eq!(failed(FailureKind::Permanent).to_string(), "PostgreSQL: the server said so");
+        assert_eq!(failed(FailureKind::Permanent).detail(), "PostgreSQL: the server said so");
     }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ghbench_core::Engine;
+use ghbench_core::{Engine, EngineError};
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::backend::{Backend, Prepared};
@@ -117,7 +117,7 @@ pub async fn run(
             }
             Err(e) => {
                 let said = format!("{e:#}");
-                (Outcome::Failed(said.clone()), client.lost_connection(&e).then_some(said))
+                (Outcome::Failed(said.clone()), EngineError::lost_connection_in(&e).then_some(said))
             }
         };
         errors_in_a_row = if matches!(outcome, Outcome::Failed(_)) { errors_in_a_row + 1 } else { 0 };
