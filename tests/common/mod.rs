@@ -4,9 +4,12 @@
 
 pub mod faulty_http;
 pub mod throwaway_mongo;
-// Shared with the postgres engine's own tests, which cannot link this crate (polars).
-#[path = "../../crates/engines/postgres/tests/common/throwaway_pg.rs"]
-pub mod throwaway_pg;
+/// Shared with the postgres engine's own tests, through the kit.
+pub mod throwaway_pg {
+    #[allow(unused_imports)] // each test file uses part of it
+    pub use ghbench_testkit::host::{free_port, is_root};
+    pub use ghbench_testkit::throwaway_pg::*;
+}
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
