@@ -6,14 +6,11 @@
 //! reports; a rerun reuses the loaded hours and `--scale` fits the growth;
 //! a server ghbench does not manage is labelled as not truly cold.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::throwaway_pg::free_port;
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
@@ -43,10 +40,8 @@ impl OwnSetup {
             return None;
         }
         // Under /tmp: user postgres must be able to enter it when we are root.
-        // One folder per setup: the tests of this file run at once, in one process.
-        static SETUPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let nth = SETUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let home = std::env::temp_dir().join(format!("ghbench-bench-{}-{nth}", std::process::id()));
+        // One folder per setup: the tests run at once, in one process.
+        let home = own_temp_dir("bench");
         let _ = std::fs::remove_dir_all(&home);
         let (pg_port, mongo_port) = (free_port(), free_port());
         let mut command = Command::new("bash");
@@ -254,10 +249,6 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(label.contains("not a true cold run"), "{cold}");
     // No server was restarted: the label must not say one was.
     assert!(label.starts_with("true cold where polars started afresh (no server)") && !label.contains("restarted or"), "{label}");
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
 }
 
 /// For the tests of memory limits, which need root (else skipped, said):

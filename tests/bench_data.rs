@@ -5,14 +5,12 @@
 //! the PostgreSQL `just setup` started (and one of the test's own, restarted
 //! mid-load), with polars beside it; small data.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::throwaway_pg::ThrowawayPg;
-use common::*;
+use ghbench_testkit::throwaway_pg::ThrowawayPg;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// One test's folders, its bench tables' stem and the runs it makes.

@@ -6,18 +6,17 @@
 //! while the rest of the record stands; a server that stops answering (frozen)
 //! is abandoned after the grace and not waited on again.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::*;
+use crate::util::{ghbench_on_servers, ingest, load_postgres_and_polars, throwaway_with_real_hour, LoadedThrowaway};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::Catalog;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// The phases of `engine` in the record, by client count.

@@ -3,15 +3,12 @@
 //! commands beside PostgreSQL, and its answer to Query A is verified against
 //! PostgreSQL's. Nothing outside the registry names it.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineConfig, EngineSpec, ServerInfo, TableName};
 use ghbench_engine::{EnginePlugin, EngineSink, Loader};
 use ghbench_ingest::decode::EngineBatch;
@@ -22,6 +19,7 @@ use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
+use ghbench_testkit::*;
 use serde_json::Value;
 
 static SPEC: EngineSpec = EngineSpec {

@@ -2,12 +2,11 @@
 //! and generated hours with injected defects loaded by `ghbench ingest` into both
 //! real servers with exactly the counts the manifest records.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 fn gen(args: &[&str]) -> Output {

@@ -1,11 +1,10 @@
 //! kill -9 in the middle of a run, then a rerun: exact counts in both engines.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 
 #[tokio::test]
 async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {

@@ -1,11 +1,10 @@
 //! Bad input never stops the run and never silently loses data: each defect's
 //! policy, with counts checked against what the test itself put in the files.
 
-mod common;
-
 use std::io::Read;
 
-use common::*;
+use crate::util::{ingest, ingest_report};
+use ghbench_testkit::*;
 use mongodb::bson::doc;
 
 #[tokio::test]

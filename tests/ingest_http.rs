@@ -1,9 +1,8 @@
 //! The real hour through the HTTP path, served from a folder by a local server.
 
-mod common;
-
-use common::*;
+use crate::util::{ingest, ingest_report};
 use ghbench_ingest::serve::StaticServer;
+use ghbench_testkit::*;
 
 #[tokio::test]
 async fn loads_the_real_hour_over_http_exactly_once_and_reports_missing_hours() {

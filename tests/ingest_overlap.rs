@@ -2,12 +2,11 @@
 //! each engine, the first finishes exact; a holder killed with -9 leaves no
 //! lock behind that blocks the next run.
 
-mod common;
-
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 use mongodb::bson::{doc, oid::ObjectId, DateTime, Document};
 
 fn ingest_command(table: &str, work: &std::path::Path, dir: &std::path::Path, hours: u32, extra: &[&str]) -> Command {

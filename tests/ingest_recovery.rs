@@ -3,10 +3,9 @@
 //! an hour of 0 events. After each, a plain rerun leaves both engines holding
 //! exactly the valid events of every hour, with ledgers that agree.
 
-mod common;
-
-use common::faulty_http::{Reply, ScriptedHttp};
-use common::*;
+use crate::util::{ingest_any, ingest_report};
+use ghbench_testkit::faulty_http::{Reply, ScriptedHttp};
+use ghbench_testkit::*;
 
 const LINES: usize = 300;
 

@@ -5,16 +5,14 @@
 //! killed ghbench's query ends on the server too; an abandoned client's query
 //! is cancelled.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// Query A, corrected, made to take ten minutes on PostgreSQL (the rest of

@@ -4,17 +4,16 @@
 //! either way of loading; a load killed with SIGKILL and run again leaves
 //! exact row counts in every derived table, with hours loading side by side.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
 use ghbench_normalize::Schema;
+use ghbench_testkit::*;
 
-use common::ghbench_on_servers as ghbench;
+use crate::util::ghbench_on_servers as ghbench;
 
 /// Rows per path of every derived table of `table`, as the database holds them.
 async fn derived_counts(table: &str) -> BTreeMap<String, u64> {

@@ -5,13 +5,11 @@
 //! query work on polars alone; a load killed with SIGKILL leaves no partial
 //! hour, and the rerun stores every hour once.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// Runs ghbench with `env` (the servers' URLs, or ones nothing answers at).

@@ -4,12 +4,10 @@
 //! (the real hour on the PostgreSQL `just setup` started, and polars), then
 //! changed as a second run would differ.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::{json, Value};
 
 fn ghbench(args: &[&str]) -> (bool, String) {
@@ -18,7 +16,7 @@ fn ghbench(args: &[&str]) -> (bool, String) {
     (out.status.success(), said)
 }
 
-use common::newest_file as newest;
+use ghbench_testkit::newest_file as newest;
 
 fn save(path: &Path, record: &Value) -> String {
     std::fs::write(path, serde_json::to_string_pretty(record).unwrap()).unwrap();

@@ -5,15 +5,11 @@
 //! damaged copy of its file reported once the good file is back, then
 //! repaired by `--reload`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
-
-const HOUR: &str = "2015-01-01T00";
 
 /// A folder with the real hour in it (a link: the data is never copied).
 fn source_with_real_hour(work: &Path, real: &Path) -> PathBuf {
@@ -418,24 +414,9 @@ async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
     let (plugin, config) = servers().engines().remove(0);
     let hour: ghbench_core::Hour = HOUR.parse().unwrap();
     let options = |drop: bool| ghbench_ingest::IngestOptions {
-        hours: ghbench_core::HourRange::new(hour, hour).unwrap(),
-        source: ghbench_ingest::Source::Dir(source.clone()),
-        engines: vec![plugin.loader(&config)],
-        policy: ghbench::registry::builtin().policy(),
-        table: table.parse().unwrap(),
-        concurrency: 1,
-        retries: 0,
-        timeout: std::time::Duration::from_secs(60),
-        force: false,
-        server_folders: Vec::new(),
-        check_stored: false,
-        whole_table_timeout: None,
-        accept_damaged: false,
-        quarantine_dir: work.path().join("quarantine"),
         drop,
-        dry_run: false,
-        reload: Default::default(),
         reload_changed: true,
+        ..ingest_options(hour, source.clone(), vec![plugin.loader(&config)], ghbench::registry::builtin().policy(), table.parse().unwrap(), work.path().join("quarantine"))
     };
     let run = |drop| async move { ghbench_ingest::ingest(options(drop), std::sync::Arc::new(ghbench_ingest::Quiet)).await.unwrap() };
     let first = run(true).await;

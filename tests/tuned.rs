@@ -5,12 +5,10 @@
 //! scan (its EXPLAIN read); and the paper's plans are the same before and
 //! after the tuned setups are loaded and indexed beside them.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::ghbench_on_servers as ghbench;
-use common::*;
+use crate::util::ghbench_on_servers as ghbench;
+use ghbench_testkit::*;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 

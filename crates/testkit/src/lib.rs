@@ -31,7 +31,7 @@ pub use data::{data_dir, gzip_lines, lines_of, real_hour, real_lines, repo, writ
 pub use groups::{alone_with_servers, disturbs_servers, shared_servers, ServersGuard};
 pub use host::{free_port, is_root, own_temp_dir};
 #[cfg(feature = "olap")]
-pub use olap_fixture::{postgres_and_polars, LoadedTable};
+pub use olap_fixture::{ingest_options, postgres_and_polars, LoadedTable};
 pub use process::{output_within, text, wait_within};
 pub use results::{bench_record, copy_dir, newest_file, newest_record};
 #[cfg(feature = "servers")]

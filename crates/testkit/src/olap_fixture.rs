@@ -2,16 +2,45 @@
 //! servers by the ingest library, dropped again at the end (also when the
 //! test panics); and query backends on what a test loaded.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use ghbench_core::{Hour, HourRange, TableName};
 use ghbench_ingest::clean::Policy;
+use ghbench_ingest::sink::Loader;
 use ghbench_ingest::{ingest, IngestOptions, Quiet, Source};
 use mongodb::bson::doc;
 
 use crate::data::{data_dir, HOUR, HOUR_EVENTS};
 use crate::servers::{servers, Servers};
+
+/// The ingest library's options for what a plain `ghbench ingest` of
+/// `hour` from the folder `source` into `table` on `engines` does: one hour
+/// at a time, no retry, a minute for any step. A test says what it is about
+/// with `IngestOptions { drop: true, ..ingest_options(…) }`.
+pub fn ingest_options(hour: Hour, source: PathBuf, engines: Vec<Arc<dyn Loader>>, policy: Policy, table: TableName, quarantine_dir: PathBuf) -> IngestOptions {
+    IngestOptions {
+        hours: HourRange::new(hour, hour).unwrap(),
+        source: Source::Dir(source),
+        engines,
+        policy,
+        table,
+        concurrency: 1,
+        retries: 0,
+        timeout: Duration::from_secs(60),
+        force: false,
+        server_folders: Vec::new(),
+        check_stored: false,
+        whole_table_timeout: None,
+        accept_damaged: false,
+        quarantine_dir,
+        drop: false,
+        dry_run: false,
+        reload: Default::default(),
+        reload_changed: false,
+    }
+}
 
 /// `t_olap_<test>_<pid>`: never a name anyone else uses.
 pub fn table_name(test: &str) -> TableName {
@@ -30,28 +59,10 @@ impl LoadedTable {
     /// `ghbench` package can name).
     pub async fn load(test: &str, policy: Policy) -> LoadedTable {
         let fixture = LoadedTable::empty(test);
-        let hour: Hour = HOUR.parse().unwrap();
         let quarantine = tempfile::tempdir().unwrap();
-        let options = IngestOptions {
-            hours: HourRange::new(hour, hour).unwrap(),
-            source: Source::Dir(data_dir()),
-            engines: fixture.servers.loaders(),
-            policy,
-            table: fixture.table.clone(),
-            concurrency: 1,
-            retries: 0,
-            timeout: std::time::Duration::from_secs(60),
-            force: false,
-            server_folders: Vec::new(),
-            check_stored: false,
-            whole_table_timeout: None,
-            accept_damaged: false,
-            quarantine_dir: quarantine.path().to_path_buf(),
-            drop: true,
-            dry_run: false,
-            reload: Default::default(),
-            reload_changed: false,
-        };
+        let loaders = fixture.servers.loaders();
+        let options = ingest_options(HOUR.parse().unwrap(), data_dir(), loaders, policy, fixture.table.clone(), quarantine.path().to_path_buf());
+        let options = IngestOptions { drop: true, ..options };
         let summary = ingest(options, Arc::new(Quiet)).await.expect("ingest");
         assert_eq!(summary.totals.engines.len(), 2, "both engines loaded");
         for (engine, totals) in &summary.totals.engines {
