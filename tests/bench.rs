@@ -105,6 +105,7 @@ fn of<'a>(list: &'a Value, engine: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some(setup) = OwnSetup::start() else { return };
     let work = tempfile::tempdir().unwrap();
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
@@ -269,6 +270,7 @@ fn limited_setup(option: &str) -> Option<(OwnSetup, tempfile::TempDir)> {
 /// servers run as setup left them.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     // Its memory settings scaled to the limit, as a user's setup would be.
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
@@ -369,6 +371,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
 /// a lost connection retried; the bench exits 1 and the servers go back.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     // Query A builds an array of 60 million numbers (about 500 MB) in one
@@ -403,6 +406,7 @@ async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() 
 /// the line where its data stops fitting; the servers as setup left them after.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--regime") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();

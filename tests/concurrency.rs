@@ -88,6 +88,7 @@ fn query(args: &[&str], output: &Path) -> Command {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_clients_on_every_engine_record_counts_percentiles_and_what_each_answer_was_checked_against() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("conc_all");
     drop_all(&table).await;
@@ -157,6 +158,7 @@ async fn two_clients_on_every_engine_record_counts_percentiles_and_what_each_ans
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_answer_under_load_is_caught_and_said_like_a_mismatch() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

@@ -228,6 +228,7 @@ fn ghbench(registry: &ghbench_engine::Registry, args: &[&str]) -> ExitCode {
 
 #[test]
 fn an_engine_without_server_or_indexes_runs_through_ingest_index_and_query() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let memory = Memory::default();
     let registry = ghbench::registry::builtin().with(Arc::new(memory.clone()));

@@ -8,6 +8,7 @@ use ghbench_testkit::*;
 
 #[tokio::test]
 async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let per_hour = real_lines(&real).len() as u64;
     let hours = 6;

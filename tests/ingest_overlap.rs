@@ -46,6 +46,7 @@ fn refused(out: &Output, engine: &str) {
 
 #[tokio::test]
 async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_nothing() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let per_hour = real_lines(&real).len() as u64;
     let work = tempfile::tempdir().unwrap();
@@ -88,6 +89,7 @@ async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_no
 /// dead one. Seen from its own namespace, the same lease of a gone process is.
 #[tokio::test]
 async fn a_lease_held_in_another_container_of_the_same_host_name_is_not_taken_over() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");

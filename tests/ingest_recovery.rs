@@ -15,6 +15,7 @@ fn hour_bytes(lines: &[Vec<u8>]) -> Vec<u8> {
 
 #[tokio::test]
 async fn damaged_downloads_are_retried_until_whole() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let body = hour_bytes(&real_lines(&real));
     let keep = body.len() / 2;
@@ -45,6 +46,7 @@ async fn damaged_downloads_are_retried_until_whole() {
 
 #[tokio::test]
 async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let body = hour_bytes(&real_lines(&real));
     let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -106,6 +108,7 @@ async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
 
 #[tokio::test]
 async fn an_hour_of_no_events_keeps_both_ledgers_in_step() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let work = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use ghbench_olap::record::{QueryRecord, VerificationStatus};
 use ghbench_olap::rows::{Cell, Row};
 use ghbench_olap::runner::{check_data, create_indexes, describe_engine, run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
-use ghbench_testkit::{real_hour, LoadedTable};
+use ghbench_testkit::{real_hour, shared_servers, LoadedTable};
 use mongodb::bson::doc;
 use serde_json::Value;
 
@@ -121,6 +121,7 @@ fn status_of(records: &[QueryRecord]) -> Vec<(String, VerificationStatus)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corrected_queries_give_the_exact_answers_on_both_engines() {
+    let _servers = shared_servers();
     let Some(path) = real_hour() else { return };
     let expected = expected_answers(&events(&path));
     assert!(expected["D"].len() > 10, "the real hour has IssueCommentEvents with more than two comments");
@@ -152,6 +153,7 @@ async fn corrected_queries_give_the_exact_answers_on_both_engines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn published_variants_agree_across_engines() {
+    let _servers = shared_servers();
     let Some(path) = real_hour() else { return };
     let expected = expected_answers(&events(&path));
     let fixture = LoadedTable::load("published", policy()).await;
@@ -169,6 +171,7 @@ async fn published_variants_agree_across_engines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verification_fails_when_one_engine_has_an_extra_row() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

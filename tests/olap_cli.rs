@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, ExitStatus, Output};
 
-use ghbench_testkit::{copy_dir, data_dir, free_port, is_root, newest_file, pg, real_hour, real_lines, write_hour, LoadedTable, HOUR, HOUR_EVENTS};
+use ghbench_testkit::{alone_with_servers, copy_dir, data_dir, disturbs_servers, free_port, is_root, newest_file, pg, real_hour, real_lines, shared_servers, write_hour, LoadedTable, HOUR, HOUR_EVENTS};
 use serde_json::Value;
 
 /// `ghbench <args> --table <the fixture's>` against the fixture's servers.
@@ -59,6 +59,7 @@ fn json(path: &Path) -> Value {
 
 #[test]
 fn ingest_index_query_report_in_one_go() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -188,6 +189,7 @@ const OTHER_HOUR_EVENTS: usize = 300;
 
 #[test]
 fn engines_holding_different_hours_are_named_as_the_cause() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let fixture = LoadedTable::empty("differ");
     let tmp = tempfile::tempdir().unwrap();
@@ -258,6 +260,7 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
 /// view says the wall time, and its rate comes from it.
 #[test]
 fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() {
+    let _servers = shared_servers();
     let fixture = LoadedTable::empty("wall");
     let work = tempfile::tempdir().unwrap();
     let (source, results, report_path) = (work.path().join("gen"), work.path().join("results"), work.path().join("ingest.json"));
@@ -315,6 +318,7 @@ fn postgres_with_a_query_of_its_own(name: &str, query: &str, sql: &str) -> (Load
 /// progress, for the plan as it ran.
 #[test]
 fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -359,6 +363,7 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
 /// server's own counters cannot tell the two apart.
 #[test]
 fn the_kernel_counts_what_a_query_read_from_storage() {
+    let _servers = alone_with_servers(); // any other test's reads would count in the server's
     use std::os::unix::fs::PermissionsExt;
     if real_hour().is_none() {
         return;
@@ -399,6 +404,7 @@ fn the_kernel_counts_what_a_query_read_from_storage() {
 /// credits each kept query to the run that timed it; not once the data changed.
 #[test]
 fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -551,6 +557,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
 /// (restart) mean what they say on `query` as on `bench`.
 #[test]
 fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_line_names_the_files() {
+    let _servers = disturbs_servers(); // --cold drops the OS page cache
     if real_hour().is_none() {
         return;
     }

@@ -62,6 +62,7 @@ async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
 
 #[tokio::test]
 async fn a_failed_mongo_query_ends_without_a_panic() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

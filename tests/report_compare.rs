@@ -40,6 +40,7 @@ fn line<'a>(said: &'a str, q: &str, variant: &str, engine: &str) -> &'a str {
 
 #[tokio::test]
 async fn every_query_variant_and_engine_of_both_runs_is_listed_with_a_verdict() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("compare");
     drop_table(&table).await;

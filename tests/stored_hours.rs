@@ -115,6 +115,7 @@ fn a_damaged_polars_file_is_named_by_query_and_reloaded_by_a_rerun() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -170,6 +171,7 @@ async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
 /// An hour the source no longer has keeps its stored copy.
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_of_several_hours_removes_them_in_one_pass_without_a_time_limit() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -236,6 +238,7 @@ async fn settled_stat(table: &str, column: &str) -> i64 {
 /// table. `--check-stored` counts it all.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -260,6 +263,7 @@ async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -304,6 +308,7 @@ async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -349,6 +354,7 @@ async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_refused() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -404,6 +410,7 @@ fn digest_of(path: &Path) -> (u64, String) {
 /// damaged copy is reloaded from the good file the source holds now.
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("hours");

@@ -70,12 +70,6 @@ pub struct ServersGuard {
     _here: PhantomData<*const ()>,
 }
 
-impl std::fmt::Debug for ServersGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ServersGuard")
-    }
-}
-
 impl Drop for ServersGuard {
     fn drop(&mut self) {
         HOLDS_A_GUARD.set(false);
@@ -169,6 +163,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{mpsc, Arc};
+    use std::thread::JoinHandle;
     use std::time::Duration;
 
     /// A gate of the test's own: the tests of this module run at once.
@@ -176,103 +171,107 @@ mod tests {
         Box::leak(Box::new(Gate::new()))
     }
 
-    /// Takes a guard of `group` on a thread of its own and holds it until
-    /// told to let go; `entered` is set once it holds it.
-    fn hold(gate: &'static Gate, group: Group) -> (Arc<AtomicBool>, mpsc::Sender<()>, std::thread::JoinHandle<()>) {
-        let entered = Arc::new(AtomicBool::new(false));
-        let (release, released) = mpsc::channel::<()>();
-        let flag = entered.clone();
-        let thread = std::thread::spawn(move || {
-            let _guard = gate.enter(group);
-            flag.store(true, Ordering::SeqCst);
-            let _ = released.recv();
-        });
-        (entered, release, thread)
+    /// A test on a thread of its own that takes a guard of a group and holds
+    /// it until released.
+    struct Held {
+        entered: Arc<AtomicBool>,
+        release: mpsc::Sender<()>,
+        thread: JoinHandle<()>,
     }
 
-    fn soon(flag: &AtomicBool) -> bool {
-        for _ in 0..200 {
-            if flag.load(Ordering::SeqCst) {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+    impl Held {
+        fn start(gate: &'static Gate, group: Group) -> Held {
+            let entered = Arc::new(AtomicBool::new(false));
+            let (release, released) = mpsc::channel::<()>();
+            let flag = entered.clone();
+            let thread = std::thread::spawn(move || {
+                let _guard = gate.enter(group);
+                flag.store(true, Ordering::SeqCst);
+                let _ = released.recv();
+            });
+            Held { entered, release, thread }
         }
-        false
-    }
 
-    fn not_yet(flag: &AtomicBool) -> bool {
-        std::thread::sleep(Duration::from_millis(200));
-        !flag.load(Ordering::SeqCst)
+        /// It holds its guard within two seconds.
+        fn runs(&self) -> bool {
+            (0..200).any(|_| {
+                std::thread::sleep(Duration::from_millis(10));
+                self.entered.load(Ordering::SeqCst)
+            })
+        }
+
+        /// It still waits a moment later.
+        fn waits(&self) -> bool {
+            std::thread::sleep(Duration::from_millis(200));
+            !self.entered.load(Ordering::SeqCst)
+        }
+
+        fn end(self) {
+            self.release.send(()).unwrap();
+            self.thread.join().unwrap();
+        }
     }
 
     #[test]
     fn tests_of_one_group_run_together_and_never_beside_another_group() {
         let gate = gate();
-        let (first, release_first, first_thread) = hold(gate, Group::Shared);
-        let (second, release_second, second_thread) = hold(gate, Group::Shared);
-        assert!(soon(&first) && soon(&second), "two shared tests at once");
-        let (disturbing, release_disturbing, disturbing_thread) = hold(gate, Group::Disturbing);
-        assert!(not_yet(&disturbing), "a disturbing test waits for the shared ones");
-        release_first.send(()).unwrap();
-        first_thread.join().unwrap();
-        assert!(not_yet(&disturbing), "one shared test still runs");
-        release_second.send(()).unwrap();
-        second_thread.join().unwrap();
-        assert!(soon(&disturbing));
-        release_disturbing.send(()).unwrap();
-        disturbing_thread.join().unwrap();
+        let (first, second) = (Held::start(gate, Group::Shared), Held::start(gate, Group::Shared));
+        assert!(first.runs() && second.runs(), "two shared tests at once");
+        let disturbing = Held::start(gate, Group::Disturbing);
+        assert!(disturbing.waits(), "a disturbing test waits for the shared ones");
+        first.end();
+        assert!(disturbing.waits(), "one shared test still runs");
+        second.end();
+        assert!(disturbing.runs());
+        disturbing.end();
     }
 
     #[test]
     fn a_waiting_group_goes_before_tests_that_asked_after_it() {
         let gate = gate();
-        let (shared, release_shared, shared_thread) = hold(gate, Group::Shared);
-        assert!(soon(&shared));
-        let (disturbing, release_disturbing, disturbing_thread) = hold(gate, Group::Disturbing);
-        assert!(not_yet(&disturbing));
-        // Would fit beside the running shared test, but the disturbing one asked first.
-        let (later, release_later, later_thread) = hold(gate, Group::Shared);
-        assert!(not_yet(&later), "no group waits for ever");
-        release_shared.send(()).unwrap();
-        shared_thread.join().unwrap();
-        assert!(soon(&disturbing) && not_yet(&later));
-        release_disturbing.send(()).unwrap();
-        disturbing_thread.join().unwrap();
-        assert!(soon(&later));
-        release_later.send(()).unwrap();
-        later_thread.join().unwrap();
+        let shared = Held::start(gate, Group::Shared);
+        assert!(shared.runs());
+        let disturbing = Held::start(gate, Group::Disturbing);
+        assert!(disturbing.waits());
+        // It would fit beside the shared test running, but the disturbing one asked first.
+        let later = Held::start(gate, Group::Shared);
+        assert!(later.waits(), "no group waits for ever");
+        shared.end();
+        assert!(disturbing.runs() && later.waits());
+        disturbing.end();
+        assert!(later.runs());
+        later.end();
+    }
+
+    /// `body` panics on a thread of its own (a failing test): whatever guard
+    /// it held is released, so a test alone comes in next.
+    fn panics_and_lets_go(gate: &'static Gate, body: impl FnOnce(&'static Gate) + Send + 'static) {
+        assert!(std::thread::spawn(move || body(gate)).join().is_err());
+        let next = Held::start(gate, Group::Alone);
+        assert!(next.runs(), "the guard was released by the panic");
+        next.end();
     }
 
     #[test]
     fn a_test_alone_runs_beside_none_and_a_panic_lets_the_next_in() {
         let gate = gate();
-        let alone = std::thread::spawn(move || {
+        panics_and_lets_go(gate, |gate| {
             let _guard = gate.enter(Group::Alone);
             panic!("the test failed");
         });
-        assert!(alone.join().is_err());
-        let (first, release_first, first_thread) = hold(gate, Group::Alone);
-        assert!(soon(&first), "the panicking test's guard was released");
-        let (second, release_second, second_thread) = hold(gate, Group::Alone);
-        assert!(not_yet(&second), "two tests alone are never together");
-        release_first.send(()).unwrap();
-        first_thread.join().unwrap();
-        assert!(soon(&second));
-        release_second.send(()).unwrap();
-        second_thread.join().unwrap();
+        let (first, second) = (Held::start(gate, Group::Alone), Held::start(gate, Group::Alone));
+        assert!(first.runs() != second.runs(), "two tests alone are never together");
+        let (first, second) = if first.entered.load(Ordering::SeqCst) { (first, second) } else { (second, first) };
+        first.end();
+        assert!(second.runs());
+        second.end();
     }
 
     #[test]
     fn a_second_guard_in_one_test_panics_rather_than_waits_on_itself() {
-        let gate = gate();
-        let nested = std::thread::spawn(move || {
+        panics_and_lets_go(gate(), |gate| {
             let _first = gate.enter(Group::Shared);
             let _second = gate.enter(Group::Shared);
         });
-        assert!(nested.join().is_err());
-        let (next, release, thread) = hold(gate, Group::Alone);
-        assert!(soon(&next), "the first guard was released by the panic");
-        release.send(()).unwrap();
-        thread.join().unwrap();
     }
 }
