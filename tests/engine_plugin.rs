@@ -223,7 +223,23 @@ fn catalog_with_memory_engine(dir: &std::path::Path) {
 fn ghbench(registry: &ghbench_engine::Registry, args: &[&str]) -> ExitCode {
     let mut all = vec!["ghbench"];
     all.extend(args);
-    ghbench::cli::run(registry.clone(), all)
+    let status = ghbench::cli::run(registry.clone(), all);
+    give_back_signals();
+    status
+}
+
+/// ghbench's command line catches Ctrl-C and SIGTERM (to cancel its server
+/// work) for the whole process and for good: tokio never gives a signal
+/// back. Run here, in the one test binary every test shares, it would leave
+/// the binary deaf to them once this test ran (Ctrl-C on `cargo test` would
+/// leave it running): they go back to ending the process. (A later run here
+/// finds tokio's handler registered and does not install it again.)
+fn give_back_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: signal(2) with SIG_DFL installs no handler and touches no
+        // memory of this process; nothing here relies on catching them.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
 }
 
 #[test]
