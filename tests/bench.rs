@@ -6,14 +6,11 @@
 //! reports; a rerun reuses the loaded hours and `--scale` fits the growth;
 //! a server ghbench does not manage is labelled as not truly cold.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::throwaway_pg::free_port;
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
@@ -43,10 +40,8 @@ impl OwnSetup {
             return None;
         }
         // Under /tmp: user postgres must be able to enter it when we are root.
-        // One folder per setup: the tests of this file run at once, in one process.
-        static SETUPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let nth = SETUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let home = std::env::temp_dir().join(format!("ghbench-bench-{}-{nth}", std::process::id()));
+        // One folder per setup: the tests run at once, in one process.
+        let home = own_temp_dir("bench");
         let _ = std::fs::remove_dir_all(&home);
         let (pg_port, mongo_port) = (free_port(), free_port());
         let mut command = Command::new("bash");
@@ -110,6 +105,7 @@ fn of<'a>(list: &'a Value, engine: &str) -> &'a Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some(setup) = OwnSetup::start() else { return };
     let work = tempfile::tempdir().unwrap();
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
@@ -256,10 +252,6 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(label.starts_with("true cold where polars started afresh (no server)") && !label.contains("restarted or"), "{label}");
 }
 
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
 /// For the tests of memory limits, which need root (else skipped, said):
 /// servers of the test's own whose memory settings follow a limit, as a
 /// user's setup would, and a work folder.
@@ -278,6 +270,7 @@ fn limited_setup(option: &str) -> Option<(OwnSetup, tempfile::TempDir)> {
 /// servers run as setup left them.
 #[tokio::test(flavor = "multi_thread")]
 async fn under_memory_the_servers_run_inside_the_limit_and_the_record_says_so() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     // Its memory settings scaled to the limit, as a user's setup would be.
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
@@ -378,6 +371,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
 /// a lost connection retried; the bench exits 1 and the servers go back.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     // Query A builds an array of 60 million numbers (about 500 MB) in one
@@ -412,6 +406,7 @@ async fn a_query_killed_for_memory_under_the_limit_is_recorded_as_an_oom_kill() 
 /// the line where its data stops fitting; the servers as setup left them after.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--regime") else { return };
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();

@@ -5,14 +5,12 @@
 //! the PostgreSQL `just setup` started (and one of the test's own, restarted
 //! mid-load), with polars beside it; small data.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::throwaway_pg::ThrowawayPg;
-use common::*;
+use ghbench_testkit::throwaway_pg::ThrowawayPg;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// One test's folders, its bench tables' stem and the runs it makes.
@@ -87,6 +85,7 @@ fn source_with(dir: &Path, lines: &[Vec<u8>]) -> String {
 
 #[test]
 fn another_source_or_first_hour_never_reuses_a_table() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let mut bench = Bench::new("bench_ident");
@@ -119,6 +118,7 @@ fn another_source_or_first_hour_never_reuses_a_table() {
 
 #[test]
 fn a_damaged_generated_hour_is_made_again_before_it_is_reused() {
+    let _servers = shared_servers();
     let mut bench = Bench::new("bench_regen");
     let gen = ["--gen", "1", "--events-per-hour", "400"];
     let (_, first, ..) = bench.run(&gen);
@@ -135,6 +135,7 @@ fn a_damaged_generated_hour_is_made_again_before_it_is_reused() {
 
 #[test]
 fn damaged_source_hours_and_quarantined_lines_are_in_every_report() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let mut bench = Bench::new("bench_damage");
@@ -259,6 +260,7 @@ async fn a_load_that_outlived_a_restart_says_its_time_includes_retries() {
 
 #[test]
 fn a_data_set_whose_name_leaves_no_room_for_index_names_is_named_by_digest() {
+    let _servers = shared_servers();
     let mut bench = Bench::new("bench_long");
     // The largest seed: its data's tag would take PostgreSQL's index names
     // past 63 bytes, and the indexes could not be built.
@@ -283,6 +285,7 @@ fn a_data_set_whose_name_leaves_no_room_for_index_names_is_named_by_digest() {
 
 #[test]
 fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
+    let _servers = shared_servers();
     let mut bench = Bench::new("bench_badindex");
     // The repository's catalog, with an index PostgreSQL refuses to build.
     let catalog = bench.path("catalog");
@@ -304,6 +307,7 @@ fn a_failed_index_build_fails_the_bench_and_is_said_in_every_report() {
 
 #[test]
 fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
+    let _servers = shared_servers();
     let mut bench = Bench::new("bench_defects");
     // `ghbench gen --defects` into the folder the bench keeps its hours of
     // this seed and size in: the same seed and events, other data.
@@ -324,6 +328,7 @@ fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
 
 #[test]
 fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
+    let _servers = shared_servers();
     let work = tempfile::tempdir().unwrap();
     let data = work.path().join("data");
     let base = "t".repeat(40);
@@ -344,6 +349,7 @@ fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
 /// `--resume` keeps that size and measures the second.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
+    let _servers = shared_servers();
     let bench = Bench::new("bench_killed");
     let catalog = bench.path("queries");
     copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);

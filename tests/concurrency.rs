@@ -6,18 +6,17 @@
 //! while the rest of the record stands; a server that stops answering (frozen)
 //! is abandoned after the grace and not waited on again.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::*;
+use crate::util::{ghbench_on_servers, ingest, load_postgres_and_polars, throwaway_with_real_hour, LoadedThrowaway};
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::Catalog;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// The phases of `engine` in the record, by client count.
@@ -89,6 +88,7 @@ fn query(args: &[&str], output: &Path) -> Command {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn two_clients_on_every_engine_record_counts_percentiles_and_what_each_answer_was_checked_against() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("conc_all");
     drop_all(&table).await;
@@ -158,6 +158,7 @@ async fn two_clients_on_every_engine_record_counts_percentiles_and_what_each_ans
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_wrong_answer_under_load_is_caught_and_said_like_a_mismatch() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

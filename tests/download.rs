@@ -1,11 +1,9 @@
 //! `ghbench download` mirrors over HTTP: complete files only, 404s recorded, reruns skip.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
 use ghbench_ingest::serve::StaticServer;
+use ghbench_testkit::*;
 
 fn download(url: &str, out: &std::path::Path) -> std::process::Output {
     let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))

@@ -3,15 +3,12 @@
 //! commands beside PostgreSQL, and its answer to Query A is verified against
 //! PostgreSQL's. Nothing outside the registry names it.
 
-mod common;
-
 use std::collections::{BTreeMap, HashSet};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use common::*;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineConfig, EngineSpec, ServerInfo, TableName};
 use ghbench_engine::{EnginePlugin, EngineSink, Loader};
 use ghbench_ingest::decode::EngineBatch;
@@ -22,6 +19,7 @@ use ghbench_olap::catalog::QueryFile;
 use ghbench_olap::ledger::Ledger;
 use ghbench_olap::record::{Plan, Storage};
 use ghbench_olap::rows::{Cell, Row};
+use ghbench_testkit::*;
 use serde_json::Value;
 
 static SPEC: EngineSpec = EngineSpec {
@@ -225,11 +223,28 @@ fn catalog_with_memory_engine(dir: &std::path::Path) {
 fn ghbench(registry: &ghbench_engine::Registry, args: &[&str]) -> ExitCode {
     let mut all = vec!["ghbench"];
     all.extend(args);
-    ghbench::cli::run(registry.clone(), all)
+    let status = ghbench::cli::run(registry.clone(), all);
+    give_back_signals();
+    status
+}
+
+/// ghbench's command line catches Ctrl-C and SIGTERM (to cancel its server
+/// work) for the whole process and for good: tokio never gives a signal
+/// back. Run here, in the one test binary every test shares, it would leave
+/// the binary deaf to them once this test ran (Ctrl-C on `cargo test` would
+/// leave it running): they go back to ending the process. (A later run here
+/// finds tokio's handler registered and does not install it again.)
+fn give_back_signals() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: signal(2) with SIG_DFL installs no handler and touches no
+        // memory of this process; nothing here relies on catching them.
+        unsafe { libc::signal(signal, libc::SIG_DFL) };
+    }
 }
 
 #[test]
 fn an_engine_without_server_or_indexes_runs_through_ingest_index_and_query() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let memory = Memory::default();
     let registry = ghbench::registry::builtin().with(Arc::new(memory.clone()));

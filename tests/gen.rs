@@ -2,12 +2,11 @@
 //! and generated hours with injected defects loaded by `ghbench ingest` into both
 //! real servers with exactly the counts the manifest records.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 fn gen(args: &[&str]) -> Output {
@@ -69,6 +68,7 @@ fn calibrate_writes_a_profile_that_gen_uses() {
 
 #[tokio::test]
 async fn generated_hours_with_defects_load_exactly_as_the_manifest_says() {
+    let _servers = shared_servers();
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");
     let dir_s = dir.to_str().unwrap();

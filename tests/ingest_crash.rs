@@ -1,14 +1,14 @@
 //! kill -9 in the middle of a run, then a rerun: exact counts in both engines.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 
 #[tokio::test]
 async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let per_hour = real_lines(&real).len() as u64;
     let hours = 6;

@@ -1,15 +1,15 @@
 //! Bad input never stops the run and never silently loses data: each defect's
 //! policy, with counts checked against what the test itself put in the files.
 
-mod common;
-
 use std::io::Read;
 
-use common::*;
+use crate::util::{ingest, ingest_report};
+use ghbench_testkit::*;
 use mongodb::bson::doc;
 
 #[tokio::test]
 async fn defective_lines_are_quarantined_or_sanitized_and_the_rest_loads() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let mut hour: Vec<Vec<u8>> = lines[..300].to_vec();
@@ -63,6 +63,7 @@ async fn defective_lines_are_quarantined_or_sanitized_and_the_rest_loads() {
 
 #[tokio::test]
 async fn truncated_and_empty_files_load_what_they_hold() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let work = tempfile::tempdir().unwrap();
@@ -103,6 +104,7 @@ async fn truncated_and_empty_files_load_what_they_hold() {
 
 #[tokio::test]
 async fn numbers_bson_cannot_hold_and_deep_documents_are_refused_alike_by_both_engines() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let mut hour: Vec<Vec<u8>> = real_lines(&real)[..50].to_vec();
     let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
@@ -146,6 +148,7 @@ async fn numbers_bson_cannot_hold_and_deep_documents_are_refused_alike_by_both_e
 
 #[tokio::test]
 async fn bad_arguments_are_refused_before_anything_is_loaded() {
+    let _servers = shared_servers();
     let work = tempfile::tempdir().unwrap();
     let empty = work.path().to_str().unwrap();
     // ghbench's own bookkeeping and the server's catalogs are not data tables.
@@ -204,6 +207,7 @@ async fn bad_arguments_are_refused_before_anything_is_loaded() {
 
 #[tokio::test]
 async fn the_report_goes_into_a_folder_made_for_it() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");
@@ -227,6 +231,7 @@ async fn the_report_goes_into_a_folder_made_for_it() {
 /// not a bare "permission denied" (`doctor`, which makes nothing, cannot tell).
 #[tokio::test]
 async fn a_role_without_the_right_to_create_is_told_what_to_grant() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let role = format!("ghbench_norights_{}", std::process::id());
     let url = pg_url().replacen("://ghbench@", &format!("://{role}@"), 1);

@@ -1,12 +1,12 @@
 //! The real hour through the HTTP path, served from a folder by a local server.
 
-mod common;
-
-use common::*;
+use crate::util::{ingest, ingest_report};
 use ghbench_ingest::serve::StaticServer;
+use ghbench_testkit::*;
 
 #[tokio::test]
 async fn loads_the_real_hour_over_http_exactly_once_and_reports_missing_hours() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let expected = real_lines(&real).len() as u64;
     assert_eq!(expected, 7702, "the shared real hour");
@@ -45,6 +45,7 @@ async fn loads_the_real_hour_over_http_exactly_once_and_reports_missing_hours() 
 
 #[tokio::test]
 async fn fails_with_a_clear_message_when_nothing_can_be_loaded() {
+    let _servers = shared_servers();
     let work = tempfile::tempdir().unwrap();
     let table = table("nothing");
     let out = ingest(&table, work.path(), &["--source", work.path().to_str().unwrap(), "--from", "2015-01-01T00"]);

@@ -2,15 +2,13 @@
 //! own: a restart in the middle of a run, a server frozen mid-run, and a
 //! listener that accepts connections but never answers.
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::faulty_http::SilentListener;
-use common::throwaway_mongo::ThrowawayMongo;
-use common::throwaway_pg::{rows, ThrowawayPg};
-use common::*;
+use ghbench_testkit::faulty_http::SilentListener;
+use ghbench_testkit::throwaway_mongo::ThrowawayMongo;
+use ghbench_testkit::throwaway_pg::{rows, ThrowawayPg};
+use ghbench_testkit::*;
 
 const HOURS: u64 = 8;
 
@@ -222,7 +220,7 @@ impl SmallDisk {
     /// A tmpfs of `megabytes` owned by user postgres; None (said) where
     /// this process may not mount (not root).
     fn mount(name: &str, megabytes: u32) -> Option<SmallDisk> {
-        let dir = std::env::temp_dir().join(format!("ghbench-{name}-{}", std::process::id()));
+        let dir = own_temp_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
         let size = format!("size={megabytes}m,mode=0700");
         let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", &size, "tmpfs"]).arg(&dir).status().is_ok_and(|s| s.success());
@@ -233,7 +231,7 @@ impl SmallDisk {
         }
         let disk = SmallDisk { dir };
         let owned = Command::new("chown").args(["postgres:postgres"]).arg(&disk.dir).status().is_ok_and(|s| s.success());
-        assert!(owned || !throwaway_pg::is_root(), "chown of {}", disk.dir.display());
+        assert!(owned || !is_root(), "chown of {}", disk.dir.display());
         Some(disk)
     }
 }

@@ -2,12 +2,11 @@
 //! each engine, the first finishes exact; a holder killed with -9 leaves no
 //! lock behind that blocks the next run.
 
-mod common;
-
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
+use ghbench_testkit::*;
 use mongodb::bson::{doc, oid::ObjectId, DateTime, Document};
 
 fn ingest_command(table: &str, work: &std::path::Path, dir: &std::path::Path, hours: u32, extra: &[&str]) -> Command {
@@ -47,6 +46,7 @@ fn refused(out: &Output, engine: &str) {
 
 #[tokio::test]
 async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_nothing() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let per_hour = real_lines(&real).len() as u64;
     let work = tempfile::tempdir().unwrap();
@@ -89,6 +89,7 @@ async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_no
 /// dead one. Seen from its own namespace, the same lease of a gone process is.
 #[tokio::test]
 async fn a_lease_held_in_another_container_of_the_same_host_name_is_not_taken_over() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let dir = work.path().join("hours");

@@ -3,10 +3,9 @@
 //! an hour of 0 events. After each, a plain rerun leaves both engines holding
 //! exactly the valid events of every hour, with ledgers that agree.
 
-mod common;
-
-use common::faulty_http::{Reply, ScriptedHttp};
-use common::*;
+use crate::util::{ingest_any, ingest_report};
+use ghbench_testkit::faulty_http::{Reply, ScriptedHttp};
+use ghbench_testkit::*;
 
 const LINES: usize = 300;
 
@@ -16,6 +15,7 @@ fn hour_bytes(lines: &[Vec<u8>]) -> Vec<u8> {
 
 #[tokio::test]
 async fn damaged_downloads_are_retried_until_whole() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let body = hour_bytes(&real_lines(&real));
     let keep = body.len() / 2;
@@ -46,6 +46,7 @@ async fn damaged_downloads_are_retried_until_whole() {
 
 #[tokio::test]
 async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let body = hour_bytes(&real_lines(&real));
     let broken = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -107,6 +108,7 @@ async fn damage_that_persists_fails_the_hour_and_a_rerun_loads_it() {
 
 #[tokio::test]
 async fn an_hour_of_no_events_keeps_both_ledgers_in_step() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let lines = real_lines(&real);
     let work = tempfile::tempdir().unwrap();

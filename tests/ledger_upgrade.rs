@@ -3,12 +3,10 @@
 //! and a second engine in the same server would get keys of its own. On a
 //! PostgreSQL cluster of the test's own, so the shared ledger is untouched.
 
-mod common;
-
 use std::process::Command;
 
-use common::throwaway_pg::ThrowawayPg;
-use common::*;
+use ghbench_testkit::throwaway_pg::ThrowawayPg;
+use ghbench_testkit::*;
 
 /// The ledger as ghbench 52f25de and earlier created it.
 const OLD_LEDGER: &str = "CREATE TABLE ghbench_ledger (

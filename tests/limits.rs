@@ -5,16 +5,14 @@
 //! killed ghbench's query ends on the server too; an abandoned client's query
 //! is cancelled.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
 use ghbench_olap::concurrency::{resolve_mix, run_concurrency, ConcurrencyOptions};
 use ghbench_olap::runner::{run_queries_keeping_answers, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// Query A, corrected, made to take ten minutes on PostgreSQL (the rest of
@@ -147,6 +145,7 @@ fn signal(child: &Child, signal: i32) {
 /// limits off, and the record shows them as the sessions had them.
 #[tokio::test]
 async fn a_role_s_own_time_limits_do_not_cut_a_run() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -209,6 +208,7 @@ async fn a_role_s_own_time_limits_do_not_cut_a_run() {
 /// exit status says the results are not all there.
 #[test]
 fn a_query_past_query_timeout_is_cut_recorded_and_said_on_every_engine() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -245,6 +245,7 @@ fn a_query_past_query_timeout_is_cut_recorded_and_said_on_every_engine() {
 /// request, says so, and exits 130; the server runs nothing of it after.
 #[tokio::test]
 async fn ctrl_c_during_a_long_query_cancels_it_on_the_server_and_exits_130() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -265,6 +266,7 @@ async fn ctrl_c_during_a_long_query_cancels_it_on_the_server_and_exits_130() {
 /// to check the connection during long queries.
 #[tokio::test]
 async fn a_killed_ghbench_s_query_ends_on_the_server() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -281,6 +283,7 @@ async fn a_killed_ghbench_s_query_ends_on_the_server() {
 /// cancelled on the server rather than left waiting there.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_abandoned_client_s_query_is_cancelled_on_the_server() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

@@ -4,17 +4,16 @@
 //! either way of loading; a load killed with SIGKILL and run again leaves
 //! exact row counts in every derived table, with hours loading side by side.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::util::ingest_report;
 use ghbench_normalize::Schema;
+use ghbench_testkit::*;
 
-use common::ghbench_on_servers as ghbench;
+use crate::util::ghbench_on_servers as ghbench;
 
 /// Rows per path of every derived table of `table`, as the database holds them.
 async fn derived_counts(table: &str) -> BTreeMap<String, u64> {
@@ -45,6 +44,7 @@ fn expected_counts(real: &Path, hours: u64) -> BTreeMap<String, u64> {
 
 #[tokio::test]
 async fn the_real_hour_gives_the_same_answers_and_comes_back_document_by_document() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let shared = real.parent().unwrap().to_str().unwrap().to_string();
     let table = table("norm_real");
@@ -107,6 +107,7 @@ async fn the_real_hour_gives_the_same_answers_and_comes_back_document_by_documen
 
 #[tokio::test]
 async fn a_killed_normalized_load_leaves_exact_rows_after_the_rerun() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let hours = 6u64;
     let work = tempfile::tempdir().unwrap();
@@ -212,6 +213,7 @@ fn lines_of(events: &[serde_json::Value]) -> Vec<Vec<u8>> {
 
 #[tokio::test]
 async fn a_path_no_document_has_reads_as_null_and_its_index_is_skipped() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("norm_unseen");
     drop_all(&table).await;
@@ -232,6 +234,7 @@ async fn a_path_no_document_has_reads_as_null_and_its_index_is_skipped() {
 
 #[tokio::test]
 async fn an_object_with_more_keys_than_columns_is_quarantined_for_every_engine() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("norm_wide");
     drop_all(&table).await;
@@ -260,6 +263,7 @@ async fn an_object_with_more_keys_than_columns_is_quarantined_for_every_engine()
 
 #[tokio::test]
 async fn values_of_other_types_are_read_as_jsonb_reads_them() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("norm_types");
     drop_all(&table).await;
@@ -297,6 +301,7 @@ async fn values_of_other_types_are_read_as_jsonb_reads_them() {
 /// copy proves nothing about what ghbench sent: the encoding is checked too.
 #[tokio::test]
 async fn an_object_with_a_key_twice_is_quarantined_for_every_engine_and_never_sent() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("norm_dupkey");
     drop_all(&table).await;

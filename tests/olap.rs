@@ -3,19 +3,16 @@
 //! agreement of the published queries, and verification catching a perturbed
 //! engine.
 
-#[path = "common/olap_fixture.rs"]
-mod fixture;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use fixture::{real_hour, LoadedTable};
 use ghbench_core::Engine;
 use ghbench_olap::record::{QueryRecord, VerificationStatus};
 use ghbench_olap::rows::{Cell, Row};
 use ghbench_olap::runner::{check_data, create_indexes, describe_engine, run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::{Backend, Catalog};
+use ghbench_testkit::{real_hour, shared_servers, LoadedTable};
 use mongodb::bson::doc;
 use serde_json::Value;
 
@@ -105,6 +102,11 @@ fn options(variant: &str, queries: &[&str]) -> QueryOptions {
     }
 }
 
+/// The cleaning policy `ghbench ingest` loads with: every registered engine's.
+fn policy() -> ghbench_ingest::clean::Policy {
+    ghbench::registry::builtin().policy()
+}
+
 async fn backends(fixture: &LoadedTable) -> Vec<Box<dyn Backend>> {
     let mut backends = Vec::new();
     for (plugin, config) in fixture.servers.engines() {
@@ -119,10 +121,11 @@ fn status_of(records: &[QueryRecord]) -> Vec<(String, VerificationStatus)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn corrected_queries_give_the_exact_answers_on_both_engines() {
+    let _servers = shared_servers();
     let Some(path) = real_hour() else { return };
     let expected = expected_answers(&events(&path));
     assert!(expected["D"].len() > 10, "the real hour has IssueCommentEvents with more than two comments");
-    let fixture = LoadedTable::load("exact").await;
+    let fixture = LoadedTable::load("exact", policy()).await;
     let catalog = Catalog::embedded().unwrap();
     let mut backends = backends(&fixture).await;
     for backend in &backends {
@@ -150,9 +153,10 @@ async fn corrected_queries_give_the_exact_answers_on_both_engines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn published_variants_agree_across_engines() {
+    let _servers = shared_servers();
     let Some(path) = real_hour() else { return };
     let expected = expected_answers(&events(&path));
-    let fixture = LoadedTable::load("published").await;
+    let fixture = LoadedTable::load("published", policy()).await;
     let catalog = Catalog::embedded().unwrap();
     let (records, _) = run_queries(&mut backends(&fixture).await, &catalog, &options("published", &[]), &Silent, &ClearCaches).await.unwrap();
     let agree = ["A", "B", "C", "D"].map(|q| (q.to_string(), VerificationStatus::Agree));
@@ -167,10 +171,11 @@ async fn published_variants_agree_across_engines() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn verification_fails_when_one_engine_has_an_extra_row() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
-    let fixture = LoadedTable::load("perturbed").await;
+    let fixture = LoadedTable::load("perturbed", policy()).await;
     let db = fixture.servers.mongo().await.unwrap();
     let extra = doc! {"_id": "perturbed", "type": "IssuesEvent", "payload": {"action": "opened"}, "repo": {"name": "zz-only-in/mongo"}};
     db.collection(fixture.table.as_str()).insert_one(extra).await.unwrap();

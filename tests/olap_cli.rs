@@ -1,14 +1,10 @@
 //! `ghbench ingest → index → query → report` as a person runs them, against the
 //! real servers and the real hour, in a table of the test's own.
 
-mod common;
-#[path = "common/olap_fixture.rs"]
-mod fixture;
-
 use std::path::Path;
 use std::process::{Command, ExitStatus, Output};
 
-use fixture::{data_dir, real_hour, LoadedTable, HOUR, HOUR_EVENTS};
+use ghbench_testkit::{alone_with_servers, copy_dir, data_dir, disturbs_servers, free_port, is_root, newest_file, pg, real_hour, real_lines, shared_servers, write_hour, LoadedTable, HOUR, HOUR_EVENTS};
 use serde_json::Value;
 
 /// `ghbench <args> --table <the fixture's>` against the fixture's servers.
@@ -63,6 +59,7 @@ fn json(path: &Path) -> Value {
 
 #[test]
 fn ingest_index_query_report_in_one_go() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -192,6 +189,7 @@ const OTHER_HOUR_EVENTS: usize = 300;
 
 #[test]
 fn engines_holding_different_hours_are_named_as_the_cause() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let fixture = LoadedTable::empty("differ");
     let tmp = tempfile::tempdir().unwrap();
@@ -201,8 +199,8 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
     // the real hour's first lines, in the same table.
     let other = tmp.path().join("other");
     std::fs::create_dir(&other).unwrap();
-    let lines = common::real_lines(&real);
-    common::write_hour(&other, "2015-01-01-1.json.gz", &lines[..OTHER_HOUR_EVENTS]);
+    let lines = real_lines(&real);
+    write_hour(&other, "2015-01-01-1.json.gz", &lines[..OTHER_HOUR_EVENTS]);
     let real_dir = data_dir().display().to_string();
     for (engine, source, hour) in [("postgres", real_dir.as_str(), HOUR), ("mongo", other.to_str().unwrap(), "2015-01-01T01")] {
         let ingest = ["ingest", "--engines", engine, "--source", source, "--from", hour, "--quarantine-dir", quarantine];
@@ -262,6 +260,7 @@ fn engines_holding_different_hours_are_named_as_the_cause() {
 /// view says the wall time, and its rate comes from it.
 #[test]
 fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() {
+    let _servers = shared_servers();
     let fixture = LoadedTable::empty("wall");
     let work = tempfile::tempdir().unwrap();
     let (source, results, report_path) = (work.path().join("gen"), work.path().join("results"), work.path().join("ingest.json"));
@@ -284,7 +283,7 @@ fn the_load_time_is_the_wall_time_of_hours_loading_side_by_side_not_their_sum() 
     assert!((rate - 32_000.0 / loading).abs() < 1.0, "{rate} events/s over {loading} s");
     let query = ghbench(&fixture, &["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres", "--output", results.to_str().unwrap()]);
     assert!(query.status.success());
-    let record = json(&common::newest_file(&results, "olap"));
+    let record = json(&newest_file(&results, "olap"));
     let data = &record["context"]["engines"][0]["data"];
     let (wall, upkeep) = (data["wall_seconds"].as_f64().expect("the wall time"), data["upkeep_seconds"].as_f64().unwrap_or(0.0));
     let summed = data["load_seconds"].as_f64().unwrap() - upkeep;
@@ -308,7 +307,7 @@ fn postgres_with_a_query_of_its_own(name: &str, query: &str, sql: &str) -> (Load
     let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--quarantine-dir", quarantine.to_str().unwrap()]);
     assert!(ingest.status.success());
     let catalog = work.path().join("queries");
-    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
     std::fs::write(catalog.join(format!("postgres/corrected/{query}.sql")), sql).unwrap();
     (fixture, work, catalog)
 }
@@ -319,6 +318,7 @@ fn postgres_with_a_query_of_its_own(name: &str, query: &str, sql: &str) -> (Load
 /// progress, for the plan as it ran.
 #[test]
 fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -327,10 +327,10 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     let runs = || -> i64 {
         tokio::runtime::Runtime::new().unwrap().block_on(async {
             let sql = format!("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM {table}_runs");
-            common::pg().await.query_one(&sql, &[]).await.unwrap().get(0)
+            pg().await.query_one(&sql, &[]).await.unwrap().get(0)
         })
     };
-    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("CREATE SEQUENCE {table}_runs")).await.unwrap() });
+    tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(&format!("CREATE SEQUENCE {table}_runs")).await.unwrap() });
     let results = work.path().join("results");
     let query = |extra: &[&str]| {
         let mut args = vec!["query", "A", "--variant", "corrected", "--engines", "postgres", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
@@ -341,7 +341,7 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     let out = query(&["--repeat", "3"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(runs(), 3, "three runs, and none for the plan");
-    let plan = &json(&common::newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
+    let plan = &json(&newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
     assert_eq!(plan["command"], "EXPLAIN (FORMAT JSON)", "{plan}");
     assert!(plan["json"].is_array() && plan["error"].is_null(), "{plan}");
 
@@ -351,9 +351,9 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     assert_eq!(runs(), 3 + 2 + 1, "two runs and one for the measured plan");
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("A corrected on postgres: measured plan (one more run, --analyze-plans)"), "{said}");
-    let plan = &json(&common::newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
+    let plan = &json(&newest_file(&results, "olap"))["queries"][0]["engines"][0]["plan"];
     assert_eq!(plan["command"], "EXPLAIN (ANALYZE, BUFFERS)", "{plan}");
-    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&format!("DROP SEQUENCE {table}_runs")).await.unwrap() });
+    tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(&format!("DROP SEQUENCE {table}_runs")).await.unwrap() });
 }
 
 /// What a query read from storage, as the kernel counted it for the
@@ -363,6 +363,7 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
 /// server's own counters cannot tell the two apart.
 #[test]
 fn the_kernel_counts_what_a_query_read_from_storage() {
+    let _servers = alone_with_servers(); // any other test's reads would count in the server's
     use std::os::unix::fs::PermissionsExt;
     if real_hour().is_none() {
         return;
@@ -386,7 +387,7 @@ fn the_kernel_counts_what_a_query_read_from_storage() {
     let args = ["query", "A", "--variant", "corrected", "--engines", "postgres", "--repeat", "2", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
     let out = ghbench(&fixture, &args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let record = json(&common::newest_file(&results, "olap"));
+    let record = json(&newest_file(&results, "olap"));
     let kernel = &record["queries"][0]["engines"][0]["read"]["kernel"];
     assert!(kernel["unavailable"].is_null(), "{kernel}");
     assert!(kernel["processes"].as_str().unwrap().starts_with("postgres (pid "), "{kernel}");
@@ -403,6 +404,7 @@ fn the_kernel_counts_what_a_query_read_from_storage() {
 /// credits each kept query to the run that timed it; not once the data changed.
 #[test]
 fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }
@@ -414,7 +416,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let table = fixture.table.as_str().to_string();
     let delay = |which: &str, seconds: i32| {
         let sql = format!("DROP TABLE IF EXISTS {table}_delay_{which}; CREATE TABLE {table}_delay_{which} AS SELECT {seconds} AS seconds");
-        tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&sql).await.unwrap() });
+        tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(&sql).await.unwrap() });
     };
     delay("b", 600);
     delay("c", 600);
@@ -423,7 +425,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let rt = tokio::runtime::Runtime::new().unwrap();
     // The marker goes in as a parameter: in the text, this very query would match it.
     let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $2 || '%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
-    let watcher = rt.block_on(common::pg());
+    let watcher = rt.block_on(pg());
     let sleeping = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
     // Runs ghbench with `args` and sends it `signal` once a query sleeps; its
     // sleeping query is ended. What it said on standard error.
@@ -440,7 +442,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
         let _ = child.wait();
         let left = sleeping(&table);
         rt.block_on(async {
-            let pg = common::pg().await;
+            let pg = pg().await;
             for pid in left {
                 let _ = pg.execute("SELECT pg_terminate_backend($1)", &[&pid]).await;
             }
@@ -449,7 +451,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     };
     stopped_while_sleeping(&args, libc::SIGKILL);
 
-    let record = json(&common::newest_file(&results, "olap"));
+    let record = json(&newest_file(&results, "olap"));
     assert_eq!(record["finished"], false, "marked unfinished");
     let queries = record["queries"].as_array().unwrap();
     assert_eq!(queries.len(), 1, "A, finished before the kill, and nothing of B: {queries:?}");
@@ -458,14 +460,14 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     // What A read, from the server's counters around its run: at least the
     // whole table once (it has no index here), read or found in the buffers.
     let read = &queries[0]["engines"][0]["read"];
-    let relpages: i32 = rt.block_on(async { common::pg().await.query_one("SELECT relpages FROM pg_class WHERE oid = to_regclass($1)", &[&table]).await.unwrap().get(0) });
+    let relpages: i32 = rt.block_on(async { pg().await.query_one("SELECT relpages FROM pg_class WHERE oid = to_regclass($1)", &[&table]).await.unwrap().get(0) });
     let counted = |name: &str| read["counters"][name].as_u64().unwrap_or_else(|| panic!("{name} in {read}"));
     assert_eq!(read["runs"], 1, "{read}");
     assert!(relpages > 0 && counted("heap_blks_read") + counted("heap_blks_hit") >= relpages as u64, "{relpages} pages, {read}");
     let leftovers: Vec<_> = std::fs::read_dir(&results).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).filter(|n| n.ends_with(".writing")).collect();
     assert!(leftovers.is_empty() || leftovers.len() == 1, "at most the one being written when killed: {leftovers:?}");
     // The report reads it and says so.
-    let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(common::newest_file(&results, "olap")).output().unwrap();
+    let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(newest_file(&results, "olap")).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&shown.stdout), String::from_utf8_lossy(&shown.stderr));
     assert!(said.contains("UNFINISHED: the run stopped after 1 query run(s)"), "{said}");
     assert_eq!(shown.status.code(), Some(1), "a partial record, said by the exit status as its run's would have");
@@ -486,7 +488,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     // The same command with --resume goes on in place, A kept as timed then;
     // stopped again by Ctrl-C, during C, it leaves A and B, and its last
     // lines say where, to go on without guessing.
-    let unfinished = common::newest_file(&results, "olap");
+    let unfinished = newest_file(&results, "olap");
     let copy = work.path().join("unfinished-copy.json");
     std::fs::copy(&unfinished, &copy).unwrap();
     delay("b", 0);
@@ -544,7 +546,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     assert!(said.contains("cannot resume the run of") && said.contains("postgres's data: 1 hours, 7702 events"), "{said}");
     assert!(said.contains("then, 2 hours, 7752 events"), "{said}");
     let drop = format!("DROP TABLE {table}_delay_b, {table}_delay_c");
-    tokio::runtime::Runtime::new().unwrap().block_on(async { common::pg().await.batch_execute(&drop).await.unwrap() });
+    tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(&drop).await.unwrap() });
 }
 
 /// The exit status has one meaning per code, whatever the command: 1 for a
@@ -555,6 +557,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
 /// (restart) mean what they say on `query` as on `bench`.
 #[test]
 fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_line_names_the_files() {
+    let _servers = disturbs_servers(); // --cold drops the OS page cache
     if real_hour().is_none() {
         return;
     }
@@ -566,7 +569,7 @@ fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_l
     assert!(ingest.status.success());
     // PostgreSQL's A answers something else: the engines disagree.
     let catalog = work.path().join("queries");
-    common::copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
     std::fs::write(catalog.join("postgres/corrected/A.sql"), "SELECT 'nobody/nothing' AS repo, 1::bigint AS count\n").unwrap();
     let (results, md) = (work.path().join("results"), work.path().join("report/run.md"));
     let args = ["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "postgres,polars", "--polars-dir", polars, "--catalog", catalog.to_str().unwrap()];
@@ -597,7 +600,7 @@ fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_l
     report(&[wrote[0]], 1);
 
     // An error stops it: a server that cannot be reached exits 2, writing nothing.
-    let nowhere = format!("postgres://ghbench@127.0.0.1:{}/ghbench", common::throwaway_pg::free_port());
+    let nowhere = format!("postgres://ghbench@127.0.0.1:{}/ghbench", free_port());
     let out = ghbench(&fixture, &["query", "A", "--engines", "postgres", "--pg-url", &nowhere, "--output", results.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(2), "{stderr}");
@@ -611,7 +614,7 @@ fn exit_status_tells_an_error_from_results_that_cannot_be_trusted_and_the_last_l
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let record: Value = serde_json::from_slice(&out.stdout).unwrap();
     let label = record["context"]["cold"]["label"].as_str().unwrap();
-    if common::throwaway_pg::is_root() {
+    if is_root() {
         assert!(label.starts_with("true cold") && label.contains("polars started afresh"), "{label}");
     }
 }

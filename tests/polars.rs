@@ -5,13 +5,11 @@
 //! query work on polars alone; a load killed with SIGKILL leaves no partial
 //! hour, and the rerun stores every hour once.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
 
 /// Runs ghbench with `env` (the servers' URLs, or ones nothing answers at).
@@ -49,6 +47,7 @@ fn files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn the_real_hour_gives_the_same_answers_on_polars_postgres_and_mongo() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let shared = real.parent().unwrap().to_str().unwrap();
     let table = table("polars_real");
@@ -259,6 +258,7 @@ fn newest_results(dir: &Path) -> Value {
 
 #[test]
 fn paths_missing_null_or_of_another_type_read_on_polars_as_postgres_arrows_read_them() {
+    let _servers = shared_servers();
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("source");
     std::fs::create_dir(&source).unwrap();

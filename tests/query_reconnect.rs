@@ -5,14 +5,13 @@
 //! client is shut down before ghbench exits (the driver panicked at exit once).
 //! On a PostgreSQL of the test's own, restarted and stopped for real.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
-use common::*;
+use crate::util::{ingest, throwaway_with_real_hour, LoadedThrowaway};
 use ghbench_olap::runner::{run_queries, ClearCaches, QueryOptions, Silent};
 use ghbench_olap::Catalog;
+use ghbench_testkit::*;
 
 fn options(limit: Duration) -> QueryOptions {
     QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, reconnect_limit: limit, query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() }
@@ -63,6 +62,7 @@ async fn a_server_that_stays_down_fails_its_queries_once_and_the_rest_stand() {
 
 #[tokio::test]
 async fn a_failed_mongo_query_ends_without_a_panic() {
+    let _servers = shared_servers();
     if real_hour().is_none() {
         return;
     }

@@ -4,12 +4,10 @@
 //! (the real hour on the PostgreSQL `just setup` started, and polars), then
 //! changed as a second run would differ.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::{json, Value};
 
 fn ghbench(args: &[&str]) -> (bool, String) {
@@ -18,7 +16,7 @@ fn ghbench(args: &[&str]) -> (bool, String) {
     (out.status.success(), said)
 }
 
-use common::newest_file as newest;
+use ghbench_testkit::newest_file as newest;
 
 fn save(path: &Path, record: &Value) -> String {
     std::fs::write(path, serde_json::to_string_pretty(record).unwrap()).unwrap();
@@ -42,6 +40,7 @@ fn line<'a>(said: &'a str, q: &str, variant: &str, engine: &str) -> &'a str {
 
 #[tokio::test]
 async fn every_query_variant_and_engine_of_both_runs_is_listed_with_a_verdict() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let table = table("compare");
     drop_table(&table).await;

@@ -3,10 +3,9 @@
 //! and unwritable places are refused with a clear message, never a panic. No
 //! server needed.
 
-#[path = "../crates/report/tests/common/sample.rs"]
-mod sample;
-
 use std::path::Path;
+
+use ghbench_testkit::sample;
 use std::process::Output;
 
 fn report(args: &[&Path]) -> Output {

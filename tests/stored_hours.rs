@@ -5,15 +5,11 @@
 //! damaged copy of its file reported once the good file is back, then
 //! repaired by `--reload`.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use ghbench_testkit::*;
 use serde_json::Value;
-
-const HOUR: &str = "2015-01-01T00";
 
 /// A folder with the real hour in it (a link: the data is never copied).
 fn source_with_real_hour(work: &Path, real: &Path) -> PathBuf {
@@ -119,6 +115,7 @@ fn a_damaged_polars_file_is_named_by_query_and_reloaded_by_a_rerun() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -174,6 +171,7 @@ async fn reload_replaces_chosen_hours_exactly_once_on_postgres_and_polars() {
 /// An hour the source no longer has keeps its stored copy.
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_of_several_hours_removes_them_in_one_pass_without_a_time_limit() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -240,6 +238,7 @@ async fn settled_stat(table: &str, column: &str) -> i64 {
 /// table. `--check-stored` counts it all.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -264,6 +263,7 @@ async fn a_rerun_about_one_hour_of_eight_does_not_read_the_table() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -308,6 +308,7 @@ async fn an_hour_loaded_from_a_damaged_copy_is_reported_and_reload_repairs_it() 
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -353,6 +354,7 @@ async fn reload_and_lost_documents_on_mongo_and_normalized_with_one_small_hour()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_refused() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let work = work.path();
@@ -408,6 +410,7 @@ fn digest_of(path: &Path) -> (u64, String) {
 /// damaged copy is reloaded from the good file the source holds now.
 #[tokio::test(flavor = "multi_thread")]
 async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let source = work.path().join("hours");
@@ -418,24 +421,9 @@ async fn reload_changed_reloads_an_hour_stored_from_another_copy() {
     let (plugin, config) = servers().engines().remove(0);
     let hour: ghbench_core::Hour = HOUR.parse().unwrap();
     let options = |drop: bool| ghbench_ingest::IngestOptions {
-        hours: ghbench_core::HourRange::new(hour, hour).unwrap(),
-        source: ghbench_ingest::Source::Dir(source.clone()),
-        engines: vec![plugin.loader(&config)],
-        policy: ghbench::registry::builtin().policy(),
-        table: table.parse().unwrap(),
-        concurrency: 1,
-        retries: 0,
-        timeout: std::time::Duration::from_secs(60),
-        force: false,
-        server_folders: Vec::new(),
-        check_stored: false,
-        whole_table_timeout: None,
-        accept_damaged: false,
-        quarantine_dir: work.path().join("quarantine"),
         drop,
-        dry_run: false,
-        reload: Default::default(),
         reload_changed: true,
+        ..ingest_options(hour, source.clone(), vec![plugin.loader(&config)], ghbench::registry::builtin().policy(), table.parse().unwrap(), work.path().join("quarantine"))
     };
     let run = |drop| async move { ghbench_ingest::ingest(options(drop), std::sync::Arc::new(ghbench_ingest::Quiet)).await.unwrap() };
     let first = run(true).await;

@@ -5,12 +5,10 @@
 //! scan (its EXPLAIN read); and the paper's plans are the same before and
 //! after the tuned setups are loaded and indexed beside them.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::ghbench_on_servers as ghbench;
-use common::*;
+use crate::util::ghbench_on_servers as ghbench;
+use ghbench_testkit::*;
 use mongodb::bson::{doc, Document};
 use serde_json::Value;
 
@@ -56,6 +54,7 @@ async fn mongo_index_names(collection: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn both_setups_answer_alike_and_the_tuned_one_leaves_the_papers_plans_as_they_were() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let shared = real.parent().unwrap().to_str().unwrap().to_string();
     let table = table("tuned_real");
@@ -156,6 +155,7 @@ async fn both_setups_answer_alike_and_the_tuned_one_leaves_the_papers_plans_as_t
 /// hinted index is gone (dropped with the data by `--drop`) says what to run.
 #[tokio::test(flavor = "multi_thread")]
 async fn indexes_before_the_load_keep_the_tuned_collection_and_a_missing_hinted_index_says_what_to_run() {
+    let _servers = shared_servers();
     let Some(real) = real_hour() else { return };
     let shared = real.parent().unwrap().to_str().unwrap().to_string();
     let table = table("tuned_order");

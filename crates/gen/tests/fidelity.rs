@@ -2,12 +2,10 @@
 //! scanned directly with serde_json: type mix, event sizes, and the shape of the
 //! answers to Queries A-D (corrected variants). Tolerances are stated per check.
 
-mod common;
-
 use std::collections::HashMap;
 
 use ghbench_gen::{generate_hour_gzip, Profile};
-use common::{lines_of, real_hour};
+use ghbench_testkit::{lines_of, real_hour};
 use serde_json::Value;
 
 /// Everything the checks compare, for one hour.

@@ -1,14 +1,12 @@
 //! Generated hours look like GH Archive 2015 files, are the same for a seed on any
 //! thread count, and the shipped profile holds no real text.
 
-mod common;
-
 use std::io::Read;
 use std::path::PathBuf;
 
 use ghbench_core::HourRange;
 use ghbench_gen::{calibrate, generate_hour_gzip, run, DefectOptions, Generator, Profile, RunOptions};
-use common::{lines_of, real_hour};
+use ghbench_testkit::{lines_of, real_hour};
 use serde_json::Value;
 
 fn events(gzip: &[u8]) -> Vec<Value> {

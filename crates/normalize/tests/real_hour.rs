@@ -3,20 +3,10 @@
 //! tables the paper's queries read are there under the names the rules give.
 
 use std::io::BufRead;
-use std::path::PathBuf;
 
 use ghbench_normalize::{rebuild, Schema};
+use ghbench_testkit::real_hour;
 use serde_json::Value;
-
-fn real_hour() -> Option<PathBuf> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/gharchive/2015-01-01-0.json.gz");
-    if path.is_file() {
-        Some(path)
-    } else {
-        eprintln!("SKIPPED: the real hour {} is absent (it lives in ../shared beside the checkout)", path.display());
-        None
-    }
-}
 
 #[test]
 fn every_real_document_comes_back_from_its_rows() {

@@ -3,11 +3,10 @@
 //! clients, the Markdown section and the page's, the terminal table's width,
 //! and a run without the phase rendered as it was before the phase existed.
 
-mod common;
 
 use std::collections::BTreeMap;
 
-use common::sample;
+use ghbench_testkit::sample;
 use ghbench_record::concurrency::{ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 use ghbench_record::run::RunRecord;
 use ghbench_report::concurrency::{load_table, CHARTS};

@@ -6,7 +6,6 @@
 //! Skips, saying SKIPPED where a reader of the test output sees it, when no
 //! Chromium is installed (`apt install chromium`); fails instead when `CI=true`.
 
-mod common;
 
 use std::fs::File;
 use std::io::BufReader;
@@ -14,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::sample;
+use ghbench_testkit::sample;
 use ghbench_report::html;
 
 const BROWSERS: [&str; 3] = ["chromium", "chromium-browser", "google-chrome"];

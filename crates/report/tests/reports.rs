@@ -1,9 +1,8 @@
 //! The charts, the Markdown that links them and the HTML page, rendered from
 //! a realistic record (tests/common/sample.rs) and read back.
 
-mod common;
 
-use common::sample;
+use ghbench_testkit::sample;
 use ghbench_report::{charts, html, markdown, markdown_with_charts, Chart};
 
 fn chart<'a>(charts: &'a [Chart], name: &str) -> &'a Chart {

@@ -4,9 +4,8 @@
 //! times and a comparison. Read back from the sample record (postgres's
 //! Query A: 0.0110, 0.0100, 0.0095 s).
 
-mod common;
 
-use common::sample;
+use ghbench_testkit::sample;
 use ghbench_record::bench::{BenchRecord, DataSource, Regime, RegimePoint, SizeRecord, BENCH_SCHEMA};
 use ghbench_record::run::{RunRecord, Stats};
 use ghbench_report::bench::{bench_markdown, size_text, BenchCharts};

@@ -2,9 +2,8 @@
 //! 80 (a terminal that wraps a row over several lines is unreadable), no
 //! column means nothing, and the engine that disagrees is the one marked.
 
-mod common;
 
-use common::sample;
+use ghbench_testkit::sample;
 use ghbench_record::bench::{LoadRecord, SizeRecord};
 use ghbench_record::run::RunRecord;
 use ghbench_report::bench::size_text;

@@ -5,13 +5,10 @@
 use ghbench_core::TableName;
 use ghbench_mongo::backend::MongoBackend;
 use ghbench_mongo::setup::PAPER;
-use ghbench_mongo::{DEFAULT_URL, SPEC};
+use ghbench_mongo::SPEC;
 use ghbench_engine::query::Backend;
+use ghbench_testkit::mongo_url as url;
 use mongodb::bson::{doc, Document};
-
-fn url() -> String {
-    std::env::var("MONGODB_URI").unwrap_or_else(|_| DEFAULT_URL.to_string())
-}
 
 /// The URI with one more option.
 fn with_option(url: &str, option: &str) -> String {

@@ -8,18 +8,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ghbench_mongo::connect::{connect, describe};
-use ghbench_mongo::{DEFAULT_URL, SPEC};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose};
+use ghbench_mongo::SPEC;
+use ghbench_testkit::mongo_url;
+use ghbench_testkit::tls::Ca;
+use rcgen::{CertificateParams, KeyPair};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::rustls;
-
-fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(DnType::CommonName, name);
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
 
 /// A TLS listener on 127.0.0.1 (its certificate signed by `ca`) that hands every
 /// connection's bytes to `upstream`; the count is of finished TLS handshakes.
@@ -29,9 +23,9 @@ struct Proxy {
 }
 
 impl Proxy {
-    async fn start(ca: &CertifiedIssuer<'static, KeyPair>, upstream: String) -> Proxy {
+    async fn start(ca: &Ca, upstream: String) -> Proxy {
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap().signed_by(&key, ca).unwrap();
+        let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap().signed_by(&key, ca.issuer()).unwrap();
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into());
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
@@ -66,7 +60,7 @@ impl Proxy {
 
 /// `host:port` of the running MongoDB-wire server, or `None` (with a message) when it does not answer.
 async fn upstream() -> Option<String> {
-    let url = std::env::var("MONGODB_URI").unwrap_or_else(|_| DEFAULT_URL.to_string());
+    let url = mongo_url();
     if let Err(e) = connect(&SPEC, &url).await {
         eprintln!("SKIPPED: no MongoDB-wire server to put TLS in front of: {e}");
         return None;
@@ -91,7 +85,7 @@ fn pem_file(pem: &str) -> tempfile::NamedTempFile {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_uri_with_tls_ca_file_pings_and_describes() {
     let Some(upstream) = upstream().await else { return };
-    let ca = ca("ghbench test CA");
+    let ca = Ca::new("ghbench test CA");
     let proxy = Proxy::start(&ca, upstream).await;
     let ca_file = pem_file(&ca.pem());
     let url = proxy.url(ca_file.path());
@@ -104,8 +98,8 @@ async fn tls_uri_with_tls_ca_file_pings_and_describes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_from_another_ca_is_refused_in_words() {
     let Some(upstream) = upstream().await else { return };
-    let proxy = Proxy::start(&ca("ghbench test CA"), upstream).await;
-    let ca_file = pem_file(&ca("someone else's CA").pem());
+    let proxy = Proxy::start(&Ca::new("ghbench test CA"), upstream).await;
+    let ca_file = pem_file(&Ca::new("someone else's CA").pem());
     let started = Instant::now();
     let reason = match connect(&SPEC, &proxy.url(ca_file.path())).await {
         Ok(_) => panic!("a server certificate from another CA was accepted"),

@@ -1,12 +1,10 @@
 //! TLS to a real PostgreSQL: clusters of the test's own with `ssl=on` and
 //! certificates made here, reached through the engine's one `connect()`.
 
-mod common;
-
-use common::throwaway_pg::ThrowawayPg;
-use common::Ca;
 use ghbench_postgres::connect::{connect, describe};
 use ghbench_postgres::SPEC;
+use ghbench_testkit::throwaway_pg::ThrowawayPg;
+use ghbench_testkit::tls::Ca;
 
 /// A cluster with TLS, its certificate for localhost and 127.0.0.1 signed by `ca`.
 fn tls_cluster(name: &str, ca: &Ca) -> Option<ThrowawayPg> {

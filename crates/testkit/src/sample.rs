@@ -3,8 +3,8 @@
 //! the normalized layout), Queries A–D, the MongoDB-wire server ~30x slower
 //! (so its charts need a log axis), normalized disagreeing on B and failing on
 //! D, one engine without a load time and one without sizes, and the paper's
-//! numbers from the embedded catalog. Shared by the tests of the reports
-//! (included by path from the workspace's tests too).
+//! numbers from the embedded catalog. For the tests of the views
+//! (`crates/report/tests`) and of `ghbench report` (the workspace's tests).
 
 use std::collections::BTreeMap;
 

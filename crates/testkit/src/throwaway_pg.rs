@@ -1,10 +1,12 @@
-//! A PostgreSQL cluster of the test's own, on its own port, so a test can
-//! restart, freeze or TLS-enable it without disturbing the server other tests
-//! use. Uses the same Debian binaries `just setup` installs. The root crate's
-//! tests include this file too (`#[path]`): one cluster helper for both.
+//! A PostgreSQL cluster of the test's own, on its own port and folder, so a
+//! test can restart, stop, freeze or TLS-enable it without disturbing the
+//! server other tests use (such a test needs no group guard). Uses the same
+//! Debian binaries `just setup` installs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use crate::host::{free_port, is_root, own_temp_dir};
 
 pub struct ThrowawayPg {
     bin: PathBuf,
@@ -29,7 +31,7 @@ impl ThrowawayPg {
         };
         let as_postgres = is_root();
         // Under /tmp: user postgres must be able to enter it when we are root.
-        let dir = std::env::temp_dir().join(format!("ghbench-{name}-{}", std::process::id()));
+        let dir = own_temp_dir(name);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let mut pg = ThrowawayPg { bin, dir, port: free_port(), as_postgres, tls_options: String::new() };
@@ -131,17 +133,8 @@ fn bindir() -> Option<PathBuf> {
     found.pop()
 }
 
-/// initdb refuses to run as root; then the cluster belongs to user postgres.
-pub fn is_root() -> bool {
-    Command::new("id").arg("-u").output().is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Rows in `table` of the cluster at `url` (0 when the table does not exist yet).
+#[cfg(feature = "postgres")]
 pub async fn rows(url: &str, table: &str) -> u64 {
     let Ok(client) = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, url).await else { return 0 };
     let exists: bool = client.query_one("SELECT to_regclass($1) IS NOT NULL", &[&table]).await.map(|r| r.get(0)).unwrap_or(false);

@@ -1,10 +1,14 @@
 //! A MongoDB-wire server of the test's own, on its own port and data folder,
-//! so a test can restart it without disturbing the server other tests use:
-//! `mongod` when on PATH, else the SecantusDB `just setup` installed.
+//! so a test can restart it without disturbing the server other tests use
+//! (such a test needs no group guard): `mongod` when on PATH, else the
+//! SecantusDB `just setup` installed in the checkout.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::data::repo;
+use crate::host::free_port;
 
 pub struct ThrowawayMongo {
     program: PathBuf,
@@ -16,12 +20,12 @@ pub struct ThrowawayMongo {
 impl ThrowawayMongo {
     /// Starts it; `None` (with a message) when no server program is installed.
     pub fn start() -> Option<ThrowawayMongo> {
-        let secantus = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ghbench/venv/bin/secantusd-py");
+        let secantus = repo().join(".ghbench/venv/bin/secantusd-py");
         let program = which("mongod").or_else(|| secantus.is_file().then_some(secantus))?;
         let mut server = ThrowawayMongo {
             program,
             dir: tempfile::tempdir().unwrap(),
-            port: super::throwaway_pg::free_port(),
+            port: free_port(),
             server: None,
         };
         server.launch();

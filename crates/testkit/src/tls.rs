@@ -1,8 +1,6 @@
-//! A PostgreSQL cluster of the test's own (with TLS when asked, in
-//! throwaway_pg.rs), and certificates made here with rcgen.
-#![allow(dead_code)]
-
-pub mod throwaway_pg;
+//! Certificates made in the test, for servers that speak TLS: a PostgreSQL
+//! cluster of the test's own with `ssl=on`, a TLS proxy in front of the
+//! MongoDB-wire server. Nothing is read from the machine's trust store.
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose};
 
@@ -20,8 +18,14 @@ impl Ca {
         Ca { issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap() }
     }
 
+    /// The CA's certificate, as PEM (what a client is told to trust).
     pub fn pem(&self) -> String {
         self.issuer.pem()
+    }
+
+    /// What signs: for certificates made other than by [`Ca::server_cert`].
+    pub fn issuer(&self) -> &CertifiedIssuer<'static, KeyPair> {
+        &self.issuer
     }
 
     /// A server certificate for `names` (DNS names or IP addresses) and its key, as PEM.
