@@ -1,4 +1,5 @@
 pub mod bench;
+pub mod cold;
 pub mod concurrency;
 pub mod doctor;
 pub mod download;

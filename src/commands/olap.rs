@@ -14,7 +14,7 @@ use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, Concurren
 use ghbench_olap::runner::{check_data, cold_label, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
-use super::bench::cold::{BenchCooler, ManagedServers, ServersArg};
+use super::cold::{BenchCooler, ManagedServers, ServersArg};
 use super::bench::memory::MemorySize;
 use crate::options::Selected;
 

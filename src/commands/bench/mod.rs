@@ -4,7 +4,6 @@
 //! Markdown and HTML reports. `--scale` repeats it at several sizes, each in
 //! tables of its own, and fits how each engine's time grows with the data.
 
-pub mod cold;
 mod data;
 pub mod memory;
 mod regime;
@@ -336,7 +335,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
 /// of it, on their table.
 struct Queries<'a> {
     engines: &'a [Selected],
-    managed: Option<&'a cold::ManagedServers>,
+    managed: Option<&'a super::cold::ManagedServers>,
     catalog: &'a Catalog,
     options: &'a QueryOptions,
     concurrency: &'a Option<ConcurrencyOptions>,

@@ -107,7 +107,7 @@ pub struct BenchCooler {
     plans: Vec<Plan>,
     table: TableName,
     /// `bench --memory`: every restart goes back under the limit.
-    memory: Option<super::memory::MemorySize>,
+    memory: Option<super::bench::memory::MemorySize>,
 }
 
 enum Plan {
@@ -129,7 +129,7 @@ enum WhyNotRestarted {
 
 impl BenchCooler {
     /// `how`: `--cold=clear` restarts no server.
-    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, how: ColdHow, table: &TableName, memory: Option<super::memory::MemorySize>) -> BenchCooler {
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, how: ColdHow, table: &TableName, memory: Option<super::bench::memory::MemorySize>) -> BenchCooler {
         let plans = engines
             .iter()
             .map(|engine| {
@@ -234,7 +234,7 @@ impl Cooler for BenchCooler {
         if let (Some(size), Some((url, address))) = (&self.memory, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address())))) {
             let said = tokio::task::spawn_blocking({
                 let bytes = size.bytes;
-                move || super::memory::inside_limit(&url, address.as_deref(), bytes)
+                move || super::bench::memory::inside_limit(&url, address.as_deref(), bytes)
             });
             match said.await.unwrap_or_else(|e| Err(e.to_string())) {
                 Ok(inside) => actions.push(format!("{} {inside}", engine.engine())),
