@@ -11,14 +11,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineConfig, EngineSpec, ServerInfo, TableName};
 use ghbench_engine::{EnginePlugin, EngineSink, Loader};
-use ghbench_ingest::decode::EngineBatch;
-use ghbench_ingest::sink::lock::{Lost, TableLock};
-use ghbench_ingest::sink::{HourRecord, SinkError};
-use ghbench_olap::backend::{prepared, Backend, BackendResult, Prepared};
-use ghbench_olap::catalog::QueryFile;
-use ghbench_olap::ledger::Ledger;
-use ghbench_olap::record::{Plan, Storage};
-use ghbench_olap::rows::{Cell, Row};
+// Everything through the engine API, as an engine crate has it.
+use ghbench_engine::ledger::{Entry, Ledger};
+use ghbench_engine::load::lock::{Lost, TableLock};
+use ghbench_engine::load::{check_stored, EngineBatch, HourRecord, SinkError};
+use ghbench_engine::query::{prepared, Backend, BackendResult, Prepared, QueryFile};
+use ghbench_engine::record::{Plan, Storage};
+use ghbench_engine::rows::{Cell, Row};
 use ghbench_testkit::*;
 use serde_json::Value;
 
@@ -134,7 +133,7 @@ impl EngineSink for MemorySink {
     async fn commit_hour(&mut self, record: &HourRecord) -> Result<u64, SinkError> {
         let docs = std::mem::take(&mut self.pending);
         let stored = docs.len() as u64;
-        ghbench_ingest::sink::check_stored(stored, record)?;
+        check_stored(stored, record)?;
         let mut store = self.memory.store.lock().unwrap();
         store.docs.insert(record.hour.clone(), docs);
         store.ledger.insert(record.hour.clone(), stored);
@@ -167,7 +166,7 @@ impl Backend for Memory {
 
     async fn ledger(&self) -> BackendResult<Ledger> {
         let store = self.store.lock().unwrap();
-        Ok(Ledger::from_entries(store.ledger.iter().map(|(hour, n)| ghbench_olap::ledger::Entry::new(hour.clone(), *n as i64))))
+        Ok(Ledger::from_entries(store.ledger.iter().map(|(hour, n)| Entry::new(hour.clone(), *n as i64))))
     }
 
     async fn sizes(&self) -> BackendResult<Storage> {

@@ -76,7 +76,7 @@ pub struct IngestArgs {
     pub force: bool,
 
     #[command(flatten)]
-    pub managed: super::cold::ServersArg,
+    pub managed: super::servers::ServersArg,
 
     /// Before loading, count (or read) everything each engine stores against
     /// its ledger, and reload what is not whole: a pass over the whole table,

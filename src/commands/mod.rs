@@ -13,3 +13,4 @@ pub mod query;
 pub mod report;
 pub mod resume;
 pub mod serve;
+pub mod servers;

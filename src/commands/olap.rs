@@ -14,7 +14,8 @@ use ghbench_olap::concurrency::{resolve_mix, run_concurrency, Answers, Concurren
 use ghbench_olap::runner::{check_data, cold_label, describe_engine, run_queries_keeping_answers, select, Cooler, DescribedEngine, Progress, QueryOptions, RunEvent, RECONNECT_LIMIT};
 use ghbench_olap::{environment, Backend, Catalog};
 
-use super::cold::{BenchCooler, ManagedServers, ServersArg};
+use super::cold::{BenchCooler, ColdHow};
+use super::servers::{ManagedServers, ServersArg};
 use super::bench::memory::MemorySize;
 use crate::options::Selected;
 
@@ -88,15 +89,6 @@ pub struct TimingArgs {
 
     #[command(flatten)]
     pub managed: ServersArg,
-}
-
-/// How `--cold` makes a query's first run cold.
-#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColdHow {
-    /// Restart the servers `just setup` started, drop the page cache.
-    Restart,
-    /// Drop the page cache and the servers' own caches, no restart.
-    Clear,
 }
 
 impl TimingArgs {

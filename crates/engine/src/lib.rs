@@ -10,7 +10,8 @@
 //! registered as [`AtUrl`]): its [`EngineSpec`] (name, capabilities,
 //! options), a [`Loader`] for `ingest` and a [`Backend`] for `index` and
 //! `query`. The [`Registry`] lists the engines; commands, `--help`, `doctor`,
-//! error texts, cold runs and reports take every engine from it and name none.
+//! error texts, cold runs and reports take every engine from it and name none
+//! (docs/engines.md lists the three commands that belong to one engine).
 //!
 //! The API, each item re-exported by name so it reads in this one file:
 //!
@@ -85,13 +86,13 @@ pub mod ledger {
 
 /// A query's result rows, as every engine's are compared ([`crate::Backend::execute`]).
 pub mod rows {
-    pub use ghbench_olap::rows::{Cell, Row};
+    pub use ghbench_record::rows::{Cell, Row};
 }
 
 /// What a [`crate::Backend`] reports for the run's record: sizes, index builds,
 /// plans, the memory its data competes for.
 pub mod record {
-    pub use ghbench_olap::record::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+    pub use ghbench_record::run::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
 }
 
 /// Memory cgroups, for an engine that starts processes of its own under a

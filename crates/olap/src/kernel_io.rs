@@ -125,7 +125,7 @@ impl ProcessTree {
         if let Place::Elsewhere(hosts) = Place::of(url) {
             return Err(format!("the server runs on another machine ({}): its kernel counters are out of ghbench's reach", hosts.join(", ")));
         }
-        let address = address.ok_or_else(|| "the connection string names no single TCP server (a Unix socket or several hosts): its process is not looked up".to_string())?;
+        let address = address.ok_or_else(|| "the engine gives no single TCP address for its server (a Unix socket, several hosts, or an engine whose Backend::server_address says none): its process is not looked up".to_string())?;
         let port = address.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok()).ok_or_else(|| format!("no TCP port in {address}"))?;
         // The URL names this machine: a listener on a loopback or every address answers it.
         let answers = |ip: std::net::IpAddr| ip.is_loopback() || ip.is_unspecified() || address.starts_with(&format!("{ip}:"));
@@ -261,6 +261,6 @@ mod tests {
         let away = snapshot(Whose::Server { url: "postgres://u@db.example:5432/db", address: Some("db.example:5432") }).unwrap_err();
         assert!(away.contains("another machine (db.example)"), "{away}");
         let socket = snapshot(Whose::Server { url: "postgresql:///db?host=/var/run/postgresql", address: None }).unwrap_err();
-        assert!(socket.contains("no single TCP server"), "{socket}");
+        assert!(socket.contains("no single TCP address"), "{socket}");
     }
 }

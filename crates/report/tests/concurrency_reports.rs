@@ -1,5 +1,5 @@
 //! The concurrency phase in the reports, rendered from the sample run
-//! (tests/common/sample.rs) with a phase built here: the two charts against
+//! (`ghbench_testkit::sample`) with a phase built here: the two charts against
 //! clients, the Markdown section and the page's, the terminal table's width,
 //! and a run without the phase rendered as it was before the phase existed.
 

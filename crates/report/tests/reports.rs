@@ -1,5 +1,5 @@
 //! The charts, the Markdown that links them and the HTML page, rendered from
-//! a realistic record (tests/common/sample.rs) and read back.
+//! a realistic record (`ghbench_testkit::sample`) and read back.
 
 
 use ghbench_testkit::sample;

@@ -16,7 +16,7 @@ use ghbench_engine::EnginePlugin;
 use ghbench_olap::bench::LoadMemory;
 use ghbench_olap::cgroup::MemoryCgroup;
 
-use crate::commands::cold::{restart, ManagedServer, ManagedServers};
+use crate::commands::servers::{restart, ManagedServer, ManagedServers};
 use crate::options::Selected;
 
 /// A memory limit: as passed on to `scripts/setup.sh`, in bytes, and the

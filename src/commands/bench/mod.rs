@@ -335,7 +335,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
 /// of it, on their table.
 struct Queries<'a> {
     engines: &'a [Selected],
-    managed: Option<&'a super::cold::ManagedServers>,
+    managed: Option<&'a super::servers::ManagedServers>,
     catalog: &'a Catalog,
     options: &'a QueryOptions,
     concurrency: &'a Option<ConcurrencyOptions>,

@@ -13,7 +13,7 @@ use crate::backend::{Backend, Prepared};
 use crate::verify::{compare, Difference};
 
 use super::mix::Expected;
-use super::ConcurrencyOptions;
+use super::options::ConcurrencyOptions;
 
 /// Errors in a row after which a client stops: an engine that fails every
 /// query is not loaded by a client spinning on its errors.

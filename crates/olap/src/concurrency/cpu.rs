@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::ClientCpu;
+use ghbench_record::concurrency::ClientCpu;
 
 /// CPU counters at one moment.
 pub struct Reading {

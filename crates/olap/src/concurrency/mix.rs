@@ -7,7 +7,7 @@ use crate::catalog::Compare;
 use crate::record::QueryRecord;
 use crate::rows::Row;
 
-use super::MixQuery;
+use ghbench_record::concurrency::MixQuery;
 
 /// The variant the mix takes by default: the corrected queries have one
 /// right answer on every engine (the published ones' ties may differ).

@@ -10,6 +10,7 @@
 //!   summed into a phase; [`cpu`]: ghbench's and the machine's CPU.
 
 mod client;
+mod options;
 pub mod cpu;
 pub mod mix;
 mod tally;
@@ -26,6 +27,7 @@ pub use self::mix::{resolve_mix, Answers};
 pub use ghbench_record::concurrency::{clients as clients_said, ClientCpu, ConcurrencyRecord, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 use self::client::{Ended, Sample, Shared};
 use self::mix::Expected;
+pub use self::options::ConcurrencyOptions;
 
 /// Most clients one phase may open: each is a connection (PostgreSQL's
 /// default `max_connections` is 100), and more than this on one machine
@@ -42,19 +44,6 @@ const ABORT_LIMIT: Duration = Duration::from_secs(5);
 
 /// How long opening one client may take.
 pub const CONNECT_LIMIT: Duration = Duration::from_secs(30);
-
-#[derive(Debug, Clone)]
-pub struct ConcurrencyOptions {
-    /// Client counts, smallest first, each at least one.
-    pub clients: Vec<usize>,
-    pub duration: Duration,
-    pub warmup: Duration,
-    pub max_queries: u64,
-    /// The queries every client loops over (see [`resolve_mix`]).
-    pub mix: Vec<MixQuery>,
-    pub grace: Duration,
-    pub connect_limit: Duration,
-}
 
 /// Every engine under every client count, one after another (the engines
 /// never share the machine with each other's load). An engine that could not

@@ -7,7 +7,7 @@ use hdrhistogram::Histogram;
 
 use super::client::{Ended, Outcome, Sample, Shared};
 use super::mix::Expected;
-use super::{Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
+use ghbench_record::concurrency::{clients as clients_said, Latency, LoadMismatch, LoadPhase, MixQuery, QueryLoad};
 
 /// How many errors and wrong answers a phase says in full.
 const SHOWN: usize = 5;
@@ -140,7 +140,7 @@ pub fn phase(
     }
     wrong.extend(failures.iter().map(|f| f.to_string()));
     if abandoned > 0 {
-        wrong.push(format!("{} still running their query when the phase's time limit ran out: abandoned", super::clients_said(abandoned as usize)));
+        wrong.push(format!("{} still running their query when the phase's time limit ran out: abandoned", clients_said(abandoned as usize)));
     }
     if failures.is_empty() && phase.wrong_answers == 0 && phase.completed == 0 && phase.failed_queries == 0 {
         wrong.push("no query finished within the window: choose a longer --duration or less data".into());
