@@ -8,13 +8,9 @@ use std::io::Write as _;
 use std::process::Command;
 
 use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+use ghbench_testkit::host::is_root;
 
 const LIMIT: u64 = 64 << 20;
-
-fn is_root() -> bool {
-    // SAFETY: geteuid(2) has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// A cgroup of the test's own, or None (said) where this machine cannot make one.
 fn limited(test: &str) -> Option<MemoryCgroup> {
