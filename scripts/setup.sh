@@ -427,6 +427,9 @@ $flavor_lines
 CNF
     # The server ignores a configuration file anyone may write.
     chmod 644 "$conf"
+    # The server opens its log as the user it runs as (otherwise it says so
+    # there and writes to standard error, which goes to the same file).
+    if [ -n "$as_mysql" ]; then touch "$dir/server.log" && chown mysql: "$dir/server.log"; fi
     if [ ! -d "$data/mysql" ]; then
         [ ! -e "$data" ] || [ -z "$(ls -A "$data")" ] \
             || die "$data holds files but no system tables: not a data folder setup made; move it away"
