@@ -167,10 +167,16 @@ enter_memory_limit() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# $4, when given: the server's pid, so one that ended is said at once, not after 60 s.
 wait_port() {
-    local port=$1 what=$2 logfile=$3
+    local port=$1 what=$2 logfile=$3 pid=${4:-}
     for _ in $(seq 1 120); do
         port_open "$port" && return 0
+        # A zombie's command line is empty: it ended too.
+        if [ -n "$pid" ] && ! grep -qa . "/proc/$pid/cmdline" 2>/dev/null; then
+            tail -n 30 "$logfile" >&2 || true
+            die "$what ended before it listened on 127.0.0.1:$port${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $logfile)"
+        fi
         sleep 0.5
     done
     tail -n 30 "$logfile" >&2 || true
@@ -480,7 +486,7 @@ CNF
             </dev/null >>"$dir/server.log" 2>&1 ) &
         echo $! >"$pidfile"
         echo "$limited_as" >"$limit_file"
-        wait_port "$MYSQL_PORT" "$name" "$dir/server.log"
+        wait_port "$MYSQL_PORT" "$name" "$dir/server.log" "$(cat "$pidfile")"
     fi
     # The user ghbench connects as, however it may (by TCP from 127.0.0.1,
     # skip-name-resolve, or the socket): every privilege, as it makes the tuned
