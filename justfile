@@ -4,7 +4,7 @@ set shell := ["bash", "-euo", "pipefail", "-c"]
 # Where cargo puts the release binary (CI keeps CARGO_TARGET_DIR outside the clone).
 ghbench := env_var_or_default("CARGO_TARGET_DIR", justfile_directory() + "/target") + "/release/ghbench"
 
-# Start (installing when missing) PostgreSQL and a MongoDB-wire server for this checkout.
+# Start (installing when missing) PostgreSQL, a MongoDB-wire server and MariaDB (MySQL 8 when on PATH) for this checkout.
 setup:
     bash scripts/setup.sh
 

@@ -29,6 +29,17 @@ pg_size_bytes() {
     awk -v n="${BASH_REMATCH[1]}" -v u="$unit" 'BEGIN { printf "%.0f\n", n * u }'
 }
 
+# A size as MySQL and MariaDB read one: a number of bytes, or with K, M, G or
+# T (either case; binary) after it (innodb_buffer_pool_size's forms).
+mysql_size_bytes() {
+    local text=${1// /} unit
+    [[ $text =~ ^([0-9]+)([kKmMgGtT])?$ ]] || return 1
+    case ${BASH_REMATCH[2],,} in
+        '') unit=1 ;; k) unit=1024 ;; m) unit=1048576 ;; g) unit=1073741824 ;; t) unit=1099511627776 ;;
+    esac
+    awk -v n="${BASH_REMATCH[1]}" -v u="$unit" 'BEGIN { printf "%.0f\n", n * u }'
+}
+
 # The memory cgroup a server of this checkout runs in: ghbench/<checkout>-<server>.
 cgroup_name() { printf 'ghbench/%s-%s' "$(printf '%s' "$GHBENCH_HOME" | md5sum | cut -c1-12)" "$1"; }
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Starts the two servers ghbench measures, owned by this checkout, idempotently:
+# Starts the three servers ghbench measures, owned by this checkout, idempotently:
 #   - a PostgreSQL cluster in $GHBENCH_HOME/pg (installed from apt when missing)
 #   - a MongoDB-wire server in $GHBENCH_HOME/mongo: a real `mongod` when one is
 #     on PATH, otherwise SecantusDB in a venv (no registry ships mongod).
+#   - a MySQL-family server in $GHBENCH_HOME/mysql: a real MySQL 8 when its
+#     `mysqld` is on PATH, otherwise MariaDB (installed from apt when missing).
 # Prints the connection URLs as `export` lines and writes them to $GHBENCH_HOME/env.
 # Remove everything with `just down && rm -rf .ghbench`.
-# Usage: scripts/setup.sh [postgres|mongo]   (default: both, and the env files)
+# Usage: scripts/setup.sh [postgres|mongo|mysql]   (default: all three, and the env files)
 set -euo pipefail
 which=${1:-all}
-case $which in all|postgres|mongo) ;; *) echo "usage: $0 [postgres|mongo]" >&2; exit 2 ;; esac
+case $which in all|postgres|mongo|mysql) ;; *) echo "usage: $0 [postgres|mongo|mysql]" >&2; exit 2 ;; esac
 # root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -19,6 +21,7 @@ GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
 cd /
 PG_PORT=${GHBENCH_PG_PORT:-54320}
 MONGO_PORT=${GHBENCH_MONGO_PORT:-27017}
+MYSQL_PORT=${GHBENCH_MYSQL_PORT:-33306}
 SECANTUS_VERSION=0.7.0b3
 # GHBENCH_MEMORY=SIZE (4GiB, 768MiB): each server starts inside a memory cgroup
 # of that size, page cache included and no swap, as on a machine that small
@@ -71,6 +74,28 @@ WT_CACHE_MB=${GHBENCH_WT_CACHE_MB:-}
 if [ -z "$WT_CACHE_MB" ] && [ -n "$MEMORY_BYTES" ]; then
     WT_CACHE_MB=$(( (memory_mb - 1024) / 2 )); [ "$WT_CACHE_MB" -ge 256 ] || WT_CACHE_MB=256
     [ "$WT_CACHE_MB" -le $(( memory_mb / 2 )) ] || WT_CACHE_MB=$(( memory_mb / 2 ))
+fi
+# InnoDB's buffer pool: the same MiB as WiredTiger's cache. For fairness the
+# MySQL family's document store gets the cache MongoDB's engine gets by its
+# vendor's default (InnoDB's own default, 128 MiB, is sized for a small shared
+# host, not a database's machine). Unset and under no limit, that default is
+# worked out here as mongod works it out: the larger of 50% of (memory -
+# 1 GiB) and 256 MiB. GHBENCH_MYSQL_BUFFER_POOL (e.g. 2G, 512M) sets it outright.
+if [ -n "${GHBENCH_MYSQL_BUFFER_POOL:-}" ]; then
+    MYSQL_BUFFER_POOL=$GHBENCH_MYSQL_BUFFER_POOL
+elif [ -n "$WT_CACHE_MB" ]; then
+    MYSQL_BUFFER_POOL=${WT_CACHE_MB}M
+else
+    machine_mb=$(awk '/^MemTotal:/ { printf "%d\n", $2 / 1024 }' /proc/meminfo)
+    pool_mb=$(( (machine_mb - 1024) / 2 )); [ "$pool_mb" -ge 256 ] || pool_mb=256
+    MYSQL_BUFFER_POOL=${pool_mb}M
+fi
+pool_bytes=$(mysql_size_bytes "$MYSQL_BUFFER_POOL") \
+    || { echo "[setup] error: GHBENCH_MYSQL_BUFFER_POOL=$MYSQL_BUFFER_POOL is not a MySQL size (a number of bytes, or one with K, M, G or T after it, e.g. 512M or 2G)" >&2; exit 2; }
+# As PostgreSQL's buffers: a pool larger than the limit would have the server killed once it fills.
+if [ -n "$MEMORY_BYTES" ] && awk -v b="$pool_bytes" -v m="$MEMORY_BYTES" 'BEGIN { exit !(b >= m) }'; then
+    echo "[setup] error: GHBENCH_MYSQL_BUFFER_POOL=$MYSQL_BUFFER_POOL does not fit in GHBENCH_MEMORY=$MEMORY: MySQL would be killed for memory once its buffer pool fills; leave it unset to scale it to the limit" >&2
+    exit 2
 fi
 half_cores=$(( $(nproc) / 2 ))
 PG_MAINTENANCE_WORKERS=${GHBENCH_PG_MAINTENANCE_WORKERS:-$(( half_cores < 1 ? 1 : half_cores > 8 ? 8 : half_cores ))}
@@ -142,10 +167,16 @@ enter_memory_limit() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# $4, when given: the server's pid, so one that ended is said at once, not after 60 s.
 wait_port() {
-    local port=$1 what=$2 logfile=$3
+    local port=$1 what=$2 logfile=$3 pid=${4:-}
     for _ in $(seq 1 120); do
         port_open "$port" && return 0
+        # A zombie's command line is empty: it ended too.
+        if [ -n "$pid" ] && ! grep -qa . "/proc/$pid/cmdline" 2>/dev/null; then
+            tail -n 30 "$logfile" >&2 || true
+            die "$what ended before it listened on 127.0.0.1:$port${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $logfile)"
+        fi
         sleep 0.5
     done
     tail -n 30 "$logfile" >&2 || true
@@ -284,17 +315,201 @@ setup_mongo() {
     wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
 }
 
+# The MySQL-family server to run: MySQL 8 (or later) when its `mysqld` is on
+# PATH, otherwise MariaDB (Debian's `mysqld` is MariaDB's, under another name),
+# installed from apt when missing. Sets mysql_flavor (mysql or mariadb),
+# mysql_server, mysql_client and mysql_version.
+find_mysql() {
+    local mysqld major
+    if mysqld=$(command -v mysqld) && mysql_version=$("$mysqld" --version 2>/dev/null) && ! grep -qi mariadb <<<"$mysql_version"; then
+        major=$(sed -nE 's/.* Ver ([0-9]+)\..*/\1/p' <<<"$mysql_version")
+        if [ "${major:-0}" -ge 8 ]; then
+            mysql_flavor=mysql mysql_server=$mysqld
+            mysql_client=$(dirname "$mysqld")/mysql
+            [ -x "$mysql_client" ] || mysql_client=$(command -v mysql) \
+                || die "MySQL's client (mysql) is neither beside $mysqld nor on PATH"
+            return 0
+        fi
+        log "not using $mysqld ($mysql_version): MySQL 8 or later is needed; MariaDB instead"
+    fi
+    if ! mysql_server=$(command -v mariadbd); then
+        log "installing MariaDB from apt"
+        apt_install mariadb-server
+        mysql_server=$(command -v mariadbd) || die "MariaDB installed but mariadbd not found"
+    fi
+    mysql_flavor=mariadb
+    mysql_version=$("$mysql_server" --version)
+    mysql_client=$(command -v mariadb) || die "MariaDB's client (mariadb) not found; install the mariadb-client package"
+}
+
+# This checkout's MySQL-family server's pid when it runs (after a reboot the
+# pid recorded in $1 may be another program's, or a zombie's, whose command
+# line is empty).
+mysql_pid() {
+    local pid
+    pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && grep -qaE 'mariadbd|mysqld' "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
+}
+
+setup_mysql() {
+    find_mysql
+    local name=MariaDB; [ "$mysql_flavor" = mariadb ] || name=MySQL
+    local dir=$GHBENCH_HOME/mysql
+    # mysqld refuses to run as root: as root, the server changes to user
+    # `mysql` itself (`user` below) and its folder is that user's.
+    local as_mysql=
+    if [ "$(id -u)" = 0 ]; then
+        id mysql >/dev/null 2>&1 \
+            || die "user 'mysql' missing: reinstall the mariadb-server package (with MySQL's own build, create it: useradd -r -s /usr/sbin/nologin mysql)"
+        as_mysql=1
+        if [ ! -e "$dir" ] && ! runuser -u mysql -- test -x "$GHBENCH_HOME"; then
+            # `mysql` cannot reach the checkout (e.g. under /root): keep the
+            # server's folder where it can, linked from where users look for
+            # it (one per GHBENCH_HOME: two homes of one checkout get two).
+            local outside
+            outside=/var/lib/ghbench/$(printf '%s' "$GHBENCH_HOME" | md5sum | cut -c1-12)-mysql
+            mkdir -p "$outside"
+            ln -s "$outside" "$dir"
+            log "$name's folder kept in $outside (linked from $dir): user mysql cannot enter $GHBENCH_HOME"
+        fi
+    fi
+    mkdir -p "$dir/"
+    # The server itself must never go through a link it cannot enter.
+    dir=$(readlink -f "$dir")
+    if [ -n "$as_mysql" ]; then chown mysql: "$dir"; fi
+    local data=$dir/data conf=$dir/ghbench.cnf socket=$dir/mysqld.sock
+    [ "${#socket}" -le 107 ] || die "$socket is longer than a Unix socket's path may be (107 bytes): set GHBENCH_HOME to a shorter folder"
+    # What differs between the two: MariaDB keeps MySQL 5.7's query cache
+    # (off here: MongoDB and PostgreSQL have none); MySQL 8 has none, keeps a
+    # binary log by default (MariaDB keeps none, nor does a standalone MongoDB
+    # keep an oplog: off), sizes its redo log its own way, and opens an X
+    # protocol port on every interface (off).
+    # The MySQL 8 lines are written from its manual and NOT tested (this
+    # machine has only MariaDB); MariaDB 10.11's are.
+    local flavor_lines
+    if [ "$mysql_flavor" = mariadb ]; then
+        flavor_lines="query_cache_type = 0
+query_cache_size = 0
+# the redo log holds a year's load between checkpoints
+innodb_log_file_size = 1G"
+    else
+        # Before 8.0.30, two redo files of innodb_log_file_size: 1G in all.
+        local redo="innodb_log_file_size = 512M" number
+        number=$(sed -nE 's/.* Ver ([0-9]+\.[0-9]+\.[0-9]+).*/\1/p' <<<"$mysql_version")
+        if [ "$(printf '%s\n' 8.0.30 "${number:-0}" | sort -V | head -n 1)" = 8.0.30 ]; then redo="innodb_redo_log_capacity = 1G"; fi
+        flavor_lines="skip-log-bin
+mysqlx = OFF
+# the redo log holds a year's load between checkpoints
+$redo"
+    fi
+    local user_line="# runs as the user setup ran as"; [ -z "$as_mysql" ] || user_line="user = mysql"
+    # Rewritten on every setup, so changed ports or memory settings take effect.
+    local before
+    before=$(cat "$conf" 2>/dev/null || true)
+    cat >"$conf" <<CNF
+# written by scripts/setup.sh on every run; change it with GHBENCH_MYSQL_* variables
+[mysqld]
+datadir = $data
+port = $MYSQL_PORT
+bind-address = 127.0.0.1
+socket = $socket
+pid-file = $dir/mysqld.pid
+log-error = $dir/server.log
+$user_line
+# what MongoDB's WiredTiger cache gets (see scripts/setup.sh), or GHBENCH_MYSQL_BUFFER_POOL
+innodb_buffer_pool_size = $MYSQL_BUFFER_POOL
+# true cold runs: a restart must not load back the pages the last run left in the pool
+innodb_buffer_pool_dump_at_shutdown = OFF
+innodb_buffer_pool_load_at_startup = OFF
+# innodb_flush_method, tmp_table_size and max_heap_table_size (the in-memory
+# temporary tables of sorts and groups; larger ones go to disk) stay at the
+# server's defaults
+local_infile = ON
+max_allowed_packet = 64M
+# JSON strings compare bytewise, as MongoDB's and PostgreSQL's (locale C) do
+character-set-server = utf8mb4
+collation-server = utf8mb4_bin
+skip-name-resolve
+$flavor_lines
+CNF
+    # The server ignores a configuration file anyone may write.
+    chmod 644 "$conf"
+    # The server opens its log as the user it runs as (otherwise it says so
+    # there and writes to standard error, which goes to the same file).
+    if [ -n "$as_mysql" ]; then touch "$dir/server.log" && chown mysql: "$dir/server.log"; fi
+    if [ ! -d "$data/mysql" ]; then
+        [ ! -e "$data" ] || [ -z "$(ls -A "$data")" ] \
+            || die "$data holds files but no system tables: not a data folder setup made; move it away"
+        log "creating the $name data folder in $data"
+        local init install_db
+        if [ "$mysql_flavor" = mariadb ]; then
+            install_db=$(command -v mariadb-install-db || command -v mysql_install_db) || die "MariaDB installed but mariadb-install-db not found"
+            # root without a password, as ghbench below (root@localhost by the
+            # socket; its account by this machine's name is one the server
+            # ignores under skip-name-resolve, and says so in its log).
+            init=("$install_db" --defaults-file="$conf" --auth-root-authentication-method=normal --skip-test-db)
+            [ -z "$as_mysql" ] || init+=(--user=mysql)
+        else
+            # root@localhost without a password, as MariaDB's above (the server
+            # makes the data folder: it must not exist yet, or be empty).
+            init=("$mysql_server" --defaults-file="$conf" --initialize-insecure)
+        fi
+        "${init[@]}" >"$dir/init.log" 2>&1 </dev/null \
+            || { cat "$dir/init.log" >&2; tail -n 30 "$dir/server.log" >&2 2>/dev/null; rm -rf "$data"; die "creating $name's data folder failed (log: $dir/init.log)"; }
+    fi
+    local pidfile=$dir/server.pid limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid
+    if pid=$(mysql_pid "$pidfile") && ! port_open "$MYSQL_PORT"; then
+        # Still starting, or still writing its pages out on the way down: wait for either end.
+        for _ in $(seq 1 240); do
+            port_open "$MYSQL_PORT" && break
+            mysql_pid "$pidfile" >/dev/null || break
+            sleep 0.5
+        done
+        if mysql_pid "$pidfile" >/dev/null && ! port_open "$MYSQL_PORT"; then
+            tail -n 30 "$dir/server.log" >&2 || true
+            die "$name (pid $pid) neither listens on 127.0.0.1:$MYSQL_PORT nor stops after 120 s (log: $dir/server.log)"
+        fi
+    fi
+    # A running server cannot be moved under another limit: it is restarted.
+    if mysql_pid "$pidfile" >/dev/null \
+        && { [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; }; then
+        log "$name settings or memory limit changed: restarting"
+        bash "$repo/scripts/down.sh" mysql >&2
+    fi
+    if pid=$(mysql_pid "$pidfile"); then
+        log "$name already running (pid $pid)"
+    else
+        port_open "$MYSQL_PORT" && die "port $MYSQL_PORT is taken by another server; set GHBENCH_MYSQL_PORT"
+        log "starting $name on 127.0.0.1:$MYSQL_PORT (innodb_buffer_pool_size $MYSQL_BUFFER_POOL)"
+        # As SecantusDB's above: `exec` so the recorded pid is the server's
+        # own, every standard stream redirected, a session of its own.
+        ( enter_memory_limit mysql && cd "$dir" && exec setsid nohup "$mysql_server" --defaults-file="$conf" \
+            </dev/null >>"$dir/server.log" 2>&1 ) &
+        echo $! >"$pidfile"
+        echo "$limited_as" >"$limit_file"
+        wait_port "$MYSQL_PORT" "$name" "$dir/server.log" "$(cat "$pidfile")"
+    fi
+    # The user ghbench connects as, however it may (by TCP from 127.0.0.1,
+    # skip-name-resolve, or the socket): every privilege, as it makes the tuned
+    # setup's own database, reads information_schema, FLUSHes and ANALYZEs.
+    "$mysql_client" --no-defaults --socket="$socket" -u root --connect-timeout=60 -e "
+        CREATE DATABASE IF NOT EXISTS ghbench CHARACTER SET utf8mb4 COLLATE utf8mb4_bin;
+        CREATE USER IF NOT EXISTS 'ghbench'@'127.0.0.1', 'ghbench'@'localhost', 'ghbench'@'%';
+        GRANT ALL PRIVILEGES ON *.* TO 'ghbench'@'127.0.0.1', 'ghbench'@'localhost', 'ghbench'@'%';" </dev/null >/dev/null \
+        || die "could not make the database and user ghbench on $name (log: $dir/server.log)"
+}
+
 # What `ghbench bench --cold` needs to restart these servers for true cold runs:
 # each server's address, data folder and the command that restarts it (this
 # checkout's script, with the settings this setup ran with).
 write_servers_json() {
-    local pg_data restart
+    local pg_data mysql_data restart
     pg_data=$(readlink -f "$GHBENCH_HOME/pg")/data
-    restart="\"env\", \"GHBENCH_HOME=$GHBENCH_HOME\", \"GHBENCH_PG_PORT=$PG_PORT\", \"GHBENCH_MONGO_PORT=$MONGO_PORT\", \"GHBENCH_VENV=$VENV\""
+    mysql_data=$(readlink -f "$GHBENCH_HOME/mysql")/data
+    restart="\"env\", \"GHBENCH_HOME=$GHBENCH_HOME\", \"GHBENCH_PG_PORT=$PG_PORT\", \"GHBENCH_MONGO_PORT=$MONGO_PORT\", \"GHBENCH_MYSQL_PORT=$MYSQL_PORT\", \"GHBENCH_VENV=$VENV\""
     # The settings given, not those scaled to a limit: `ghbench bench --memory`
     # restarts with GHBENCH_MEMORY of its own, and the scaled ones follow it.
     local given
-    for given in GHBENCH_PG_SHARED_BUFFERS GHBENCH_PG_WORK_MEM GHBENCH_PG_EFFECTIVE_CACHE_SIZE GHBENCH_PG_MAINTENANCE_WORK_MEM GHBENCH_PG_MAINTENANCE_WORKERS GHBENCH_WT_CACHE_MB; do
+    for given in GHBENCH_PG_SHARED_BUFFERS GHBENCH_PG_WORK_MEM GHBENCH_PG_EFFECTIVE_CACHE_SIZE GHBENCH_PG_MAINTENANCE_WORK_MEM GHBENCH_PG_MAINTENANCE_WORKERS GHBENCH_WT_CACHE_MB GHBENCH_MYSQL_BUFFER_POOL; do
         if [ -n "${!given:-}" ]; then restart+=", \"$given=${!given}\""; fi
     done
     # The limit setup ran with, which a restart keeps unless GHBENCH_MEMORY says otherwise.
@@ -305,24 +520,28 @@ write_servers_json() {
   "memory": "$MEMORY",
   "servers": [
     {"name": "postgres", "address": "127.0.0.1:$PG_PORT", "data_dir": "$pg_data", "restart": [$restart, "postgres"]},
-    {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]}
+    {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]},
+    {"name": "mysql", "address": "127.0.0.1:$MYSQL_PORT", "data_dir": "$mysql_data", "restart": [$restart, "mysql"]}
   ]
 }
 JSON
 }
 
 mkdir -p "$GHBENCH_HOME"
-# One server only (`scripts/restart.sh` after stopping it): the other stays as it is.
+# One server only (`scripts/restart.sh` after stopping it): the others stay as they are.
 case $which in
     postgres) setup_postgres; exit 0 ;;
     mongo) setup_mongo; exit 0 ;;
+    mysql) setup_mysql; exit 0 ;;
 esac
 setup_postgres
 setup_mongo
+setup_mysql
 write_servers_json
 
 env_lines="export DATABASE_URL=postgres://ghbench@127.0.0.1:$PG_PORT/ghbench
 export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true
+export MYSQL_URL=mysql://ghbench@127.0.0.1:$MYSQL_PORT/ghbench
 export GHBENCH_SERVERS=$GHBENCH_HOME/servers.json"
 printf '%s\n' "$env_lines" >"$GHBENCH_HOME/env"
 log "servers ready; connection settings also in $GHBENCH_HOME/env"
