@@ -51,6 +51,11 @@ bench-polars hours="40" events="25000" repeat="5": setup build
 bench-tuned hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-tuned.sh {{hours}} {{events}} {{repeat}}
 
+# The MySQL family (MariaDB) beside PostgreSQL: mysql and mysql-tuned against postgres,
+# postgres-tuned and normalized at 1M events, true cold and hot, verified; load and size.
+bench-mysql hours="40" events="25000" repeat="3": setup build
+    bash scripts/bench-mysql.sh {{hours}} {{events}} {{repeat}}
+
 # Many clients at once: 1, 2, 4 and 8 clients per engine for 60 s each at 1M events
 # (SecantusDB at 25,000): queries per second, its gain over one client, p95, CPU.
 bench-clients hours="40" events="25000" repeat="3": setup build

@@ -10,5 +10,7 @@ pub fn builtin() -> Registry {
         .with(ghbench_mongo::plugin())
         .with(ghbench_mongo::setup_plugin("mongo-tuned"))
         .with(ghbench_normalized::plugin())
+        .with(ghbench_mysql::plugin())
+        .with(ghbench_mysql::setup_plugin("mysql-tuned"))
         .with(ghbench_polars::plugin())
 }

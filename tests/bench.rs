@@ -47,6 +47,8 @@ impl OwnSetup {
         let mut command = Command::new("bash");
         command.arg(repo.join("scripts/setup.sh")).env("GHBENCH_HOME", &home).env("GHBENCH_VENV", &venv);
         command.env("GHBENCH_PG_PORT", pg_port.to_string()).env("GHBENCH_MONGO_PORT", mongo_port.to_string());
+        // Its MariaDB too (setup starts every server), small, on a port of its own.
+        command.env("GHBENCH_MYSQL_PORT", free_port().to_string()).env("GHBENCH_MYSQL_BUFFER_POOL", "128M");
         match shared_buffers {
             Some(size) => command.env("GHBENCH_PG_SHARED_BUFFERS", size),
             None => command.env_remove("GHBENCH_PG_SHARED_BUFFERS"),

@@ -26,7 +26,7 @@ static SPEC: EngineSpec = EngineSpec {
     aliases: &[],
     about: "documents in this process's memory (a test's engine)",
     capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: false },
-    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },
     options: &[],
     default: false,
     connect_hint: "nothing: it lives in the test",

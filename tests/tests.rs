@@ -23,6 +23,7 @@ mod ingest_overlap;
 mod ingest_recovery;
 mod ledger_upgrade;
 mod limits;
+mod mysql;
 mod normalized;
 mod olap;
 mod olap_cli;

@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use ghbench_testkit::throwaway_pg::ThrowawayPg;
-use ghbench_testkit::{mongo_url, output_within, pg_url, real_hour, text};
+use ghbench_testkit::{mongo_url, mysql_url, output_within, pg_url, real_hour, text};
 
 /// Runs `ghbench ingest` for `table` on the shared servers with a
 /// quarantine folder in `work`, plus `args`; its output shown.
@@ -46,7 +46,7 @@ pub fn ingest_any(table: &str, work: &Path, args: &[&str]) -> (Output, Option<se
 /// its output shown (for the test's log).
 pub fn ghbench_on_servers(args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-    command.args(args).env("DATABASE_URL", pg_url()).env("MONGODB_URI", mongo_url());
+    command.args(args).env("DATABASE_URL", pg_url()).env("MONGODB_URI", mongo_url()).env("MYSQL_URL", mysql_url());
     let out = output_within(&mut command, Duration::from_secs(600));
     eprintln!("ghbench {}:\n{}", args.join(" "), text(&out));
     out

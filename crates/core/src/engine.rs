@@ -70,6 +70,9 @@ pub struct DocumentLimits {
     pub refuses_nul: bool,
     /// Most keys one object may have (e.g. a layout with a column per key).
     pub max_object_keys: Option<usize>,
+    /// Deepest nesting of objects and arrays, the document itself being
+    /// level 1 (MariaDB before 12.2 refuses JSON nested deeper than 32).
+    pub max_depth: Option<usize>,
 }
 
 /// One command-line option an engine takes, e.g. its server's URL. Added to

@@ -23,7 +23,8 @@
 //! - [`query`]: what a backend is given and uses (the query catalog compiled
 //!   in, prepared queries, the query timeout, memory);
 //! - [`ledger`], [`rows`], [`record`]: what a backend answers;
-//! - [`cgroup`]: memory limits for processes an engine starts.
+//! - [`cgroup`]: memory limits for processes an engine starts;
+//! - [`sql`]: SQL files split into statements, for engines that speak SQL.
 //!
 //! Where an engine's server is comes from the engine ([`Loader::address`]):
 //! `servers.json`, which the setup scripts write, is matched against it.
@@ -78,6 +79,10 @@ pub mod query {
     pub use ghbench_olap::catalog::{compiled_in, embedded_setup, parse_json, Catalog, QueryFile, TABLE_PLACEHOLDER};
     pub use ghbench_olap::environment::memory_bytes;
 }
+
+/// SQL files as statements, split by a real tokenizer in the engine's
+/// dialect; the name a `CREATE INDEX IF NOT EXISTS` makes.
+pub mod sql;
 
 /// What an engine's ledger says it holds, hour by hour ([`crate::Backend::ledger`]).
 pub mod ledger {

@@ -118,6 +118,7 @@ impl Rejected {
 pub struct Policy {
     max_bytes: Option<usize>,
     max_object_keys: Option<usize>,
+    max_depth: Option<usize>,
     strip_nul: bool,
     encoders: Vec<(Engine, Arc<dyn Encoder>)>,
 }
@@ -133,6 +134,7 @@ impl Policy {
         for l in limits {
             policy.max_bytes = min(policy.max_bytes, l.max_bytes);
             policy.max_object_keys = min(policy.max_object_keys, l.max_object_keys);
+            policy.max_depth = min(policy.max_depth, l.max_depth);
             policy.strip_nul |= l.refuses_nul;
         }
         policy
@@ -190,11 +192,13 @@ impl Policy {
         let max_keys = self.max_object_keys.filter(|&max| could_exceed(max));
         let mut reader = serde_json::Deserializer::from_str(text);
         let mut keys = Vec::new();
-        let checked = ObjectRules { max_keys, depth: 0, keys: &mut keys }.deserialize(&mut reader).and_then(|()| reader.end());
+        let max_depth = self.max_depth.map(|d| u32::try_from(d).unwrap_or(u32::MAX));
+        let checked = ObjectRules { max_keys, max_depth, depth: 0, keys: &mut keys }.deserialize(&mut reader).and_then(|()| reader.end());
         if let Err(e) = checked {
             // The rules' own errors are data errors, saying which; anything else is the JSON's.
             return Err(match e.classify() {
                 serde_json::error::Category::Data if e.to_string().starts_with(DUPLICATE) => Rejected::new(Defect::DuplicateKey, e.to_string()),
+                serde_json::error::Category::Data if e.to_string().starts_with(TOO_DEEP) => Rejected::new(Defect::TooDeep, e.to_string()),
                 serde_json::error::Category::Data => Rejected::new(Defect::TooManyKeys, e.to_string()),
                 // Valid JSON all the same, only no double holds it.
                 _ if e.to_string().starts_with(NUMBER_OUT_OF_RANGE) => out_of_range(number_ending_at(text, e.column())),
@@ -210,6 +214,8 @@ impl Policy {
 
 /// How a duplicate key's error begins (told apart from the key limit's).
 const DUPLICATE: &str = "duplicate key";
+/// How the nesting limit's error begins.
+const TOO_DEEP: &str = "nested more than";
 /// How serde_json's error for a number beyond a double's range begins.
 const NUMBER_OUT_OF_RANGE: &str = "number out of range";
 
@@ -253,6 +259,9 @@ fn number_ending_at(text: &str, column: usize) -> &str {
 /// invalid, and BSON's nesting limit (100 levels) refuses such documents anyway.
 struct ObjectRules<'k, 'de> {
     max_keys: Option<usize>,
+    /// Deepest container level allowed, the document being level 1.
+    max_depth: Option<u32>,
+    /// How many containers hold the value being read (0: the document).
     depth: u32,
     /// The keys of the objects being read, outermost first: one stack for the
     /// whole line, so reading an object allocates nothing.
@@ -263,7 +272,15 @@ impl<'de> ObjectRules<'_, 'de> {
     const DEEPEST: u32 = 100;
 
     fn deeper(&mut self) -> ObjectRules<'_, 'de> {
-        ObjectRules { max_keys: self.max_keys, depth: self.depth + 1, keys: &mut *self.keys }
+        ObjectRules { max_keys: self.max_keys, max_depth: self.max_depth, depth: self.depth + 1, keys: &mut *self.keys }
+    }
+
+    /// Refuses a container at this depth if it is past the nesting limit.
+    fn check_depth<E: serde::de::Error>(&self) -> Result<(), E> {
+        match self.max_depth.filter(|&max| self.depth + 1 > max) {
+            Some(max) => Err(E::custom(format!("{TOO_DEEP} {max} levels deep (objects and arrays within each other): past an engine's nesting limit"))),
+            None => Ok(()),
+        }
     }
 }
 
@@ -326,6 +343,7 @@ impl<'de> Visitor<'de> for ObjectRules<'_, 'de> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<(), A::Error> {
+        self.check_depth()?;
         if self.depth >= Self::DEEPEST {
             while items.next_element::<IgnoredAny>()?.is_some() {}
         } else {
@@ -337,6 +355,7 @@ impl<'de> Visitor<'de> for ObjectRules<'_, 'de> {
     fn visit_map<A: MapAccess<'de>>(mut self, mut entries: A) -> Result<(), A::Error> {
         // This object's keys are the stack's top; objects are small (GH
         // Archive's largest have ~100 keys): a linear search beats hashing.
+        self.check_depth()?;
         let base = self.keys.len();
         while let Some(key) = entries.next_key_seed(Key)? {
             if self.keys[base..].contains(&key) {
@@ -396,8 +415,8 @@ mod tests {
     /// Limits like the built-in engines' (jsonb's, and BSON's, whose other
     /// rules its encoder applies).
     fn policy() -> Policy {
-        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true, max_object_keys: None };
-        let binary_engine = DocumentLimits { max_bytes: Some(16 << 20), refuses_nul: false, max_object_keys: None };
+        let text_engine = DocumentLimits { max_bytes: Some(255 << 20), refuses_nul: true, max_object_keys: None, max_depth: None };
+        let binary_engine = DocumentLimits { max_bytes: Some(16 << 20), refuses_nul: false, max_object_keys: None, max_depth: None };
         Policy::strictest([&text_engine, &binary_engine])
     }
 
@@ -468,6 +487,22 @@ mod tests {
         // (BSON's encoder refuses the depth, as too_deep).
         let deep = format!("{}1{}", r#"{"a":"#.repeat(200), "}".repeat(200));
         assert!(policy.clean_line(1, deep.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn nesting_past_the_strictest_limit_is_too_deep_and_the_limit_itself_is_kept() {
+        let shallow = DocumentLimits { max_depth: Some(3), ..DocumentLimits::default() };
+        let policy = Policy::strictest([&DocumentLimits::default(), &shallow]);
+        // `{}` is level 1: three levels pass, a fourth (object or array) does not.
+        assert!(policy.clean_line(1, br#"{"a":{"b":[1,2]}}"#).is_ok());
+        assert!(policy.clean_line(1, br#"{"a":{"b":[1,[]]}, "s":"[[[[["}"#).is_err());
+        for four in [r#"{"a":{"b":[[1]]}}"#, r#"{"a":[{"b":{}}]}"#] {
+            let refused = policy.clean_line(1, four.as_bytes()).unwrap_err();
+            assert_eq!(refused.defect, Defect::TooDeep, "{four}");
+            assert!(refused.detail.contains("3 levels"), "{}", refused.detail);
+        }
+        assert!(policy.clean_line(1, br#"{"s":"[[[[[{{{{"}"#).is_ok(), "brackets in strings are no nesting");
+        assert!(Policy::strictest([&DocumentLimits::default()]).clean_line(1, br#"{"a":{"b":[[1]]}}"#).is_ok());
     }
 
     #[test]

@@ -894,6 +894,10 @@ pub struct Plan {
     pub indexes: Vec<String>,
     /// None when the plan could not be read (or explain is unsupported).
     pub index_used: Option<bool>,
+    /// Every table read is answered from an index alone (a covering scan),
+    /// where the engine's plan says so (the MySQL family's `using_index`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covering: Option<bool>,
     pub error: Option<String>,
 }
 

@@ -26,6 +26,7 @@ pub mod sample;
 #[cfg(feature = "servers")]
 pub mod servers;
 pub mod throwaway_mongo;
+pub mod throwaway_mysql;
 pub mod throwaway_pg;
 pub mod tls;
 
@@ -37,4 +38,4 @@ pub use olap_fixture::{ingest_options, postgres_and_polars, LoadedTable};
 pub use process::{output_within, text, wait_within};
 pub use results::{bench_record, copy_dir, newest_file, newest_record};
 #[cfg(feature = "servers")]
-pub use servers::{assert_exact, counts, drop_all, drop_table, ledger_hours, mongo, mongo_url, pg, pg_url, servers, table, Servers};
+pub use servers::{assert_exact, counts, drop_all, drop_table, ledger_hours, mongo, mongo_url, mysql_url, pg, pg_url, servers, table, Servers};

@@ -56,6 +56,11 @@ pub fn mongo_url() -> String {
     servers().mongo_url
 }
 
+/// The MySQL-family server `just setup` starts (MariaDB), or `MYSQL_URL`.
+pub fn mysql_url() -> String {
+    std::env::var("MYSQL_URL").unwrap_or_else(|_| ghbench_mysql::DEFAULT_URL.into())
+}
+
 pub async fn pg() -> tokio_postgres::Client {
     servers().postgres().await.expect("PostgreSQL from `just setup` must be running")
 }

@@ -68,7 +68,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
     // BSON's limits (16 MiB, 100 levels, 64-bit integers, `_id`) are checked
     // by its encoder, on the BSON.
-    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },
     options: &[URL],
     default: true,
     connect_hint: "--mongo-url or MONGODB_URI",

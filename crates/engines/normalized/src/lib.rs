@@ -44,7 +44,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
     // Text columns refuse `\u0000`; a document has no size limit of its own,
     // but an object's keys are its table's columns (see MAX_OBJECT_KEYS).
-    limits: DocumentLimits { max_bytes: None, refuses_nul: true, max_object_keys: Some(MAX_OBJECT_KEYS) },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: true, max_object_keys: Some(MAX_OBJECT_KEYS), max_depth: None },
     options: &[ghbench_postgres::URL],
     default: false,
     connect_hint: "--pg-url or DATABASE_URL",

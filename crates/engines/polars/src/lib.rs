@@ -46,7 +46,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     // Files are fsynced before they are renamed into place: durable. There is
     // no server to restart and nothing to index.
     capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: true },
-    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None },
+    limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },
     options: &[DIR],
     default: false,
     connect_hint: "--polars-dir or GHBENCH_POLARS_DIR (a folder ghbench can write)",

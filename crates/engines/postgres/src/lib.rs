@@ -68,7 +68,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
     // jsonb keeps numbers exactly and nests deeply, but refuses `\u0000` in
     // strings and values over 255 MB.
-    limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true, max_object_keys: None },
+    limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true, max_object_keys: None, max_depth: None },
     options: &[URL],
     default: true,
     connect_hint: "--pg-url or DATABASE_URL",

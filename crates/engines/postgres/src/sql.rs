@@ -1,83 +1,17 @@
-//! SQL files as statements, cut by a real tokenizer (sqlparser's, PostgreSQL
-//! dialect) rather than at every `;`: a `;` or `--` inside a string literal,
-//! a quoted name or a `$$` body stays part of its statement.
+//! PostgreSQL's SQL files as statements: ghbench's tokenizer-based split
+//! (`ghbench_engine::sql`) in PostgreSQL's dialect, for every engine on
+//! PostgreSQL.
 
-use anyhow::{bail, Context as _};
 use ghbench_core::TableName;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Location, Token, Tokenizer};
+use ghbench_engine::sql::SqlDialect;
 
-/// The statements of `sql`, comments removed and white space folded, in order.
-/// Each token's text is taken from `sql` itself (tokens do not print back
-/// exactly: `'it''s'` would lose its doubled quote).
+/// The statements of `sql`, comments removed and white space folded, in order
+/// (see `ghbench_engine::sql::statements`).
 pub fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize_with_location().context("reading the SQL")?;
-    let line_starts: Vec<usize> = std::iter::once(0).chain(sql.match_indices('\n').map(|(i, _)| i + 1)).collect();
-    let starts: Vec<usize> = tokens.iter().map(|t| byte_offset(sql, &line_starts, t.span.start)).collect();
-    let mut statements = Vec::new();
-    let mut current = String::new();
-    for (i, t) in tokens.iter().enumerate() {
-        let text = &sql[starts[i]..starts.get(i + 1).copied().unwrap_or(sql.len())];
-        match &t.token {
-            Token::SemiColon => push(&mut statements, &mut current),
-            Token::Whitespace(_) => current.push(' '),
-            _ => current.push_str(text),
-        }
-    }
-    push(&mut statements, &mut current);
-    Ok(statements)
+    ghbench_engine::sql::statements(SqlDialect::PostgreSql, sql)
 }
 
-/// The byte offset of a 1-based line and column (counted in characters).
-fn byte_offset(text: &str, line_starts: &[usize], at: Location) -> usize {
-    let Some(&line_start) = line_starts.get((at.line as usize).saturating_sub(1)) else { return text.len() };
-    let line = &text[line_start..];
-    line_start + line.char_indices().nth((at.column as usize).saturating_sub(1)).map_or(line.len(), |(i, _)| i)
-}
-
-fn push(statements: &mut Vec<String>, current: &mut String) {
-    let folded = current.split_whitespace().collect::<Vec<_>>().join(" ");
-    if !folded.is_empty() {
-        statements.push(folded);
-    }
-    current.clear();
-}
-
-/// `CREATE INDEX IF NOT EXISTS <name> ON ...`: the name, validated as an
-/// identifier (so it can be looked up and reported).
+/// `CREATE INDEX IF NOT EXISTS <name> ON ...`: the name, validated.
 pub fn created_index_name(statement: &str) -> anyhow::Result<TableName> {
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, statement).tokenize().context("reading the SQL")?;
-    let words: Vec<&Token> = tokens.iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
-    let is = |t: &Token, word: &str| matches!(t, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
-    let shape = ["CREATE", "INDEX", "IF", "NOT", "EXISTS"];
-    let starts_right = words.len() > shape.len() && words.iter().zip(shape).all(|(t, w)| is(t, w));
-    match words.get(shape.len()) {
-        Some(Token::Word(name)) if starts_right && name.quote_style.is_none() => Ok(name.value.parse()?),
-        _ if starts_right => bail!("the index needs a plain lower-case name after IF NOT EXISTS"),
-        _ => bail!("index statements must be CREATE INDEX IF NOT EXISTS <name> ON ... (so reruns are no-ops)"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splits_where_statements_end_not_where_a_semicolon_stands() {
-        let sql = "-- comment; with a semicolon\nCREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a;b'));\n\n/* block; */ SELECT $$x;y$$, 'it''s; fine', \"odd;name\" FROM t -- tail; comment\n;\n";
-        assert_eq!(
-            statements(sql).unwrap(),
-            ["CREATE INDEX IF NOT EXISTS t_a ON t ((data->>'a;b'))", "SELECT $$x;y$$, 'it''s; fine', \"odd;name\" FROM t"]
-        );
-        assert!(statements("  -- only a comment\n").unwrap().is_empty());
-    }
-
-    #[test]
-    fn finds_the_index_name_or_says_what_is_wanted() {
-        assert_eq!(created_index_name("CREATE INDEX IF NOT EXISTS t_b ON t ((data->'b'))").unwrap().as_str(), "t_b");
-        assert_eq!(created_index_name("create index if not exists t_c on t using gin (data jsonb_path_ops)").unwrap().as_str(), "t_c");
-        assert!(created_index_name("CREATE INDEX ON t ((data))").unwrap_err().to_string().contains("IF NOT EXISTS <name>"));
-        assert!(created_index_name("CREATE INDEX IF NOT EXISTS \"x y\" ON t ((data))").is_err());
-        assert!(created_index_name("CREATE INDEX IF NOT EXISTS Upper ON t ((data))").is_err());
-    }
+    ghbench_engine::sql::created_index_name(SqlDialect::PostgreSql, statement)
 }

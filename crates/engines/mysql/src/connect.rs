@@ -1,0 +1,130 @@
+//! Reaching a server of the MySQL family: the URL read by the driver, every
+//! handshake bounded, and what the server is (its product and the settings
+//! that shape loading) read once per connection.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use ghbench_core::{error_chain, ConnectError, EngineSpec, ServerInfo, CONNECT_TIMEOUT};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder};
+
+use crate::product::{identify, Identity, Product};
+
+/// A connection with what its server is.
+pub struct Server {
+    pub conn: Conn,
+    pub identity: Identity,
+    /// The live `max_allowed_packet`: the largest statement the server takes.
+    pub max_allowed_packet: usize,
+    /// `NO_BACKSLASH_ESCAPES` is in the session's `sql_mode`.
+    pub no_backslash_escapes: bool,
+}
+
+/// The driver's options for `url`: TCP as the URL says (the driver would
+/// otherwise move to the server's Unix socket on this machine), and the
+/// operating system told to watch the connection.
+pub fn options(url: &str) -> Result<Opts, mysql_async::UrlError> {
+    let opts = Opts::from_url(url)?;
+    let mut builder = OptsBuilder::from_opts(opts).tcp_keepalive(Some(Duration::from_secs(30)));
+    if !url.contains("prefer_socket=") {
+        builder = builder.prefer_socket(false);
+    }
+    Ok(builder.into())
+}
+
+/// A new connection, its handshake bounded by [`CONNECT_TIMEOUT`].
+pub async fn connect(spec: &EngineSpec, url: &str) -> Result<Conn, ConnectError> {
+    let opts = options(url).map_err(|e| ConnectError::new(spec, url, format!("the URL does not read: {e}")))?;
+    match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
+        Ok(Ok(conn)) => Ok(conn),
+        Ok(Err(e)) => Err(ConnectError::new(spec, url, error_chain(&e))),
+        Err(_) => Err(ConnectError::silent(spec, url, CONNECT_TIMEOUT, "the MySQL handshake")),
+    }
+}
+
+impl Server {
+    /// A new connection and what its server is.
+    pub async fn connect(spec: &EngineSpec, url: &str) -> Result<Server, ConnectError> {
+        let mut conn = connect(spec, url).await?;
+        let read = tokio::time::timeout(CONNECT_TIMEOUT, read_identity(&mut conn)).await;
+        let (identity, max_allowed_packet, sql_mode) = match read {
+            Ok(Ok(read)) => read,
+            Ok(Err(e)) => return Err(ConnectError::new(spec, url, format!("reading what the server is: {}", error_chain(&e)))),
+            Err(_) => return Err(ConnectError::silent(spec, url, CONNECT_TIMEOUT, "reading what the server is")),
+        };
+        let no_backslash_escapes = sql_mode.split(',').any(|mode| mode.eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"));
+        Ok(Server { conn, identity, max_allowed_packet, no_backslash_escapes })
+    }
+
+    pub fn product(&self) -> Product {
+        self.identity.product
+    }
+}
+
+/// The product, `max_allowed_packet` and `sql_mode`. `TIDB_VERSION()` is
+/// asked only of a server whose `VERSION()` says TiDB: elsewhere it does not exist.
+async fn read_identity(conn: &mut Conn) -> Result<(Identity, usize, String), mysql_async::Error> {
+    let row: Option<(String, Option<String>, u64, String)> =
+        conn.query_first("SELECT VERSION(), @@version_comment, @@max_allowed_packet, @@sql_mode").await?;
+    let (version, comment, packet, sql_mode) = row.unwrap_or_default();
+    let tidb: Option<String> = match version.contains("TiDB") {
+        true => conn.query_first("SELECT TIDB_VERSION()").await?,
+        false => None,
+    };
+    let identity = identify(&version, comment.as_deref().unwrap_or(""), tidb.as_deref());
+    Ok((identity, usize::try_from(packet).unwrap_or(usize::MAX), sql_mode))
+}
+
+/// The settings that shape this engine's numbers, as the server says them
+/// (one it does not have is said so): its caches, temporary tables, packet,
+/// how a cold start begins, the JSON columns' collation.
+pub const SETTINGS: [&str; 13] = [
+    "innodb_buffer_pool_size",
+    "innodb_buffer_pool_dump_at_shutdown",
+    "innodb_buffer_pool_load_at_startup",
+    "innodb_flush_method",
+    "innodb_page_size",
+    "tmp_table_size",
+    "max_heap_table_size",
+    "max_allowed_packet",
+    "query_cache_type",
+    "local_infile",
+    "sql_mode",
+    "character_set_server",
+    "collation_server",
+];
+
+/// The server described for every report: product, version, build, the
+/// [`SETTINGS`], how it stores JSON, and the caveat its numbers carry.
+pub async fn describe(spec: &EngineSpec, server: &mut Server, url: &str) -> Result<ServerInfo, mysql_async::Error> {
+    let identity = server.identity.clone();
+    let mut info = ServerInfo::new(spec.engine.clone(), identity.product.name(), &identity.version, identity.build.clone(), url);
+    info.settings = settings(&mut server.conn, &SETTINGS).await;
+    info.settings.insert("json storage".into(), identity.product.json_storage().into());
+    info.caveat = Some(identity.product.caveat());
+    Ok(info)
+}
+
+/// `names` as the server says them (`SHOW GLOBAL VARIABLES`); a name it
+/// does not have is said so.
+pub async fn settings(conn: &mut Conn, names: &[&str]) -> BTreeMap<String, String> {
+    let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    let mut said: BTreeMap<String, String> = names.iter().map(|n| (n.to_string(), "(not in this server)".to_string())).collect();
+    match conn.query::<(String, String), _>(format!("SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})")).await {
+        Ok(rows) => said.extend(rows.into_iter().map(|(name, value)| (name.to_ascii_lowercase(), value))),
+        Err(e) => {
+            said.insert("settings".into(), format!("not read: {}", error_chain(&e)));
+        }
+    }
+    said
+}
+
+/// How long a step waits for a server that holds a lock: long enough for
+/// another session's short DDL, short of a load's own timeouts.
+pub const LOCK_WAIT_SECONDS: u64 = 50;
+
+/// Sets `innodb_lock_wait_timeout` and `lock_wait_timeout` for the session.
+pub async fn bound_lock_waits(conn: &mut Conn) -> Result<(), mysql_async::Error> {
+    conn.query_drop(format!("SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = {LOCK_WAIT_SECONDS}")).await
+}
