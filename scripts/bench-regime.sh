@@ -6,7 +6,9 @@
 #      with memory free, then with the servers and polars' workers inside memory
 #      cgroups chosen so postgres's data (table and indexes) is 0.25, 1 and 5 times
 #      its memory (GHBENCH_REGIME_RATIOS);
-#   2. the MongoDB-wire server beside postgres (its answers verified against
+#   2. the MySQL family (MariaDB: mysql and mysql-tuned) beside postgres at the
+#      same size and ratios of postgres's data (GHBENCH_REGIME_MYSQL_RATIOS);
+#   3. the MongoDB-wire server beside postgres (its answers verified against
 #      PostgreSQL's) at MONGO_HOURS x EVENTS (default 4 x 25,000 = 100,000:
 #      SecantusDB is a Python server about 30x slower than PostgreSQL here), at the
 #      ratios of postgres's data it can reach there (GHBENCH_REGIME_MONGO_RATIOS,
@@ -19,6 +21,7 @@ source "$(dirname "$0")/bench-common.sh" "$@"
 ratios=${GHBENCH_REGIME_RATIOS:-0.25,1,5}
 mongo_hours=${GHBENCH_REGIME_MONGO_HOURS:-4}
 mongo_ratios=${GHBENCH_REGIME_MONGO_RATIOS:-0.25,1}
+mysql_ratios=${GHBENCH_REGIME_MYSQL_RATIOS:-$ratios}
 out=${GHBENCH_REGIME_OUTPUT:-results/regime}
 mkdir -p "$out"
 [ "$(id -u)" = 0 ] || { echo "bench-regime needs root: memory limits are cgroups (run it as root, or see --server-memory)" >&2; exit 2; }
@@ -31,6 +34,8 @@ sweep() { # hours engines ratios
 }
 status=0
 sweep "$hours" postgres,postgres-tuned,normalized,polars "$ratios" || status=$?
+echo
+sweep "$hours" postgres,mysql,mysql-tuned "$mysql_ratios" || status=$?
 echo
 sweep "$mongo_hours" postgres,mongo "$mongo_ratios" || status=$?
 exit "$status"

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
 /// Every registered engine: what `bench` runs without --engines.
-const EVERY_ENGINE: [&str; 6] = ["postgres", "postgres-tuned", "mongo", "mongo-tuned", "normalized", "polars"];
+const EVERY_ENGINE: [&str; 8] = ["postgres", "postgres-tuned", "mongo", "mongo-tuned", "normalized", "mysql", "mysql-tuned", "polars"];
 
 /// The servers `scripts/setup.sh` started in a folder of the test's own;
 /// stopped (and the folder removed) when dropped.
@@ -23,6 +23,7 @@ struct OwnSetup {
     home: PathBuf,
     pg_url: String,
     mongo_url: String,
+    mysql_url: String,
 }
 
 impl OwnSetup {
@@ -48,7 +49,8 @@ impl OwnSetup {
         command.arg(repo.join("scripts/setup.sh")).env("GHBENCH_HOME", &home).env("GHBENCH_VENV", &venv);
         command.env("GHBENCH_PG_PORT", pg_port.to_string()).env("GHBENCH_MONGO_PORT", mongo_port.to_string());
         // Its MariaDB too (setup starts every server), small, on a port of its own.
-        command.env("GHBENCH_MYSQL_PORT", free_port().to_string()).env("GHBENCH_MYSQL_BUFFER_POOL", "128M");
+        let mysql_port = free_port();
+        command.env("GHBENCH_MYSQL_PORT", mysql_port.to_string()).env("GHBENCH_MYSQL_BUFFER_POOL", "128M");
         match shared_buffers {
             Some(size) => command.env("GHBENCH_PG_SHARED_BUFFERS", size),
             None => command.env_remove("GHBENCH_PG_SHARED_BUFFERS"),
@@ -58,6 +60,7 @@ impl OwnSetup {
             home,
             pg_url: format!("postgres://ghbench@127.0.0.1:{pg_port}/ghbench"),
             mongo_url: format!("mongodb://127.0.0.1:{mongo_port}/ghbench?directConnection=true"),
+            mysql_url: format!("mysql://ghbench@127.0.0.1:{mysql_port}/ghbench"),
         };
         assert!(out.status.success(), "setup.sh: {}", text(&out));
         Some(setup)
@@ -69,7 +72,7 @@ impl OwnSetup {
 
     fn ghbench(&self, args: &[&str]) -> (bool, String) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-        command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env_remove("GHBENCH_SERVERS");
+        command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env("MYSQL_URL", &self.mysql_url).env_remove("GHBENCH_SERVERS");
         let out = output_within(&mut command, Duration::from_secs(600));
         let said = text(&out);
         eprintln!("ghbench {}:\n{said}", args.join(" "));
@@ -90,6 +93,10 @@ impl OwnSetup {
 
     fn mongo_pid(&self) -> String {
         std::fs::read_to_string(self.home.join("mongo/server.pid")).unwrap_or_default()
+    }
+
+    fn mysql_pid(&self) -> String {
+        std::fs::read_to_string(self.home.join("mysql/server.pid")).unwrap_or_default()
     }
 }
 
@@ -115,7 +122,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let common = ["--events-per-hour", "1200", "--variant", "corrected", "--repeat", "2"];
     let places = ["--data-dir", &data, "--polars-dir", &polars, "--output", &results, "--quarantine-dir", &path("q")];
     let servers = setup.servers_file();
-    let (pg_before, mongo_before) = (setup.postmaster_started().await, setup.mongo_pid());
+    let (pg_before, mongo_before, mysql_before) = (setup.postmaster_started().await, setup.mongo_pid(), setup.mysql_pid());
 
     // No --engines: the whole benchmark is every engine.
     let mut args = vec!["bench", "--gen", "2", "--cold", "--servers", servers.to_str().unwrap()];
@@ -141,12 +148,12 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
         assert!(storage["table_bytes"].as_u64().unwrap() > 0, "{engine} has a size: {storage}");
     }
     assert!(of(&size["loads"], "postgres")["upkeep"].as_str().unwrap().contains("ANALYZE"), "PostgreSQL is analysed as part of its load");
-    for engine in ["postgres", "mongo"] {
+    for engine in ["postgres", "mongo", "mysql"] {
         let built = of(&size["indexes"], engine)["indexes"].as_array().unwrap();
         assert_eq!(built.len(), 5, "{engine}: the paper's five indexes");
         assert!(built.iter().all(|b| b["created"] == true && b["seconds"].as_f64().unwrap() > 0.0), "{engine}: {built:?}");
     }
-    for engine in ["postgres-tuned", "mongo-tuned"] {
+    for engine in ["postgres-tuned", "mongo-tuned", "mysql-tuned"] {
         assert_eq!(of(&size["indexes"], engine)["indexes"].as_array().unwrap().len(), 4, "{engine}: one index per query");
     }
     assert!(of(&size["indexes"], "polars")["indexes"].as_array().unwrap().is_empty(), "polars takes no indexes");
@@ -158,6 +165,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert!(cold["label"].as_str().unwrap().starts_with("true cold"), "{cold}");
     assert_ne!(setup.postmaster_started().await, pg_before, "PostgreSQL was restarted");
     assert_ne!(setup.mongo_pid(), mongo_before, "the MongoDB-wire server was restarted");
+    assert_ne!(setup.mysql_pid(), mysql_before, "MariaDB was restarted");
     // Restarted from within ghbench's process group, it must not die with it
     // (Ctrl-C, a killed job): it leads a session of its own.
     let pid = setup.mongo_pid().trim().to_string();
@@ -348,6 +356,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
         .args(places)
         .env("DATABASE_URL", &setup.pg_url)
         .env("MONGODB_URI", &setup.mongo_url)
+        .env("MYSQL_URL", &setup.mysql_url)
         .env_remove("GHBENCH_SERVERS")
         .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&stderr).unwrap())
