@@ -47,7 +47,7 @@ impl ConnectError {
     /// to start, a login to correct.
     pub fn login_refused(&self) -> bool {
         let reason = self.reason.to_ascii_lowercase();
-        ["authentication failed", "password missing", "pg_hba.conf"].iter().any(|said| reason.contains(said))
+        ["authentication failed", "password missing", "pg_hba.conf", "access denied for user"].iter().any(|said| reason.contains(said))
     }
 
     /// Something accepted the connection but did not answer `step` within `limit`.

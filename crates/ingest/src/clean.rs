@@ -10,6 +10,7 @@
 //! | an object with a key twice (`{"type":"A","type":"B"}`) | quarantine: `jsonb` would keep the last value, BSON both (and MongoDB read the first), so the engines would hold different data |
 //! | empty line                              | quarantine                              |
 //! | larger than an engine's document limit  | quarantine                              |
+//! | nested deeper than an engine's limit (MariaDB's 31 levels) | quarantine |
 //! | what an engine cannot encode (e.g. BSON's nesting, integer and `_id` rules) | quarantine |
 //!
 //! The first five are every engine's; the limits are the strictest of every

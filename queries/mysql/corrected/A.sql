@@ -3,7 +3,7 @@
 -- text; MariaDB 10.11 uses an index on a generated column only for a query
 -- that names the column).
 -- Correction: ties in count are broken by repository name ascending, so the
--- order is defined. The column's collation utf8mb4_bin compares code points,
+-- order is defined. The column's collation utf8mb4_nopad_bin compares code points,
 -- in UTF-8 the same order as bytes (PostgreSQL's COLLATE "C", MongoDB's
 -- string order), and ascending puts NULL first in MariaDB, as MongoDB sorts
 -- null before any string (PostgreSQL's NULLS FIRST).

@@ -10,7 +10,7 @@
 --     It is a DOUBLE, so the average is a DOUBLE (PostgreSQL's is numeric:
 --     equal to 1e-9 relative).
 --   * Ties in the average are broken by repository name ascending (bytewise,
---     utf8mb4_bin, and NULL first, both like MongoDB).
+--     utf8mb4_nopad_bin, and NULL first, both like MongoDB).
 SELECT repo_name AS repo, AVG(issue_comments) AS comments
 FROM {table}
 WHERE event_type = 'IssueCommentEvent' AND issue_comments > 2

@@ -59,14 +59,17 @@ impl MysqlBackend {
     /// Sets the session's statement limit to `--query-timeout`.
     async fn apply_limit(&self) -> BackendResult<()> {
         let sql = self.product.statement_limit(self.limit);
-        self.server.lock().await.conn.query_drop(sql).await.map_err(engine_error).context("setting --query-timeout")
+        let mut server = self.server.lock().await;
+        live(&mut server)?.query_drop(sql).await.map_err(engine_error).context("setting --query-timeout")
     }
 
     /// Every row `sql` returns, as text cells (None for NULL); killed on the
     /// server if dropped unfinished; a statement its limit stopped said so.
     async fn text_rows(&self, sql: &str) -> BackendResult<Vec<Vec<Option<String>>>> {
         let mut server = self.server.lock().await;
-        let fetched = cancellable(&self.setup.spec, &self.url, self.id, server.conn.query::<mysql_async::Row, _>(sql)).await;
+        let conn = live(&mut server)?;
+        let what = format!("the statement {}", head(sql));
+        let fetched = cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query::<mysql_async::Row, _>(sql)).await;
         match fetched {
             Ok(rows) => Ok(rows.into_iter().map(|row| row.unwrap().into_iter().map(text_of).collect()).collect()),
             Err(e) => match (self.limit, server_code(&e)) {
@@ -144,8 +147,9 @@ impl Backend for MysqlBackend {
     async fn sizes(&self) -> BackendResult<Storage> {
         let t = self.data_table();
         let mut server = self.server.lock().await;
-        let conn = &mut server.conn;
-        let _: Vec<mysql_async::Row> = conn.query(format!("ANALYZE TABLE {t}")).await.map_err(engine_error)?;
+        let conn = live(&mut server)?;
+        let analyze = format!("ANALYZE TABLE {t}");
+        let _: Vec<mysql_async::Row> = cancellable(&self.setup.spec, &self.url, self.id, &analyze, conn.query(&analyze)).await.map_err(engine_error)?;
         let sql = "SELECT DATA_LENGTH, INDEX_LENGTH, TABLE_ROWS, COALESCE(CREATE_OPTIONS, '') FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?";
         let said: Option<(Option<u64>, Option<u64>, Option<u64>, String)> = conn.exec_first(sql, (self.setup.database(), self.table.as_str())).await.map_err(engine_error)?;
         let (data, index, estimate, options) = said.with_context(|| format!("table {t} not found"))?;
@@ -154,16 +158,22 @@ impl Backend for MysqlBackend {
         // A page-compressed table's figures are its pages uncompressed: on
         // disk it is its file's allocated blocks (holes punched), read once
         // its pages are flushed, shared between rows and indexes as their pages are.
-        if options.to_ascii_lowercase().contains("page_compressed") {
-            if let Some(allocated) = allocated_bytes(conn, &t, self.setup.database(), self.table.as_str()).await.map_err(engine_error)? {
+        let options = options.to_ascii_lowercase();
+        if options.contains("page_compressed") || options.contains("compression=") {
+            if let Some(allocated) = allocated_bytes(conn, self.product, &t, self.setup.database(), self.table.as_str()).await {
                 let pages = (table_bytes + index_bytes).max(1);
                 logical_bytes = Some(pages);
-                (table_bytes, index_bytes) = (allocated * table_bytes / pages, allocated - allocated * table_bytes / pages);
+                // In u128: a year's pages times its allocated bytes pass u64.
+                let rows_share = (u128::from(allocated) * u128::from(table_bytes) / u128::from(pages)) as u64;
+                (table_bytes, index_bytes) = (rows_share, allocated.saturating_sub(rows_share));
             }
         }
         let (rows, rows_exact) = match table_bytes > EXACT_COUNT_MAX_BYTES {
             true => (estimate.unwrap_or(0), false),
-            false => (conn.query_first::<u64, _>(format!("SELECT COUNT(*) FROM {t}")).await.map_err(engine_error)?.unwrap_or(0), true),
+            false => {
+                let count = format!("SELECT COUNT(*) FROM {t}");
+                (cancellable(&self.setup.spec, &self.url, self.id, &count, conn.query_first::<u64, _>(&count)).await.map_err(engine_error)?.unwrap_or(0), true)
+            }
         };
         let per_index = "SELECT index_name, stat_value * @@innodb_page_size FROM mysql.innodb_index_stats
                          WHERE database_name = COALESCE(?, DATABASE()) AND table_name = ? AND stat_name = 'size' AND index_name <> 'PRIMARY' ORDER BY index_name";
@@ -195,7 +205,9 @@ impl Backend for MysqlBackend {
                     false => remove_if_not_exists(&statement),
                 };
                 let mut server = self.server.lock().await;
-                cancellable(&self.setup.spec, &self.url, self.id, server.conn.query_drop(sql)).await.map_err(engine_error).with_context(|| format!("creating {name}"))?;
+                let conn = live(&mut server)?;
+                let what = format!("building index {name}");
+                cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query_drop(sql)).await.map_err(engine_error).with_context(|| format!("creating {name}"))?;
             }
             let seconds = started.elapsed().as_secs_f64();
             if !self.index_exists(name.as_str()).await? {
@@ -227,9 +239,16 @@ impl Backend for MysqlBackend {
     /// InnoDB's buffer pool counters, server-wide (the family counts reads by
     /// table only in `performance_schema`, often off): logical reads, reads
     /// that went to disk, and bytes read.
+    ///
+    /// Read on a connection of their own: the runner may stop waiting for
+    /// them, and a call dropped half way must not leave its answer on the
+    /// queries' connection.
     async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
         let sql = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads', 'Innodb_data_read')";
-        let said: Vec<(String, String)> = self.server.lock().await.conn.query(sql).await.map_err(|e| format!("SHOW GLOBAL STATUS: {e}"))?;
+        let mut conn = crate::connect::connect(&self.setup.spec, &self.url).await.map_err(|e| e.to_string())?;
+        let said: Result<Vec<(String, String)>, _> = conn.query(sql).await;
+        let _ = conn.disconnect().await;
+        let said = said.map_err(|e| format!("SHOW GLOBAL STATUS: {e}"))?;
         Ok(said.into_iter().filter_map(|(name, value)| Some((format!("{} (server-wide)", name.to_ascii_lowercase()), value.parse().ok()?))).collect())
     }
 
@@ -301,21 +320,48 @@ impl Backend for MysqlBackend {
         limits
     }
 
-    async fn close(&self) {
-        let _ = self.server.lock().await.conn.query_drop("DO 0").await;
+}
+
+/// The connection, unless a call on it was dropped half way (its answer
+/// would be read as the next statement's) or it failed for good: then the
+/// typed lost connection, so the runner goes on on a new one.
+fn live(server: &mut Server) -> BackendResult<&mut mysql_async::Conn> {
+    match server.conn.is_disconnected() {
+        true => Err(ghbench_engine::EngineError::new(
+            ghbench_engine::FailureKind::LostConnection,
+            "the connection was left in the middle of a statement (a call stopped unfinished, or the server went away)",
+        )
+        .into()),
+        false => Ok(&mut server.conn),
     }
 }
 
-/// The bytes the table's file takes on disk (MariaDB's
-/// `INNODB_SYS_TABLESPACES.ALLOCATED_SIZE`), its dirty pages flushed first
-/// (`FLUSH TABLES ... FOR EXPORT`, which holds writes for the moment); None
-/// where the server does not say.
-async fn allocated_bytes(conn: &mut mysql_async::Conn, qualified: &str, database: Option<&str>, table: &str) -> Result<Option<u64>, mysql_async::Error> {
-    conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await?;
-    let sql = "SELECT ALLOCATED_SIZE FROM information_schema.INNODB_SYS_TABLESPACES WHERE NAME = CONCAT(COALESCE(?, DATABASE()), '/', ?)";
-    let allocated: Result<Option<u64>, _> = conn.exec_first(sql, (database, table)).await;
-    conn.query_drop("UNLOCK TABLES").await?;
-    allocated.or(Ok(None))
+/// The statement's first words, for what a cancel names: `SELECT repo_name …`.
+fn head(sql: &str) -> String {
+    let words: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace).collect();
+    let mut said = words.iter().take(8).copied().collect::<Vec<_>>().join(" ");
+    if words.len() > 8 {
+        said.push_str(" …");
+    }
+    said
+}
+
+/// The bytes the table's file takes on disk (`ALLOCATED_SIZE` of MariaDB's
+/// `INNODB_SYS_TABLESPACES`, MySQL 8's `INNODB_TABLESPACES`), its dirty pages
+/// flushed first (`FLUSH TABLES ... FOR EXPORT`, which holds writes for the
+/// moment). None where the server does not say or would not flush (no
+/// RELOAD right, a lock held elsewhere): the pages' own figures stand.
+async fn allocated_bytes(conn: &mut mysql_async::Conn, product: Product, qualified: &str, database: Option<&str>, table: &str) -> Option<u64> {
+    let view = match product {
+        Product::MariaDb => "INNODB_SYS_TABLESPACES",
+        Product::MySql => "INNODB_TABLESPACES",
+        Product::TiDb => return None,
+    };
+    conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await.ok()?;
+    let sql = format!("SELECT ALLOCATED_SIZE FROM information_schema.{view} WHERE NAME = CONCAT(COALESCE(?, DATABASE()), '/', ?)");
+    let allocated: Option<u64> = conn.exec_first(sql, (database, table)).await.ok().flatten();
+    conn.query_drop("UNLOCK TABLES").await.ok()?;
+    allocated
 }
 
 /// The statement without `IF NOT EXISTS` after `CREATE INDEX`, for a server

@@ -38,7 +38,7 @@ pub async fn connect(spec: &EngineSpec, url: &str) -> Result<Conn, ConnectError>
     let opts = options(url).map_err(|e| ConnectError::new(spec, url, format!("the URL does not read: {e}")))?;
     match tokio::time::timeout(CONNECT_TIMEOUT, Conn::new(opts)).await {
         Ok(Ok(conn)) => Ok(conn),
-        Ok(Err(e)) => Err(ConnectError::new(spec, url, error_chain(&e))),
+        Ok(Err(e)) => Err(ConnectError::new(spec, url, crate::error::said(&e))),
         Err(_) => Err(ConnectError::silent(spec, url, CONNECT_TIMEOUT, "the MySQL handshake")),
     }
 }
@@ -123,6 +123,18 @@ pub async fn settings(conn: &mut Conn, names: &[&str]) -> BTreeMap<String, Strin
 /// How long a step waits for a server that holds a lock: long enough for
 /// another session's short DDL, short of a load's own timeouts.
 pub const LOCK_WAIT_SECONDS: u64 = 50;
+
+/// How long a loading connection's server waits for the next piece of an
+/// hour before it gives up on the client (`net_read_timeout`, 30 s by
+/// default): the stream idles while the other engines commit the same hour,
+/// or a download pauses; ghbench bounds each step itself (`--timeout`).
+pub const LOAD_IDLE_SECONDS: u64 = 3600;
+
+/// A connection for loading: lock waits bounded, idle reads not.
+pub async fn for_loading(conn: &mut Conn) -> Result<(), mysql_async::Error> {
+    bound_lock_waits(conn).await?;
+    conn.query_drop(format!("SET SESSION net_read_timeout = {LOAD_IDLE_SECONDS}, SESSION net_write_timeout = {LOAD_IDLE_SECONDS}")).await
+}
 
 /// Sets `innodb_lock_wait_timeout` and `lock_wait_timeout` for the session.
 pub async fn bound_lock_waits(conn: &mut Conn) -> Result<(), mysql_async::Error> {

@@ -49,8 +49,14 @@ const TOO_LARGE_TRANSACTION_CODES: [u16; 3] = [8004, 8175, 8025];
 pub const TOO_LARGE_TRANSACTION: &str = "\n  hint: TiDB refused the hour's transaction as too large: an hour is one transaction (so it is stored exactly once); \
      raise txn-total-size-limit and tidb_mem_quota_query on the TiDB servers for the load";
 
+/// The driver's error in one line, its causes included, once each (its
+/// I/O errors say "Input/output error" twice: once per layer).
+pub fn said(e: &mysql_async::Error) -> String {
+    ghbench_core::error_chain(e).replace("Input/output error: Input/output error: ", "Input/output error: ")
+}
+
 pub fn to_sink_error(e: &mysql_async::Error) -> SinkError {
-    let mut message = format!("{}: {}", crate::SPEC.engine, ghbench_core::error_chain(e));
+    let mut message = format!("MySQL family server: {}", said(e));
     if server_code(e).is_some_and(|code| MISSING_RIGHT_CODES.contains(&code)) {
         message.push_str(MISSING_RIGHT);
     }
@@ -70,16 +76,23 @@ pub fn engine_error(e: mysql_async::Error) -> EngineError {
     EngineError::driver(failure_kind(&e), e)
 }
 
-/// A lost connection (an I/O error, the driver's closed connection, the
-/// server shutting down: 1053 ER_SERVER_SHUTDOWN, 1927 ER_CONNECTION_KILLED);
+/// A lost connection (an I/O error, the driver's closed or out-of-step
+/// connection, the server shutting down or dropping the client: 1053, 1927,
+/// the network codes 1153 and 1158-1161, MySQL's 4031);
 /// a lock another session held too long (1205 lock wait timeout, 1213
 /// deadlock) or a server out of connections (1040), transient; anything else
 /// the work's own failure.
 pub fn failure_kind(e: &mysql_async::Error) -> FailureKind {
+    use mysql_async::DriverError::{ConnectionClosed, PacketOutOfOrder, PoolDisconnected, UnexpectedPacket};
     match e {
-        mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => FailureKind::LostConnection,
+        mysql_async::Error::Io(_) => FailureKind::LostConnection,
+        mysql_async::Error::Driver(ConnectionClosed | PoolDisconnected | PacketOutOfOrder | UnexpectedPacket { .. }) => FailureKind::LostConnection,
+        // The driver's refusal of the work itself (a packet too large, too many parameters).
+        mysql_async::Error::Driver(_) => FailureKind::Permanent,
         mysql_async::Error::Server(server) => match server.code {
-            1053 | 1927 => FailureKind::LostConnection,
+            // 1053 shutdown, 1927 killed, 1153/1158-1161 the network read or
+            // write failed or timed out, 4031 MySQL's idle disconnect.
+            1053 | 1927 | 1153 | 1158..=1161 | 4031 => FailureKind::LostConnection,
             1205 | 1213 | 1040 => FailureKind::Transient,
             _ => FailureKind::Permanent,
         },

@@ -113,7 +113,8 @@ impl UrlEngine for Mysql {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let server = connect::Server::connect(&self.setup.spec, url).await?;
+        let mut server = connect::Server::connect(&self.setup.spec, url).await?;
+        connect::for_loading(&mut server.conn).await.map_err(|e| ConnectError::new(&self.setup.spec, url, ghbench_core::error_chain(&e)))?;
         Ok(Box::new(sink::MysqlSink::new(self.setup, server, url.to_string(), table.clone())))
     }
 

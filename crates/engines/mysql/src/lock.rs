@@ -33,8 +33,8 @@ pub async fn lock(spec: &'static EngineSpec, url: &str, key: &str, table: &Table
 async fn take(spec: &'static EngineSpec, url: &str, key: &str, table: &TableName) -> Result<Conn, SinkError> {
     let mut conn = crate::connect::connect(spec, url).await?;
     let name = lock_name(key);
-    let got: Option<i64> = conn.exec_first("SELECT GET_LOCK(?, ?)", (&name, LOCK_WAIT.as_secs_f64())).await.sink()?;
-    if got == Some(1) {
+    let got: Option<Option<i64>> = conn.exec_first("SELECT GET_LOCK(?, ?)", (&name, LOCK_WAIT.as_secs_f64())).await.sink()?;
+    if got.flatten() == Some(1) {
         return Ok(conn);
     }
     // Who holds it, for the message; the lock itself is what counts.
@@ -55,7 +55,13 @@ async fn take(spec: &'static EngineSpec, url: &str, key: &str, table: &TableName
 async fn keep(mut conn: Conn, spec: &'static EngineSpec, url: String, key: String, table: TableName, lost: Lost) {
     loop {
         tokio::time::sleep(KEEP_EVERY).await;
-        if matches!(tokio::time::timeout(KEEP_EVERY, conn.ping()).await, Ok(Ok(()))) {
+        // Taken again only when the connection says it failed (a restart
+        // resets it at once; TCP keepalive finds a vanished server): a slow
+        // ping (a server stalled in reclaim) is no loss, and is not cut
+        // short, since a new connection would wait on the lock the old one
+        // still holds, and a ping dropped half way leaves its connection
+        // out of step.
+        if conn.ping().await.is_ok() {
             continue;
         }
         match tokio::time::timeout(KEEP_EVERY + LOCK_WAIT, take(spec, &url, &key, &table)).await {

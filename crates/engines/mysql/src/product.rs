@@ -95,9 +95,11 @@ impl Product {
     /// A setup's DDL in this product's words: MariaDB's page compression
     /// (`PAGE_COMPRESSED=1`) is MySQL 8's `COMPRESSION='zlib'` (the same
     /// hole-punched pages) and has no TiDB counterpart (TiKV compresses
-    /// everything); MariaDB's `PERSISTENT` columns are everyone's `STORED`.
+    /// everything); MariaDB's `PERSISTENT` columns are everyone's `STORED`;
+    /// its NO PAD binary collation `utf8mb4_nopad_bin` is MySQL 8's and
+    /// TiDB's (7.4+) `utf8mb4_0900_bin`.
     pub fn adapt_ddl(self, statement: &str) -> String {
-        let stored = statement.replace(" PERSISTENT", " STORED");
+        let stored = statement.replace(" PERSISTENT", " STORED").replace("utf8mb4_nopad_bin", "utf8mb4_0900_bin");
         match self {
             Product::MariaDb => statement.to_string(),
             Product::MySql => stored.replace("PAGE_COMPRESSED=1", "COMPRESSION='zlib'"),
@@ -181,9 +183,10 @@ mod tests {
         assert!(Product::MySql.stopped_by_limit(3024));
         assert!(!Product::MySql.creates_index_if_not_exists() && Product::MariaDb.creates_index_if_not_exists());
         assert!(!Product::TiDb.loads_with_load_data());
-        let tuned = "CREATE TABLE IF NOT EXISTS tuned.t (a INT AS (1) PERSISTENT) ENGINE=InnoDB PAGE_COMPRESSED=1";
+        let tuned = "CREATE TABLE IF NOT EXISTS tuned.t (a VARCHAR(9) COLLATE utf8mb4_nopad_bin AS ('') PERSISTENT) ENGINE=InnoDB PAGE_COMPRESSED=1";
         assert_eq!(Product::MariaDb.adapt_ddl(tuned), tuned);
-        assert_eq!(Product::MySql.adapt_ddl(tuned), "CREATE TABLE IF NOT EXISTS tuned.t (a INT AS (1) STORED) ENGINE=InnoDB COMPRESSION='zlib'");
-        assert_eq!(Product::TiDb.adapt_ddl(tuned), "CREATE TABLE IF NOT EXISTS tuned.t (a INT AS (1) STORED) ENGINE=InnoDB");
+        let words = "CREATE TABLE IF NOT EXISTS tuned.t (a VARCHAR(9) COLLATE utf8mb4_0900_bin AS ('') STORED) ENGINE=InnoDB";
+        assert_eq!(Product::MySql.adapt_ddl(tuned), format!("{words} COMPRESSION='zlib'"));
+        assert_eq!(Product::TiDb.adapt_ddl(tuned), words);
     }
 }

@@ -20,15 +20,18 @@ use async_trait::async_trait;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_util::StreamExt;
 use ghbench_core::{Hour, ServerInfo, TableName};
+use ghbench_engine::query::EXACT_COUNT_MAX_BYTES;
 use ghbench_engine::load::{
     check_counts, check_estimate, check_stored, EngineBatch, EngineSink, HourRecord, RowEstimate, SinkError, StoredCheck, StoredHour, TableLock, Upkeep,
 };
 use mysql_async::prelude::Queryable;
+use ghbench_core::stop::Running;
 use mysql_async::{Conn, Value};
 use tokio::sync::{Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::cancel::{cancellable, Kill};
 use crate::connect::Server;
 use crate::error::{server_code, to_sink_error, OrSink};
 use crate::ledger::{self, MyLedger};
@@ -83,7 +86,9 @@ type LoadTask = JoinHandle<(Server, Result<(u64, u16), mysql_async::Error>)>;
 enum Feed {
     /// The `LOAD DATA` runs in a task that owns the connection until the
     /// stream ends; batches go to it through `rows`.
-    Streaming { rows: mpsc::Sender<std::io::Result<Bytes>>, load: LoadTask },
+    /// `running` kills the connection (the hour rolls back) if the sink is
+    /// dropped with the hour open (a step's timeout, Ctrl-C).
+    Streaming { rows: mpsc::Sender<std::io::Result<Bytes>>, load: LoadTask, running: Running },
     Inserting { stored: u64 },
 }
 
@@ -118,7 +123,12 @@ impl MysqlSink {
     /// The reading connection, opened if needed.
     async fn reader(&self) -> Result<MutexGuard<'_, Option<Server>>, SinkError> {
         let mut reader = self.reader.lock().await;
-        if reader.is_none() {
+        // One that no longer answers (a server restarted meanwhile) is replaced.
+        let answers = match reader.as_mut() {
+            Some(r) => !r.conn.is_disconnected() && r.conn.ping().await.is_ok(),
+            None => false,
+        };
+        if !answers {
             *reader = Some(Server::connect(&self.setup.spec, &self.url).await?);
         }
         Ok(reader)
@@ -140,12 +150,30 @@ impl MysqlSink {
         Ok(&mut self.server()?.conn)
     }
 
+    /// The connection, replaced by a new one if the old one no longer
+    /// answers (a server restarted since it was last used): for the steps
+    /// outside an hour, which any sink of a run may be asked for.
+    async fn answering(&mut self) -> Result<&mut mysql_async::Conn, SinkError> {
+        let answers = match self.server.as_mut() {
+            Some(server) => !server.conn.is_disconnected() && server.conn.ping().await.is_ok(),
+            None => false,
+        };
+        if !answers {
+            let mut server = Server::connect(&self.setup.spec, &self.url).await?;
+            crate::connect::for_loading(&mut server.conn).await.sink()?;
+            self.server = Some(server);
+        }
+        self.conn()
+    }
+
     /// The `LOAD DATA` statement for this table: fields split by byte 0x01,
-    /// nothing enclosed, nothing escaped (backslashes in JSON stay as they are).
+    /// lines by byte 0x0a, nothing enclosed, nothing escaped (backslashes in
+    /// JSON stay as they are); the bytes as hex literals, which read the same
+    /// whatever the session's `sql_mode` (`NO_BACKSLASH_ESCAPES`).
     fn load_sql(&self) -> String {
         format!(
             "LOAD DATA LOCAL INFILE 'ghbench-hour' INTO TABLE {} CHARACTER SET utf8mb4 \
-             FIELDS TERMINATED BY x'01' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\n' (id, data)",
+             FIELDS TERMINATED BY x'01' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY x'0a' (id, data)",
             self.data_table()
         )
     }
@@ -192,11 +220,18 @@ impl MysqlSink {
                 let (rows, received) = mpsc::channel::<std::io::Result<Bytes>>(4);
                 let stream = futures_util::stream::unfold(received, |mut received| async move { received.recv().await.map(|item| (item, received)) });
                 server.conn.set_infile_handler(async move { Ok(stream.boxed()) });
+                let id = server.conn.id();
                 let load = tokio::spawn(async move {
                     let result = server.conn.query_drop(sql).await.map(|()| (server.conn.affected_rows(), server.conn.get_warnings()));
+                    // A statement refused before the server asked for the
+                    // rows leaves the handler, and the stream's receiver, on
+                    // the connection: replaced, so the writer's next send
+                    // fails at once instead of waiting on a full channel.
+                    server.conn.set_infile_handler(async { Ok(futures_util::stream::empty().boxed()) });
                     (server, result)
                 });
-                Feed::Streaming { rows, load }
+                let running = crate::cancel::running(&self.setup.spec, &self.url, id, &format!("loading hour {stem} into {}", self.data_table()), Kill::Connection);
+                Feed::Streaming { rows, load, running }
             }
         };
         self.hour = Some(OpenHour { base, feed });
@@ -233,11 +268,12 @@ impl MysqlSink {
             let sql = format!("INSERT INTO {table} (id, data) VALUES {}", vec!["(?, ?)"; chunk.len()].join(", "));
             let conn = self.conn()?;
             conn.exec_drop(sql, params).await.sink()?;
+            let stored_now = conn.affected_rows();
             if conn.get_warnings() > 0 {
                 let said = self.warnings().await;
                 return Err(SinkError::Other(format!("{table}: the server changed or dropped rows it was sent (warnings): {said}")));
             }
-            stored += chunk.len() as u64;
+            stored += stored_now;
         }
         Ok(stored)
     }
@@ -304,12 +340,25 @@ async fn rows_per_hour(conn: &mut Conn, data: &str) -> Result<BTreeMap<String, u
         .collect())
 }
 
-/// The rows stored in the key range of `stem`.
-async fn count_hour(conn: &mut Conn, data: &str, stem: &str) -> Result<u64, SinkError> {
-    let base = hour_base(stem)?;
-    let sql = format!("SELECT COUNT(*) FROM {data} WHERE id BETWEEN ? AND ?");
-    let n: Option<i64> = conn.exec_first(sql, (base, base + i64::from(u32::MAX))).await.sink()?;
-    Ok(n.unwrap_or(0).max(0) as u64)
+/// A batch as `LOAD DATA` reads it (`<id> 0x01 <json> 0x0a` a line), in
+/// pieces of about 1 MiB (a document larger than that is a piece alone).
+fn load_pieces(base: i64, batch: &EngineBatch) -> Result<Vec<Bytes>, SinkError> {
+    const PIECE: usize = 1 << 20;
+    let mut pieces = Vec::new();
+    let mut piece = BytesMut::with_capacity(PIECE);
+    for doc in batch.docs() {
+        if !piece.is_empty() && piece.len() + doc.json.len() + 24 > PIECE {
+            pieces.push(std::mem::replace(&mut piece, BytesMut::with_capacity(PIECE)).freeze());
+        }
+        piece.put_slice(row_id(base, doc.line)?.to_string().as_bytes());
+        piece.put_u8(0x01);
+        piece.put_slice(doc.json.as_bytes());
+        piece.put_u8(b'\n');
+    }
+    if !piece.is_empty() {
+        pieces.push(piece.freeze());
+    }
+    Ok(pieces)
 }
 
 /// Whether `table` exists in `database` (None: the URL's).
@@ -344,8 +393,29 @@ impl EngineSink for MysqlSink {
         Ok(info)
     }
 
+    /// No connection outside a streamed hour, or one a dropped or failed
+    /// call left out of step with its server.
     fn is_broken(&self) -> bool {
-        self.server.is_none() && !matches!(self.hour, Some(OpenHour { feed: Feed::Streaming { .. }, .. }))
+        match &self.server {
+            Some(server) => server.conn.is_disconnected(),
+            None => !matches!(self.hour, Some(OpenHour { feed: Feed::Streaming { .. }, .. })),
+        }
+    }
+
+    /// Refuses a table name the server reserves (`load`, `range`, `key`,
+    /// ...): the server's own parser says, on a statement that reads nothing.
+    async fn check_name(&self) -> Result<(), SinkError> {
+        let mut reader = self.reader().await?;
+        let conn = &mut reader.as_mut().expect("opened").conn;
+        match conn.query_drop(format!("SELECT 1 FROM (SELECT 1) AS {}", self.table)).await {
+            Ok(()) => Ok(()),
+            Err(e) if server_code(&e) == Some(1064) => Err(SinkError::Other(format!(
+                "'{}' is a reserved word in {} and cannot name a table unquoted: choose another --table",
+                self.table,
+                self.setup.spec.engine
+            ))),
+            Err(e) => Err(to_sink_error(&e)),
+        }
     }
 
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
@@ -360,10 +430,9 @@ impl EngineSink for MysqlSink {
         let creates: Vec<String> = self.setup.create_statements(&self.table).iter().map(|s| product.adapt_ddl(s)).collect();
         let (engine, table) = (self.setup.spec.engine.clone(), self.table.clone());
         let ledger = MyLedger { engine: &engine, table: &table };
-        let conn = self.conn()?;
-        crate::connect::bound_lock_waits(conn).await.sink()?;
-        let got: Option<i64> = conn.exec_first("SELECT GET_LOCK(?, ?)", (DDL_LOCK, crate::connect::LOCK_WAIT_SECONDS)).await.sink()?;
-        if got != Some(1) {
+        let conn = self.answering().await?;
+        let got: Option<Option<i64>> = conn.exec_first("SELECT GET_LOCK(?, ?)", (DDL_LOCK, crate::connect::LOCK_WAIT_SECONDS)).await.sink()?;
+        if got.flatten() != Some(1) {
             return Err(SinkError::Other(format!("another ghbench run held the server's DDL lock ({DDL_LOCK}) for {} s", crate::connect::LOCK_WAIT_SECONDS)));
         }
         let preparing = async {
@@ -427,27 +496,28 @@ impl EngineSink for MysqlSink {
         let mut reader = self.reader().await?;
         let conn = &mut reader.as_mut().expect("opened").conn;
         let mut stored = self.ledger().stored_hours(conn).await.sink()?;
-        match check {
-            StoredCheck::Whole => {
-                let rows: Option<i64> = conn.query_first(format!("SELECT COUNT(*) FROM {data}")).await.sink()?;
-                check_counts(&mut stored, &what, rows.unwrap_or(0).max(0) as u64, || rows_per_hour(conn, &data)).await?;
-            }
-            StoredCheck::Touched(_) => {
-                let touched: Vec<String> = stored.keys().filter(|stem| check.covers(stem)).cloned().collect();
-                for stem in touched {
-                    let held = count_hour(conn, &data, &stem).await?;
-                    if let Some(hour) = stored.get_mut(&stem) {
-                        hour.check_held(&what, held);
-                    }
-                }
-                let sql = format!(
-                    "SELECT COALESCE((SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?), 0),
-                            EXISTS (SELECT 1 FROM {data})"
-                );
-                let said: Option<(u64, bool)> = conn.exec_first(sql, (self.setup.database(), self.table.as_str())).await.sink()?;
-                let (rows, any) = said.unwrap_or((0, false));
-                check_estimate(&mut stored, &what, RowEstimate { rows, from: "InnoDB's statistics (TABLE_ROWS, an estimate)", any })?;
-            }
+        // The ledger commits with its rows, so only a hand on the table parts
+        // them. `--check-stored` counts, and by hour where the count differs;
+        // so does any check up to 1 GiB (a moment). Beyond, the server's
+        // estimate stands against the ledger, as for PostgreSQL: counting
+        // would read most of a year's table on its rerun.
+        let sql = format!(
+            "SELECT COALESCE((SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?), 0),
+                    COALESCE((SELECT DATA_LENGTH FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?), 0),
+                    EXISTS (SELECT 1 FROM {data})"
+        );
+        let (database, table) = (self.setup.database(), self.table.as_str());
+        let said: Option<(u64, u64, bool)> = conn.exec_first(sql, (database, table, database, table)).await.sink()?;
+        let (estimate, bytes, any) = said.unwrap_or((0, 0, false));
+        if *check == StoredCheck::Whole || bytes <= EXACT_COUNT_MAX_BYTES {
+            let (spec, id) = (&self.setup.spec, conn.id());
+            let count = format!("SELECT COUNT(*) FROM {data}");
+            let by_hour = format!("counting {data} by hour");
+            let rows: Option<i64> = cancellable(spec, &self.url, id, &count, conn.query_first(&count)).await.sink()?;
+            let per_hour = cancellable(spec, &self.url, id, &by_hour, rows_per_hour(conn, &data));
+            check_counts(&mut stored, &what, rows.unwrap_or(0).max(0) as u64, || per_hour).await?;
+        } else {
+            check_estimate(&mut stored, &what, RowEstimate { rows: estimate, from: "InnoDB's statistics (TABLE_ROWS, an estimate)", any })?;
         }
         Ok(stored)
     }
@@ -462,39 +532,27 @@ impl EngineSink for MysqlSink {
         self.open_hour(stem, true).await
     }
 
-    /// One transaction: the entries of `stems` and their key ranges.
-    async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
-        self.conn()?.query_drop("START TRANSACTION").await.sink()?;
-        match self.delete_hours(stems).await {
-            Ok(rows) => {
-                self.conn()?.query_drop("COMMIT").await.sink()?;
-                Ok(Some(rows))
-            }
-            Err(e) => {
-                let _ = self.conn()?.query_drop("ROLLBACK").await;
-                Err(e)
-            }
-        }
-    }
-
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         let Some(hour) = self.hour.as_mut() else { return Err(SinkError::Other("write outside an hour".into())) };
         let base = hour.base;
         match &mut hour.feed {
             Feed::Streaming { rows, .. } => {
-                let mut text = BytesMut::with_capacity(batch.docs().iter().map(|d| d.json.len() + 24).sum());
-                for doc in batch.docs() {
-                    text.put_slice(row_id(base, doc.line)?.to_string().as_bytes());
-                    text.put_u8(0x01);
-                    text.put_slice(doc.json.as_bytes());
-                    text.put_u8(b'\n');
+                // Sent in pieces of about 1 MiB: the driver sends each as one
+                // packet, which must stay under the server's max_allowed_packet.
+                let mut sent_all = true;
+                for piece in load_pieces(base, batch)? {
+                    if rows.send(Ok(piece)).await.is_err() {
+                        sent_all = false;
+                        break;
+                    }
                 }
-                if rows.send(Ok(text.freeze())).await.is_ok() {
+                if sent_all {
                     return Ok(());
                 }
                 // The server ended the load early: its error says why.
-                let Some(OpenHour { feed: Feed::Streaming { load, .. }, .. }) = self.hour.take() else { unreachable!("matched above") };
+                        let Some(OpenHour { feed: Feed::Streaming { load, running, .. }, .. }) = self.hour.take() else { unreachable!("matched above") };
                 let ended = self.finish_load(load).await;
+                running.finished();
                 if let Ok(conn) = self.conn() {
                     let _ = conn.query_drop("ROLLBACK").await;
                 }
@@ -514,10 +572,12 @@ impl EngineSink for MysqlSink {
         let hour = self.hour.take().ok_or_else(|| SinkError::Other("commit outside an hour".into()))?;
         let stored = match hour.feed {
             Feed::Inserting { stored } => Ok(stored),
-            Feed::Streaming { rows, load } => {
+            Feed::Streaming { rows, load, running } => {
                 // The stream's end ends the statement.
                 drop(rows);
-                match self.finish_load(load).await {
+                let finished = self.finish_load(load).await;
+                running.finished();
+                match finished {
                     Ok((stored, 0)) => Ok(stored),
                     Ok((_, warnings)) => {
                         let said = self.warnings().await;
@@ -553,15 +613,19 @@ impl EngineSink for MysqlSink {
     }
 
     async fn abort_hour(&mut self) {
-        if let Some(OpenHour { feed: Feed::Streaming { rows, load }, .. }) = self.hour.take() {
+        if let Some(OpenHour { feed: Feed::Streaming { rows, load, running }, .. }) = self.hour.take() {
             // The stream ends and the statement with it; the rollback below
             // takes its rows. A server that does not answer loses the
             // connection instead, and rolls back on its own.
             drop(rows);
             let abort = load.abort_handle();
             match tokio::time::timeout(ABORT_WAIT, self.finish_load(load)).await {
-                Ok(_) => {}
-                Err(_) => abort.abort(),
+                Ok(_) => running.finished(),
+                // Dropped armed: the connection is killed, the hour rolled back.
+                Err(_) => {
+                    abort.abort();
+                    drop(running);
+                }
             }
         }
         if let Ok(conn) = self.conn() {
@@ -582,7 +646,10 @@ impl EngineSink for MysqlSink {
         const STEP: &str = "ANALYZE TABLE";
         let started = Instant::now();
         let data = self.data_table();
-        let said: Vec<(String, String, String, String)> = self.conn()?.query(format!("{STEP} {data}")).await.sink()?;
+        let (spec, url) = (&self.setup.spec, self.url.clone());
+        let conn = self.answering().await?;
+        let statement = format!("{STEP} {data}");
+        let said: Vec<(String, String, String, String)> = cancellable(spec, &url, conn.id(), &statement, conn.query(&statement)).await.sink()?;
         if let Some((_, _, _, message)) = said.iter().find(|(_, _, kind, _)| kind.eq_ignore_ascii_case("error")) {
             return Err(SinkError::Other(format!("{STEP} {data}: {message}")));
         }

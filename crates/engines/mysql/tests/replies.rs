@@ -60,3 +60,19 @@ fn tidb_plans_name_the_index_and_an_index_reader_alone_covers() {
     let table = index_use(&reply("tidb/explain_tidb_json_table_reader.json"));
     assert!(table.indexes.is_empty() && !table.covering, "{table:?}");
 }
+
+#[test]
+fn mariadbs_own_plans_name_every_index_they_use_and_the_tuned_ones_cover() {
+    // Paper A: an index merge of two single-column indexes, named below the table.
+    let a = index_use(&reply("mariadb_10_11/explain_paper_A.json"));
+    assert_eq!(a.indexes.len(), 2, "{a:?}");
+    assert!(!a.covering);
+    for q in ["B", "C"] {
+        let paper = index_use(&reply(&format!("mariadb_10_11/explain_paper_{q}.json")));
+        assert!(paper.covering && paper.indexes.len() == 1, "paper {q} reads one index alone: {paper:?}");
+    }
+    for q in ["A", "B", "C", "D"] {
+        let tuned = index_use(&reply(&format!("mariadb_10_11/explain_tuned_{q}.json")));
+        assert!(tuned.covering && tuned.indexes.len() == 1, "tuned {q}: {tuned:?}");
+    }
+}
