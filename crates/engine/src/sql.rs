@@ -62,6 +62,17 @@ fn push(statements: &mut Vec<String>, current: &mut String) {
     current.clear();
 }
 
+/// The statement's first words, for messages and for what a cancel names:
+/// `SELECT data->'repo'->>'name' …` (`--` comment lines left out).
+pub fn head(sql: &str) -> String {
+    let words: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace).collect();
+    let mut said = words.iter().take(8).copied().collect::<Vec<_>>().join(" ");
+    if words.len() > 8 {
+        said.push_str(" …");
+    }
+    said
+}
+
 /// `CREATE INDEX IF NOT EXISTS <name> ON ...`: the name, validated as an
 /// identifier (so it can be looked up and reported).
 pub fn created_index_name(dialect: SqlDialect, statement: &str) -> anyhow::Result<TableName> {

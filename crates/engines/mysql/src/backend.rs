@@ -68,7 +68,7 @@ impl MysqlBackend {
     async fn text_rows(&self, sql: &str) -> BackendResult<Vec<Vec<Option<String>>>> {
         let mut server = self.server.lock().await;
         let conn = live(&mut server)?;
-        let what = format!("the statement {}", head(sql));
+        let what = format!("the statement {}", ghbench_engine::sql::head(sql));
         let fetched = cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query::<mysql_async::Row, _>(sql)).await;
         match fetched {
             Ok(rows) => Ok(rows.into_iter().map(|row| row.unwrap().into_iter().map(text_of).collect()).collect()),
@@ -319,7 +319,6 @@ impl Backend for MysqlBackend {
         limits.insert("client sessions open".into(), sessions);
         limits
     }
-
 }
 
 /// The connection, unless a call on it was dropped half way (its answer
@@ -334,16 +333,6 @@ fn live(server: &mut Server) -> BackendResult<&mut mysql_async::Conn> {
         .into()),
         false => Ok(&mut server.conn),
     }
-}
-
-/// The statement's first words, for what a cancel names: `SELECT repo_name …`.
-fn head(sql: &str) -> String {
-    let words: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace).collect();
-    let mut said = words.iter().take(8).copied().collect::<Vec<_>>().join(" ");
-    if words.len() > 8 {
-        said.push_str(" …");
-    }
-    said
 }
 
 /// The bytes the table's file takes on disk (`ALLOCATED_SIZE` of MariaDB's

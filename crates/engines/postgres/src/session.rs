@@ -89,7 +89,7 @@ impl Session {
     /// Every row of `sql`'s result as every engine's are compared; a
     /// statement stopped by the limit fails as [`QueryTimedOut`].
     pub async fn rows(&self, sql: &str) -> BackendResult<Vec<Row>> {
-        let what = format!("the statement {}", head(sql));
+        let what = format!("the statement {}", ghbench_engine::sql::head(sql));
         let started = Instant::now();
         let result = self.cancellable(&what, crate::backend::result_rows(&self.client, sql)).await;
         result.map_err(|e| self.cut_or(e, started.elapsed()))
@@ -117,16 +117,6 @@ impl Session {
             Box::pin(async move { canceller.cancel().await.map(|()| "cancel request sent (PostgreSQL stops the statement)".to_string()) })
         })
     }
-}
-
-/// The statement's first words, for messages: `SELECT data->'repo'->>'name' …`.
-fn head(sql: &str) -> String {
-    let words: Vec<&str> = sql.lines().filter(|l| !l.trim_start().starts_with("--")).flat_map(str::split_whitespace).collect();
-    let mut said = words.iter().take(8).copied().collect::<Vec<_>>().join(" ");
-    if words.len() > 8 {
-        said.push_str(" …");
-    }
-    said
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
