@@ -44,6 +44,7 @@ impl ThrowawayMysql {
         std::fs::write(server.config(), server.settings()).unwrap();
         std::fs::write(server.dir.join("init.sql"), INIT_SQL).unwrap();
         std::fs::File::create(server.log()).unwrap();
+        std::fs::create_dir_all(server.dir.join("tmp")).unwrap();
         // mariadbd refuses to run as root: it changes to user mysql (`user`
         // in the settings), whose folder this then is.
         if server.as_mysql {
@@ -152,7 +153,10 @@ impl ThrowawayMysql {
         std::fs::read_to_string(self.log()).unwrap_or_default()
     }
 
-    /// scripts/setup.sh's settings for MariaDB, but 64M of buffer pool and a
+    /// scripts/setup.sh's settings for MariaDB (a `tmpdir` of its own, too:
+    /// bootstraps side by side in one /tmp removed each other's temporary
+    /// tables, "Could not remove temporary table", and an install failed),
+    /// but 64M of buffer pool and a
     /// small redo log; commits reach the OS, not the disk (as the throwaway
     /// PostgreSQL's fsync=off): a killed server loses nothing, a crashed machine would.
     fn settings(&self) -> String {
@@ -166,6 +170,7 @@ bind-address = 127.0.0.1
 socket = {dir}/mysqld.sock
 pid-file = {dir}/mysqld.pid
 log-error = {dir}/server.log
+tmpdir = {dir}/tmp
 init-file = {dir}/init.sql
 {user}
 innodb_buffer_pool_size = 64M
