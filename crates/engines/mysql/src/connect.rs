@@ -17,8 +17,6 @@ pub struct Server {
     pub identity: Identity,
     /// The live `max_allowed_packet`: the largest statement the server takes.
     pub max_allowed_packet: usize,
-    /// `NO_BACKSLASH_ESCAPES` is in the session's `sql_mode`.
-    pub no_backslash_escapes: bool,
 }
 
 /// The driver's options for `url`: TCP as the URL says (the driver would
@@ -48,13 +46,12 @@ impl Server {
     pub async fn connect(spec: &EngineSpec, url: &str) -> Result<Server, ConnectError> {
         let mut conn = connect(spec, url).await?;
         let read = tokio::time::timeout(CONNECT_TIMEOUT, read_identity(&mut conn)).await;
-        let (identity, max_allowed_packet, sql_mode) = match read {
+        let (identity, max_allowed_packet) = match read {
             Ok(Ok(read)) => read,
             Ok(Err(e)) => return Err(ConnectError::new(spec, url, format!("reading what the server is: {}", error_chain(&e)))),
             Err(_) => return Err(ConnectError::silent(spec, url, CONNECT_TIMEOUT, "reading what the server is")),
         };
-        let no_backslash_escapes = sql_mode.split(',').any(|mode| mode.eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES"));
-        Ok(Server { conn, identity, max_allowed_packet, no_backslash_escapes })
+        Ok(Server { conn, identity, max_allowed_packet })
     }
 
     pub fn product(&self) -> Product {
@@ -62,18 +59,17 @@ impl Server {
     }
 }
 
-/// The product, `max_allowed_packet` and `sql_mode`. `TIDB_VERSION()` is
+/// The product and `max_allowed_packet`. `TIDB_VERSION()` is
 /// asked only of a server whose `VERSION()` says TiDB: elsewhere it does not exist.
-async fn read_identity(conn: &mut Conn) -> Result<(Identity, usize, String), mysql_async::Error> {
-    let row: Option<(String, Option<String>, u64, String)> =
-        conn.query_first("SELECT VERSION(), @@version_comment, @@max_allowed_packet, @@sql_mode").await?;
-    let (version, comment, packet, sql_mode) = row.unwrap_or_default();
+async fn read_identity(conn: &mut Conn) -> Result<(Identity, usize), mysql_async::Error> {
+    let row: Option<(String, Option<String>, u64)> = conn.query_first("SELECT VERSION(), @@version_comment, @@max_allowed_packet").await?;
+    let (version, comment, packet) = row.unwrap_or_default();
     let tidb: Option<String> = match version.contains("TiDB") {
         true => conn.query_first("SELECT TIDB_VERSION()").await?,
         false => None,
     };
     let identity = identify(&version, comment.as_deref().unwrap_or(""), tidb.as_deref());
-    Ok((identity, usize::try_from(packet).unwrap_or(usize::MAX), sql_mode))
+    Ok((identity, usize::try_from(packet).unwrap_or(usize::MAX)))
 }
 
 /// The settings that shape this engine's numbers, as the server says them

@@ -27,7 +27,7 @@ use ghbench_engine::load::{
 use mysql_async::prelude::Queryable;
 use ghbench_core::stop::Running;
 use mysql_async::{Conn, Value};
-use tokio::sync::{Mutex, MutexGuard};
+use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -121,7 +121,7 @@ impl MysqlSink {
     }
 
     /// The reading connection, opened if needed.
-    async fn reader(&self) -> Result<MutexGuard<'_, Option<Server>>, SinkError> {
+    async fn reader(&self) -> Result<MappedMutexGuard<'_, Server>, SinkError> {
         let mut reader = self.reader.lock().await;
         // One that no longer answers (a server restarted meanwhile) is replaced.
         let answers = match reader.as_mut() {
@@ -131,7 +131,7 @@ impl MysqlSink {
         if !answers {
             *reader = Some(Server::connect(&self.setup.spec, &self.url).await?);
         }
-        Ok(reader)
+        Ok(MutexGuard::map(reader, |r| r.as_mut().expect("opened just above")))
     }
 
     fn ledger(&self) -> MyLedger<'_> {
@@ -376,7 +376,7 @@ const DDL_LOCK: &str = "ghbench:ddl";
 impl EngineSink for MysqlSink {
     async fn describe(&self) -> Result<ServerInfo, SinkError> {
         let mut reader = self.reader().await?;
-        let server = reader.as_mut().expect("opened");
+        let server = &mut *reader;
         let mut info = crate::connect::describe(&self.setup.spec, server, &self.url).await.sink()?;
         // Before the first hour, what the probe will find: the product's
         // way, unless the server turns local_infile off.
@@ -406,7 +406,7 @@ impl EngineSink for MysqlSink {
     /// ...): the server's own parser says, on a statement that reads nothing.
     async fn check_name(&self) -> Result<(), SinkError> {
         let mut reader = self.reader().await?;
-        let conn = &mut reader.as_mut().expect("opened").conn;
+        let conn = &mut reader.conn;
         match conn.query_drop(format!("SELECT 1 FROM (SELECT 1) AS {}", self.table)).await {
             Ok(()) => Ok(()),
             Err(e) if server_code(&e) == Some(1064) => Err(SinkError::Other(format!(
@@ -420,7 +420,7 @@ impl EngineSink for MysqlSink {
 
     async fn hour_done(&self, stem: &str) -> Result<Option<u64>, SinkError> {
         let mut reader = self.reader().await?;
-        let conn = &mut reader.as_mut().expect("opened").conn;
+        let conn = &mut reader.conn;
         self.ledger().hour_done(conn, stem).await.sink()
     }
 
@@ -476,13 +476,13 @@ impl EngineSink for MysqlSink {
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
         let mut reader = self.reader().await?;
-        let conn = &mut reader.as_mut().expect("opened").conn;
+        let conn = &mut reader.conn;
         self.ledger().completed_hours(conn).await.sink()
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {
         let mut reader = self.reader().await?;
-        let conn = &mut reader.as_mut().expect("opened").conn;
+        let conn = &mut reader.conn;
         self.ledger().events(conn).await.sink()
     }
 
@@ -494,7 +494,7 @@ impl EngineSink for MysqlSink {
         let what = format!("{} table {}", self.setup.spec.engine, self.data_table());
         let data = self.data_table();
         let mut reader = self.reader().await?;
-        let conn = &mut reader.as_mut().expect("opened").conn;
+        let conn = &mut reader.conn;
         let mut stored = self.ledger().stored_hours(conn).await.sink()?;
         // The ledger commits with its rows, so only a hand on the table parts
         // them. `--check-stored` counts, and by hour where the count differs;
