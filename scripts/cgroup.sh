@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # What scripts/setup.sh and scripts/down.sh share about sizes and the memory
 # cgroups the servers run in (`GHBENCH_MEMORY`). Sourced, not run.
 

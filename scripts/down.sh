@@ -13,53 +13,89 @@ GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
 # Every path below is absolute; `/` is a directory user postgres may stand in.
 cd /
 
-data=$(readlink -f "$GHBENCH_HOME/pg" 2>/dev/null || echo "$GHBENCH_HOME/pg")/data
-if wants postgres && [ -f "$data/postmaster.pid" ]; then
-    for bin in /usr/lib/postgresql/*/bin; do [ -x "$bin/pg_ctl" ] && break; done
-    if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); else run=(); fi
-    "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w stop >/dev/null && echo "[down] PostgreSQL stopped"
-fi
+say_as=down
 # shellcheck source=cgroup.sh
 . "$repo/scripts/cgroup.sh"
+# shellcheck source=lifecycle.sh
+. "$repo/scripts/lifecycle.sh"
+# Each stop waits for the server's process to end, as long as it makes
+# progress (lifecycle.sh); one given up for stuck leaves its pid file and
+# makes this script fail, after trying the others.
+failed=0
 # A stopped server's memory cgroup (GHBENCH_MEMORY) is removed once empty;
 # the next start under a limit makes it again. Not on a restart (restart.sh):
 # the cgroup's counters go on across it, as a cold run's record needs.
 cleanup=${GHBENCH_RESTARTING:-}
+
+pgdir=$(readlink -f "$GHBENCH_HOME/pg" 2>/dev/null || echo "$GHBENCH_HOME/pg")
+data=$pgdir/data
+if wants postgres && [ -f "$data/postmaster.pid" ]; then
+    if postmaster_pid "$data"; then
+        pid=$found_pid
+        for bin in /usr/lib/postgresql/*/bin; do [ -x "$bin/pg_ctl" ] && break; done
+        if [ "$(id -u)" = 0 ]; then run=(runuser -u postgres --); else run=(); fi
+        # -W: pg_ctl only asks (a fast shutdown); the wait is ours, as long as
+        # the shutdown checkpoint goes on. Without pg_ctl, the same signal.
+        if ! "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -W stop >/dev/null 2>&1 && ! kill -INT "$pid" 2>/dev/null; then
+            # Not asked to stop, it would be waited on for as long as it works.
+            echo "[down] error: PostgreSQL (pid $pid) could not be asked to stop (pg_ctl and SIGINT both refused): it still runs" >&2
+            failed=1
+        else
+            stop_again=(kill -INT "$pid")
+            if wait_server stop PostgreSQL "$pid" "$pgdir/server.log"; then
+                echo "[down] PostgreSQL stopped"
+            else
+                failed=1
+            fi
+        fi
+    else
+        # PostgreSQL's own file: it tells a stale one apart itself when it starts.
+        echo "[down] PostgreSQL was not running (its postmaster.pid names pid ${found_pid:-?}, which is no running PostgreSQL)"
+    fi
+fi
 if wants postgres && [ -z "$cleanup" ]; then remove_memory_cgroups postgres; fi
-pidfile=$GHBENCH_HOME/mongo/server.pid
-if wants mongo && [ -f "$pidfile" ]; then
-    pid=$(cat "$pidfile")
-    # After a reboot the pid may belong to something else: only stop our server.
-    if grep -qaE 'secantusd|mongod' "/proc/$pid/cmdline" 2>/dev/null && kill "$pid" 2>/dev/null; then
-        # WiredTiger's checkpoint at shutdown can take seconds on a large collection.
-        for _ in $(seq 1 240); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-        if kill -0 "$pid" 2>/dev/null; then
-            echo "[down] MongoDB-wire server (pid $pid) is still stopping" >&2
-        else
-            echo "[down] MongoDB-wire server stopped"
+
+# stop_by_pid_file NAME PIDFILE PATTERN LOG: stops the server pid file
+# PIDFILE names (SIGTERM: MongoDB's, MySQL's and MariaDB's clean shutdown,
+# after which WiredTiger's checkpoint or InnoDB's writing its changed pages
+# out can take long after a large load) when it is still that server (its
+# command line matches PATTERN, its start time the one recorded beside: after
+# a reboot the pid may be another program's). The pid file is removed only
+# once no process of it runs.
+stop_by_pid_file() {
+    local name=$1 pidfile=$2 pattern=$3 logfile=$4 pid
+    [ -f "$pidfile" ] || return 0
+    if server_pid "$pidfile" "$pattern"; then
+        pid=$found_pid
+        if ! kill "$pid" 2>/dev/null; then
+            echo "[down] error: $name (pid $pid) could not be asked to stop (SIGTERM refused): it still runs" >&2
+            return 1
         fi
-    fi
-    rm -f "$pidfile"
-fi
-if wants mongo && [ -z "$cleanup" ]; then remove_memory_cgroups mongo; fi
-pidfile=$GHBENCH_HOME/mysql/server.pid
-if wants mysql && [ -f "$pidfile" ]; then
-    pid=$(cat "$pidfile")
-    # Only our server (after a reboot the pid may be another program's); a
-    # zombie's command line is empty, so a server that ended no longer counts.
-    ours() { grep -qaE 'mariadbd|mysqld' "/proc/$pid/cmdline" 2>/dev/null; }
-    name=MySQL; if grep -qa mariadbd "/proc/$pid/cmdline" 2>/dev/null; then name=MariaDB; fi
-    # SIGTERM is MySQL's and MariaDB's clean shutdown: InnoDB writes the
-    # pool's changed pages out first, which after a large load takes a while.
-    if ours && kill "$pid" 2>/dev/null; then
-        for _ in $(seq 1 480); do ours || break; sleep 0.25; done
-        if ours; then
-            echo "[down] $name (pid $pid) is still stopping" >&2
-        else
+        stop_again=(kill "$pid")
+        if wait_server stop "$name" "$pid" "$logfile"; then
             echo "[down] $name stopped"
+        else
+            return 1
         fi
+    elif [ -n "$found_pid" ] && proc_runs "$found_pid"; then
+        echo "[down] $name was not running: its pid file named pid $found_pid, now another process ($(proc_command "$found_pid")), which is left alone"
+    elif [ -n "$found_pid" ]; then
+        echo "[down] $name was not running (its pid file named pid $found_pid, which has ended)"
     fi
-    # Kept while it runs: setup.sh then waits for it to end before starting another.
-    ours || rm -f "$pidfile"
+    rm -f "$pidfile" "$pidfile.start"
+}
+
+if wants mongo; then
+    stop_by_pid_file "MongoDB-wire server" "$GHBENCH_HOME/mongo/server.pid" 'secantusd|mongod' "$GHBENCH_HOME/mongo/server.log" || failed=1
+    if [ -z "$cleanup" ]; then remove_memory_cgroups mongo; fi
 fi
-if wants mysql && [ -z "$cleanup" ]; then remove_memory_cgroups mysql; fi
+if wants mysql; then
+    mysqldir=$(readlink -f "$GHBENCH_HOME/mysql" 2>/dev/null || echo "$GHBENCH_HOME/mysql")
+    name="MySQL-family server" pid=""
+    { read -r pid <"$mysqldir/server.pid"; } 2>/dev/null || true
+    if grep -qa mariadbd "/proc/$pid/cmdline" 2>/dev/null; then name=MariaDB
+    elif grep -qa mysqld "/proc/$pid/cmdline" 2>/dev/null; then name=MySQL; fi
+    stop_by_pid_file "$name" "$mysqldir/server.pid" 'mariadbd|mysqld' "$mysqldir/server.log" || failed=1
+    if [ -z "$cleanup" ]; then remove_memory_cgroups mysql; fi
+fi
+exit "$failed"

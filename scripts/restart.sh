@@ -9,5 +9,12 @@ case ${1:-} in postgres|mongo|mysql) ;; *) echo "usage: $0 postgres|mongo|mysql"
 # The memory limit: the one asked for now (`ghbench bench --memory` sets
 # GHBENCH_MEMORY, empty for none), else the one setup ran with.
 export GHBENCH_MEMORY=${GHBENCH_MEMORY-${GHBENCH_SETUP_MEMORY:-}}
+# Both wait as long as the server makes progress (GHBENCH_STUCK_AFTER, see
+# lifecycle.sh) and fail when it does not stop or start: a stop that failed
+# ends this script (set -e) before setup could take the old server, still
+# on its way down, for running.
 GHBENCH_RESTARTING=1 bash "$here/down.sh" "$1" >&2
-bash "$here/setup.sh" "$1" >/dev/null
+# GHBENCH_RESTART_BY_GHBENCH: the restart is ghbench's own, which keeps its
+# journal of changes to the server itself ($GHBENCH_HOME/changes): setup
+# neither leaves the server alone for it nor undoes it.
+GHBENCH_RESTART_BY_GHBENCH=1 bash "$here/setup.sh" "$1" >/dev/null

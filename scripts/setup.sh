@@ -28,8 +28,11 @@ SECANTUS_VERSION=0.7.0b3
 # (needs root). Unset: the whole machine.
 MEMORY=${GHBENCH_MEMORY:-}
 
+say_as=setup
 # shellcheck source=cgroup.sh
 . "$repo/scripts/cgroup.sh"
+# shellcheck source=lifecycle.sh
+. "$repo/scripts/lifecycle.sh"
 MEMORY_BYTES=
 if [ -n "$MEMORY" ]; then
     MEMORY_BYTES=$(size_bytes "$MEMORY") \
@@ -169,20 +172,123 @@ enter_memory_limit() {
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# $4, when given: the server's pid, so one that ended is said at once, not after 60 s.
-wait_port() {
-    local port=$1 what=$2 logfile=$3 pid=${4:-}
-    for _ in $(seq 1 120); do
-        port_open "$port" && return 0
-        # A zombie's command line is empty: it ended too.
-        if [ -n "$pid" ] && ! grep -qa . "/proc/$pid/cmdline" 2>/dev/null; then
-            tail -n 30 "$logfile" >&2 || true
-            die "$what ended before it listened on 127.0.0.1:$port${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $logfile)"
-        fi
-        sleep 0.5
+# wait_started WHAT PID LOG READY READY_COMMAND...: waits for server WHAT
+# (process PID, writing LOG) to READY (e.g. "listen on 127.0.0.1:27017"),
+# which READY_COMMAND tells, as long as it makes progress (lifecycle.sh's
+# wait_server: a crash recovery at scale takes long); dies at once when the
+# process ended, and when it is stuck.
+wait_started() {
+    local what=$1 pid=$2 logfile=$3 ready=$4 rc=0
+    shift 3
+    wait_server start "$what" "$pid" "$logfile" "$@" || rc=$?
+    case $rc in
+        0) ;;
+        2) tail -n 30 "$logfile" >&2 || true
+           die "$what (pid $pid) ended before it could $ready${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $logfile)" ;;
+        *) exit 1 ;; # said by wait_server, as the last line
+    esac
+}
+
+# ghbench's journal of the changes it made to these servers
+# ($GHBENCH_HOME/changes/*.json, written before each change and removed once
+# undone; lifecycle.sh's journal_entries), read once. Not on ghbench's own
+# restart of its server (restart.sh sets GHBENCH_RESTART_BY_GHBENCH): it
+# keeps its journal itself.
+journal=()
+read_journal() {
+    [ "${GHBENCH_RESTART_BY_GHBENCH:-}" != 1 ] && [ -d "$GHBENCH_HOME/changes" ] || return 0
+    local out line state file reason
+    # One process undoes at a time (ghbench takes the same lock): held on fd
+    # 9 until setup ends. Every server started below closes fd 9 (`9>&-`),
+    # or it would hold the lock for as long as it runs.
+    exec 9>>"$GHBENCH_HOME/changes/.lock"
+    if ! flock -n 9; then
+        log "waiting for another ghbench or setup that is putting servers back ($GHBENCH_HOME/changes)"
+        flock -w 600 9 || die "another process held $GHBENCH_HOME/changes/.lock for 600 s: run setup again once it has ended"
+    fi
+    out=$(journal_entries "$GHBENCH_HOME" "postgres=127.0.0.1:$PG_PORT" "mongo=127.0.0.1:$MONGO_PORT" "mysql=127.0.0.1:$MYSQL_PORT") || die "could not read ghbench's journal of changes in $GHBENCH_HOME/changes (with python3)"
+    [ -n "$out" ] || return 0
+    mapfile -t journal <<<"$out"
+    for line in "${journal[@]}"; do
+        IFS=$'\t' read -r state _ file reason <<<"$line"
+        if [ "$state" = bad ]; then log "$file: cannot read it as a change ghbench journals ($reason): left as it is"; fi
     done
-    tail -n 30 "$logfile" >&2 || true
-    die "$what did not start listening on 127.0.0.1:$port within 60 s (log: $logfile)"
+}
+
+# Whether server $1 (said as $2) is to be left as it is this time: a ghbench
+# still running has it changed (or one in another pid namespace, which setup
+# cannot tell ended), and puts it back itself when it ends; a bench in
+# another terminal must not be disturbed. Sets journal_undo to the entries
+# of the server left by ghbench runs that ended: the server is restarted as
+# setup leaves it, which undoes each of them (journal_restored then).
+journal_undo=()
+journal_holds() {
+    local server=$1 label=$2 line state name file pid command made_at said held=
+    journal_undo=()
+    for line in "${journal[@]}"; do
+        IFS=$'\t' read -r state name file pid command made_at said <<<"$line"
+        [ "$name" = "$server" ] || continue
+        case $state in
+            alive) held=1
+                log "$label: left as it is: ghbench pid $pid ($command) still running has it $said; it puts it back when it ends" ;;
+            unknown) held=1
+                log "$label: left as it is: ghbench pid $pid ($command), of another pid namespace (setup cannot tell whether it still runs), has it $said; it puts it back when it ends" ;;
+            dead) journal_undo+=("$line") ;;
+        esac
+    done
+    [ -n "$held" ] || return 1
+    for line in "${journal_undo[@]}"; do
+        IFS=$'\t' read -r state name file pid command made_at said <<<"$line"
+        log "$label: not restored yet: a ghbench that ended (pid $pid, $command, $made_at) left it $said; restored once the running one has ended"
+    done
+    journal_undo=()
+}
+
+# The caller's server $1 (process $pid, log $2) found running but not
+# answering on port $3: still starting, or on its way down (writing its
+# pages out). Waits for either end as long as it makes progress; sets the
+# caller's pid empty when it ended.
+settle_if_silent() {
+    local rc=0
+    port_open "$3" && return 0
+    log "$1 (pid $pid) does not answer on 127.0.0.1:$3: waiting for it to, or to stop"
+    wait_server settle "$1" "$pid" "$2" "listen on 127.0.0.1:$3" port_open "$3" || rc=$?
+    case $rc in 0) ;; 2) pid= ;; *) exit 1 ;; esac
+}
+
+# A server left as it is for a ghbench that holds it ($1, said so) must
+# still answer on port $2; one that does not (stopped by that ghbench, or one
+# setup cannot tell has ended) is said, and setup fails at its end rather
+# than say "servers ready".
+held_down=()
+held_answers() {
+    port_open "$2" && return 0
+    log "warning: $1 does not answer on 127.0.0.1:$2, and setup leaves it to the ghbench that holds it (said above)"
+    held_down+=("$1")
+}
+
+# Server $1 (said so) was restarted as setup leaves it: the entries of
+# journal_undo are undone, said so and removed.
+journal_restored() {
+    local label=$1 line state name file pid command made_at said
+    for line in "${journal_undo[@]}"; do
+        IFS=$'\t' read -r state name file pid command made_at said <<<"$line"
+        log "restored $label: a ghbench that ended (pid $pid, $command, $made_at) left it $said; restarted as setup leaves it"
+        rm -f "$file"
+    done
+    journal_undo=()
+}
+
+# Stops server $1 (postgres, mongo, mysql), to be started again below, when
+# it runs ($2: its pid, or empty) and there is a reason to ($3, said first;
+# empty: none). Then sets the caller's pid empty.
+restart_for() {
+    [ -n "$2" ] && [ -n "$3" ] || return 0
+    log "$3"
+    # down.sh waits for the stop as long as the server makes progress, and
+    # fails (its error the last line said) when it does not stop.
+    GHBENCH_HOME=$GHBENCH_HOME bash "$repo/scripts/down.sh" "$1" >&2 || exit 1
+    pid=
 }
 
 pg_bindir() {
@@ -193,6 +299,28 @@ pg_bindir() {
     command -v initdb >/dev/null && dirname "$(command -v initdb)" && return 0
     return 1
 }
+
+# The postmaster `pg_ctl -W start` just started for data folder $2 ($1:
+# PostgreSQL's bin folder; $3: its log, $4: the log's size before): its pid,
+# once it runs as `postgres -D DATA` (pg_ctl starts it through a shell that
+# execs it) or has written its postmaster.pid. Fails when neither is seen and
+# the log says FATAL or PANIC since, or for 10 s: it ended at once (say, a
+# bad setting).
+new_postmaster() {
+    local command pid
+    command="^$(printf '%s' "$1/postgres -D $2" | sed 's/[][\.*^$+?(){}|]/\\&/g')\$"
+    for _ in $(seq 1 50); do
+        pid=$(pgrep -f -- "$command" | head -n 1 || true)
+        if [ -n "$pid" ]; then echo "$pid"; return 0; fi
+        if postmaster_pid "$2" && [ "$(stat -c %Y "$2/postmaster.pid")" -ge "$(( $(date +%s) - 30 ))" ]; then echo "$found_pid"; return 0; fi
+        if tail -c +$(( $4 + 1 )) "$3" 2>/dev/null | grep -qE '(FATAL|PANIC): '; then return 1; fi
+        sleep 0.2
+    done
+    return 1
+}
+
+# Whether the postmaster $2 of data folder $1 is ready and answers on its port.
+postgres_serves() { postmaster_ready "$1" "$2" && port_open "$PG_PORT"; }
 
 setup_postgres() {
     local bin
@@ -230,6 +358,9 @@ setup_postgres() {
             || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
         echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
     fi
+    # Changed by a ghbench still running: left as it is, settings too.
+    journal_holds postgres PostgreSQL && { held_answers PostgreSQL "$PG_PORT"; return 0; }
+    local restore=; [ ${#journal_undo[@]} -eq 0 ] || restore=1
     # Rewritten on every setup, so changed ports or memory settings take effect.
     local conf=$data/ghbench.conf before
     before=$(cat "$conf" 2>/dev/null || true)
@@ -248,23 +379,40 @@ checkpoint_timeout = 30min
 EOF
     grep -q "include_if_exists = 'ghbench.conf'" "$data/postgresql.conf" \
         || echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
-    # A running server cannot be moved under another limit: it is restarted.
-    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit
-    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1 \
-        && { [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; }; then
-        log "PostgreSQL settings or memory limit changed: restarting"
-        "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
+    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid="" rc=0
+    if postmaster_pid "$data"; then
+        pid=$found_pid
+        # Still starting (a crash recovery at scale takes long), or on its way
+        # down (pg_ctl status says it runs until it is gone): wait for either end.
+        if ! postmaster_ready "$data" "$pid"; then
+            log "PostgreSQL (pid $pid) is starting or stopping: waiting for it to accept connections or to stop"
+            wait_server settle PostgreSQL "$pid" "$dir/server.log" "accept connections" postmaster_ready "$data" "$pid" || rc=$?
+            case $rc in 0) ;; 2) pid= ;; *) exit 1 ;; esac
+        fi
     fi
-    if "${run[@]}" "$bin/pg_ctl" -D "$data" status >/dev/null 2>&1; then
+    # A running server cannot be moved under another limit: it is restarted.
+    local why=
+    if [ -n "$restore" ]; then why="PostgreSQL: a ghbench that ended left it changed: restarting as setup leaves it"
+    elif [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
+        why="PostgreSQL settings or memory limit changed: restarting"
+    fi
+    restart_for postgres "$pid" "$why"
+    if [ -n "$pid" ]; then
         log "PostgreSQL already running"
     else
         port_open "$PG_PORT" && die "port $PG_PORT is taken by another server; set GHBENCH_PG_PORT"
         log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
-        # (`&&`: under `||`, `set -e` does not stop a failed step.)
+        # -W: pg_ctl only starts it; the wait is ours, as long as it makes
+        # progress. (`&&`: under `||`, `set -e` does not stop a failed step.)
+        local log_size; log_size=$(file_size "$dir/server.log")
         ( enter_memory_limit postgres &&
-          "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -w -t 60 start >/dev/null ) \
+          "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -W start >/dev/null 9>&- ) \
             || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+        pid=$(new_postmaster "$bin" "$data" "$dir/server.log" "$log_size") \
+            || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL ended before it could accept connections on 127.0.0.1:$PG_PORT${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $dir/server.log)"; }
+        wait_started PostgreSQL "$pid" "$dir/server.log" "accept connections on 127.0.0.1:$PG_PORT" postgres_serves "$data" "$pid"
         echo "$limited_as" >"$limit_file"
+        journal_restored PostgreSQL
     fi
     if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U ghbench -d postgres -tAc \
         "SELECT 1 FROM pg_database WHERE datname = 'ghbench'" | grep -q 1; then
@@ -275,16 +423,31 @@ EOF
 setup_mongo() {
     local dir=$GHBENCH_HOME/mongo
     mkdir -p "$dir/data"
-    local pidfile=$dir/server.pid
+    # Changed by a ghbench still running: left as it is.
+    journal_holds mongo "MongoDB-wire server" && { held_answers "MongoDB-wire server" "$MONGO_PORT"; return 0; }
+    local pidfile=$dir/server.pid pid="" rc=0 why=""
     local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit
-    if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null && port_open "$MONGO_PORT"; then
-        if [ "$limited_as" = "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
-            log "MongoDB-wire server already running (pid $(cat "$pidfile"))"
-            return
-        fi
+    if [ ${#journal_undo[@]} -gt 0 ]; then why="MongoDB-wire server: a ghbench that ended left it changed: restarting as setup leaves it"
+    elif [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
         # A running server cannot be moved under another limit: it is restarted.
-        log "MongoDB-wire server's memory limit changed: restarting"
-        bash "$repo/scripts/down.sh" mongo >&2
+        why="MongoDB-wire server's memory limit changed: restarting"
+    fi
+    # Only the server setup started (after a reboot the pid may be another program's).
+    if server_pid "$pidfile" 'secantusd|mongod'; then
+        pid=$found_pid
+        # Started for another port (GHBENCH_MONGO_PORT changed): it would never answer on this one.
+        if [ -z "$why" ] && [[ " $(proc_command "$pid") " != *" --port $MONGO_PORT "* ]]; then
+            why="MongoDB-wire server's port changed: restarting"
+        fi
+        [ -n "$why" ] || settle_if_silent "MongoDB-wire server" "$dir/server.log" "$MONGO_PORT"
+    else
+        # No process of it runs: the pid file is stale.
+        rm -f "$pidfile" "$pidfile.start"
+    fi
+    restart_for mongo "$pid" "$why"
+    if [ -n "$pid" ]; then
+        log "MongoDB-wire server already running (pid $pid)"
+        return
     fi
     echo "$limited_as" >"$limit_file"
     port_open "$MONGO_PORT" && die "port $MONGO_PORT is taken by another server; set GHBENCH_MONGO_PORT"
@@ -293,7 +456,11 @@ setup_mongo() {
         local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--wiredTigerCacheSizeGB "$(awk -v mb="$WT_CACHE_MB" 'BEGIN { printf "%.2f", mb / 1024 }')")
         ( enter_memory_limit mongo &&
           exec mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
-            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1 )
+            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1 9>&- ) \
+            || { tail -n 30 "$dir/server.log" >&2 || true; die "mongod did not start (log: $dir/server.log)"; }
+        # The forked server's pid, from the pid file it wrote; its start time beside it.
+        if ! { read -r pid <"$pidfile"; } 2>/dev/null || ! [[ $pid =~ ^[0-9]+$ ]]; then die "mongod started but wrote no pid to $pidfile"; fi
+        record_pid "$pidfile" "$pid"
     else
         local venv=$VENV
         if [ ! -x "$venv/bin/secantusd-py" ]; then
@@ -311,10 +478,13 @@ setup_mongo() {
         # this script; a killed job) does not take the server down with it.
         local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--cache-size "${WT_CACHE_MB}M")
         (enter_memory_limit mongo && cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
-            --storage-path "$dir/data" --standalone "${cache[@]}" </dev/null >"$dir/server.log" 2>&1) &
-        echo $! >"$pidfile"
+            --storage-path "$dir/data" --standalone "${cache[@]}" </dev/null >"$dir/server.log" 2>&1 9>&-) &
+        # The subshell's pid and start time are the server's: exec keeps both.
+        pid=$!
+        record_pid "$pidfile" "$pid"
     fi
-    wait_port "$MONGO_PORT" "MongoDB-wire server" "$dir/server.log"
+    wait_started "MongoDB-wire server" "$pid" "$dir/server.log" "listen on 127.0.0.1:$MONGO_PORT" port_open "$MONGO_PORT"
+    journal_restored "MongoDB-wire server"
 }
 
 # The MySQL-family server to run: MySQL 8 (or later) when its `mysqld` is on
@@ -344,14 +514,6 @@ find_mysql() {
     mysql_client=$(command -v mariadb) || die "MariaDB's client (mariadb) not found; install the mariadb-client package"
 }
 
-# This checkout's MySQL-family server's pid when it runs (after a reboot the
-# pid recorded in $1 may be another program's, or a zombie's, whose command
-# line is empty).
-mysql_pid() {
-    local pid
-    pid=$(cat "$1" 2>/dev/null) && [ -n "$pid" ] && grep -qaE 'mariadbd|mysqld' "/proc/$pid/cmdline" 2>/dev/null && echo "$pid"
-}
-
 setup_mysql() {
     find_mysql
     local name=MariaDB; [ "$mysql_flavor" = mariadb ] || name=MySQL
@@ -378,6 +540,8 @@ setup_mysql() {
     # The server itself must never go through a link it cannot enter.
     dir=$(readlink -f "$dir")
     if [ -n "$as_mysql" ]; then chown mysql: "$dir"; fi
+    # Changed by a ghbench still running: left as it is, settings too.
+    journal_holds mysql "$name" && { held_answers "$name" "$MYSQL_PORT"; return 0; }
     local data=$dir/data conf=$dir/ghbench.cnf socket=$dir/mysqld.sock
     [ "${#socket}" -le 107 ] || die "$socket is longer than a Unix socket's path may be (107 bytes): set GHBENCH_HOME to a shorter folder"
     # What differs between the two: MariaDB keeps MySQL 5.7's query cache
@@ -462,37 +626,38 @@ CNF
         "${init[@]}" >"$dir/init.log" 2>&1 </dev/null \
             || { cat "$dir/init.log" >&2; tail -n 30 "$dir/server.log" >&2 2>/dev/null; rm -rf "$data"; die "creating $name's data folder failed (log: $dir/init.log)"; }
     fi
-    local pidfile=$dir/server.pid limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid
-    if pid=$(mysql_pid "$pidfile") && ! port_open "$MYSQL_PORT"; then
-        # Still starting, or still writing its pages out on the way down: wait for either end.
-        for _ in $(seq 1 240); do
-            port_open "$MYSQL_PORT" && break
-            mysql_pid "$pidfile" >/dev/null || break
-            sleep 0.5
-        done
-        if mysql_pid "$pidfile" >/dev/null && ! port_open "$MYSQL_PORT"; then
-            tail -n 30 "$dir/server.log" >&2 || true
-            die "$name (pid $pid) neither listens on 127.0.0.1:$MYSQL_PORT nor stops after 120 s (log: $dir/server.log)"
-        fi
+    local pidfile=$dir/server.pid limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid="" rc=0 why=""
+    if [ ${#journal_undo[@]} -gt 0 ]; then why="$name: a ghbench that ended left it changed: restarting as setup leaves it"
+    elif [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
+        # A running server cannot be moved under another limit: it is restarted.
+        why="$name settings or memory limit changed: restarting"
     fi
-    # A running server cannot be moved under another limit: it is restarted.
-    if mysql_pid "$pidfile" >/dev/null \
-        && { [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; }; then
-        log "$name settings or memory limit changed: restarting"
-        bash "$repo/scripts/down.sh" mysql >&2
+    # Only the server setup started: its name, boot and start time as recorded
+    # (after a reboot the pid may be another program's, the distribution's
+    # own MariaDB's even).
+    if server_pid "$pidfile" 'mariadbd|mysqld'; then
+        pid=$found_pid
+        [ -n "$why" ] || settle_if_silent "$name" "$dir/server.log" "$MYSQL_PORT"
+    else
+        # No process of it runs: the pid file is stale.
+        rm -f "$pidfile" "$pidfile.start"
     fi
-    if pid=$(mysql_pid "$pidfile"); then
+    restart_for mysql "$pid" "$why"
+    if [ -n "$pid" ]; then
         log "$name already running (pid $pid)"
     else
         port_open "$MYSQL_PORT" && die "port $MYSQL_PORT is taken by another server; set GHBENCH_MYSQL_PORT"
         log "starting $name on 127.0.0.1:$MYSQL_PORT (innodb_buffer_pool_size $MYSQL_BUFFER_POOL)"
         # As SecantusDB's above: `exec` so the recorded pid is the server's
-        # own, every standard stream redirected, a session of its own.
+        # own (and its start time), every standard stream redirected, a
+        # session of its own.
         ( enter_memory_limit mysql && cd "$dir" && exec setsid nohup "$mysql_server" --defaults-file="$conf" \
-            </dev/null >>"$dir/server.log" 2>&1 ) &
-        echo $! >"$pidfile"
+            </dev/null >>"$dir/server.log" 2>&1 9>&- ) &
+        pid=$!
+        record_pid "$pidfile" "$pid"
         echo "$limited_as" >"$limit_file"
-        wait_port "$MYSQL_PORT" "$name" "$dir/server.log" "$(cat "$pidfile")"
+        wait_started "$name" "$pid" "$dir/server.log" "listen on 127.0.0.1:$MYSQL_PORT" port_open "$MYSQL_PORT"
+        journal_restored "$name"
     fi
     # The user ghbench connects as, however it may (by TCP from 127.0.0.1,
     # skip-name-resolve, or the socket): every privilege, as it makes the tuned
@@ -534,16 +699,22 @@ JSON
 }
 
 mkdir -p "$GHBENCH_HOME"
+read_journal
+# Fails when a server left to the ghbench that holds it does not answer.
+none_held_down() {
+    [ ${#held_down[@]} -eq 0 ] || die "${held_down[*]} not answering, held by a ghbench that runs (or that setup cannot tell has ended): run setup again once it has ended, or remove its entry in $GHBENCH_HOME/changes if it has"
+}
 # One server only (`scripts/restart.sh` after stopping it): the others stay as they are.
 case $which in
-    postgres) setup_postgres; exit 0 ;;
-    mongo) setup_mongo; exit 0 ;;
-    mysql) setup_mysql; exit 0 ;;
+    postgres) setup_postgres; none_held_down; exit 0 ;;
+    mongo) setup_mongo; none_held_down; exit 0 ;;
+    mysql) setup_mysql; none_held_down; exit 0 ;;
 esac
 setup_postgres
 setup_mongo
 setup_mysql
 write_servers_json
+none_held_down
 
 env_lines="export DATABASE_URL=postgres://ghbench@127.0.0.1:$PG_PORT/ghbench
 export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true
