@@ -73,7 +73,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         .filter(|sub| sub.get_arguments().any(|arg| arg.get_id() == "engines"))
         .map(|sub| sub.get_name().to_string())
         .collect();
-    for name in reaching {
+    for name in &reaching {
         command = command.mut_subcommand(name, |sub| crate::options::add_engine_args(sub, &registry));
     }
     // `bench` is the whole benchmark: by default on every engine.
@@ -96,10 +96,17 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         Err(e) => e.exit(),
     };
     if let Command::PolarsWorker(args) = &cli.command {
-        // No runtime, no signal handling: it ends with its standard input, or with ghbench.
+        // No runtime, no signal handling: it ends with its standard input, or
+        // with ghbench (a write to ghbench gone ends it quietly).
+        restore_default_sigpipe();
         return commands::polars_worker::run(args);
     }
     let sub = matches.subcommand().map(|(_, m)| m);
+    // The journal of server changes sits beside the servers file, where
+    // `scripts/setup.sh` reads it too.
+    let servers_file = servers_file(sub);
+    ghbench_core::changes::set_dir(ghbench_core::changes::dir_beside(&servers_file));
+    let reaches_servers = matches.subcommand_name().is_some_and(|name| reaching.iter().any(|r| r == name));
     let engines = Engines::from_matches(registry, sub);
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
@@ -108,7 +115,21 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             return ExitCode::from(status::ERROR);
         }
     };
+    let is_doctor = matches!(cli.command, Command::Doctor(_));
     let command = async {
+        if reaches_servers {
+            // What a ghbench that ended left changed on the servers goes
+            // back before this one measures anything.
+            let managed = commands::servers::ManagedServers::load(&servers_file, false).ok().flatten();
+            let pass = commands::leftovers::put_back(managed.as_ref(), &engines).await;
+            // A server still changed would be measured as what it is not.
+            if !pass.not_undone.is_empty() && (is_doctor || pass.failed_restarts()) {
+                anyhow::bail!(
+                    "what a ghbench that ended left changed could not all be put back (said above): {}",
+                    pass.not_undone.join("; ")
+                );
+            }
+        }
         match cli.command {
             Command::Ingest(args) => commands::ingest::run(args, &engines).await,
             Command::Download(args) => commands::download::run(args).await,
@@ -123,60 +144,116 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::PolarsWorker(_) => unreachable!("answered before the runtime starts"),
         }
     };
+    // A panic (a write to a closed output, or a bug) must not skip putting
+    // the servers back: it ends the command as a signal would.
+    let command = futures_util::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(command));
     let ended = runtime.block_on(async {
         let ended = tokio::select! {
-            result = command => Ended::Ran(result),
+            result = command => match result {
+                Ok(result) => Ended::Ran(result),
+                Err(panic) => Ended::Panicked(crate::interrupt::panic_message(panic.as_ref())),
+            },
             signal = crate::interrupt::signalled() => Ended::Interrupted(signal),
         };
         // The command's future is dropped by now: work it left running on a
         // server (a query past a limit, an abandoned client, or all of it when
         // interrupted) is cancelled before ghbench exits.
         let cancelled = match ended {
-            Ended::Interrupted(_) => ghbench_core::stop::cancel_all().await,
+            Ended::Interrupted(_) | Ended::Panicked(_) => ghbench_core::stop::cancel_all().await,
             Ended::Ran(_) => ghbench_core::stop::settle().await,
         };
         (ended, cancelled)
     });
     let (ended, cancelled) = ended;
-    match ended {
-        Ended::Interrupted(signal) => {
-            crate::interrupt::say(signal, &cancelled);
-            // Servers a bench put under a memory limit go back as setup left them.
-            runtime.block_on(commands::bench::memory::restore_after_signal());
-            crate::interrupt::say_exit(signal);
-            for line in crate::outcome::kept_so_far() {
-                eprintln!("{line}");
-            }
-            // Not through the runtime's drop, which would wait for work on
-            // blocking threads (a polars query) to end by itself.
-            std::process::exit(signal.exit_code());
-        }
+    let managed = commands::servers::ManagedServers::load(&servers_file, false).ok().flatten();
+    let stopped = match ended {
         Ended::Ran(result) => {
-            for line in &cancelled {
-                eprintln!("note: ghbench stopped waiting for {line}");
+            // A restart that failed part way (a cold run's) may have left its
+            // server stopped: it goes back before ghbench exits.
+            runtime.block_on(commands::leftovers::put_back_own(managed.as_ref(), &engines, Vec::new()));
+            return ran_to_its_end(result, &cancelled);
+        }
+        Ended::Interrupted(signal) => (signal, None),
+        Ended::Panicked(message) if crate::interrupt::is_broken_pipe(&message) => (crate::interrupt::Signal::BrokenPipe, None),
+        // A bug: ended as for a signal, but said as the bug it is.
+        Ended::Panicked(message) => (crate::interrupt::Signal::Panic, Some(message)),
+    };
+    // Stopped part way: every line from here on is said with `note`, which
+    // cannot fail on a closed stderr.
+    let (signal, bug) = stopped;
+    crate::interrupt::say(signal, &cancelled);
+    // Servers a bench put under a memory limit go back as setup left them,
+    // and whatever else this ghbench still has changed (a server stopped by a
+    // cold run's restart, a parameter).
+    runtime.block_on(async {
+        let restarted = commands::bench::memory::restore_after_signal().await;
+        commands::leftovers::put_back_own(managed.as_ref(), &engines, restarted).await;
+    });
+    let code = match bug {
+        Some(message) => {
+            crate::interrupt::note(&format!("error: ghbench stopped on an internal error (a bug: please report it): {message}"));
+            i32::from(status::ERROR)
+        }
+        None => {
+            crate::interrupt::say_exit(signal);
+            signal.exit_code()
+        }
+    };
+    for line in crate::outcome::kept_so_far() {
+        crate::interrupt::note(&line);
+    }
+    // Not through the runtime's drop, which would wait for work on blocking
+    // threads (a polars query) to end by itself.
+    std::process::exit(code);
+}
+
+/// The exit of a command that ran to its end, well or not.
+fn ran_to_its_end(result: anyhow::Result<Finished>, cancelled: &[String]) -> ExitCode {
+    use crate::interrupt::note;
+    for line in cancelled {
+        note(&format!("note: ghbench stopped waiting for {line}"));
+    }
+    match result {
+        Ok(finished) => {
+            // Last, so a script finds it with `tail -n 1`.
+            if let Some(line) = finished.wrote_line() {
+                note(&line);
             }
-            match result {
-                Ok(finished) => {
-                    // Last, so a script finds it with `tail -n 1`.
-                    if let Some(line) = finished.wrote_line() {
-                        eprintln!("{line}");
-                    }
-                    finished.exit_code()
-                }
-                Err(e) => {
-                    eprintln!("error: {e:#}");
-                    for line in crate::outcome::kept_so_far() {
-                        eprintln!("{line}");
-                    }
-                    ExitCode::from(status::ERROR)
-                }
+            finished.exit_code()
+        }
+        Err(e) => {
+            note(&format!("error: {e:#}"));
+            for line in crate::outcome::kept_so_far() {
+                note(&line);
             }
+            ExitCode::from(status::ERROR)
         }
     }
 }
 
-/// How a command ended: it ran to its end (well or not), or a signal stopped it.
+/// How a command ended: it ran to its end (well or not), a signal stopped
+/// it, or it panicked (a write to a closed output, or a bug).
 enum Ended {
     Ran(anyhow::Result<Finished>),
     Interrupted(crate::interrupt::Signal),
+    Panicked(String),
+}
+
+/// The servers file this command reads (`--servers`, else `GHBENCH_SERVERS`,
+/// else where `just setup` writes it).
+fn servers_file(sub: Option<&clap::ArgMatches>) -> std::path::PathBuf {
+    sub.and_then(|m| m.try_get_one::<std::path::PathBuf>("servers").ok().flatten().cloned())
+        .or_else(|| std::env::var_os("GHBENCH_SERVERS").filter(|v| !v.is_empty()).map(Into::into))
+        .unwrap_or_else(|| commands::servers::DEFAULT_SERVERS_FILE.into())
+}
+
+/// The polars worker dies quietly with ghbench, as command-line tools do
+/// when their reader goes (Rust ignores SIGPIPE otherwise).
+fn restore_default_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: called before any thread of the worker exists; resetting a
+    // signal's disposition to its default has no other effect on the program.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }

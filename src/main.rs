@@ -3,7 +3,8 @@
 //! engines in their folders, listed once in `src/registry.rs`.
 
 fn main() -> std::process::ExitCode {
-    restore_default_sigpipe();
+    quiet_about_closed_output();
+    ghbench::interrupt::note_ignored_signals();
     ghbench_polars::prefer_async_reads();
     // polars' queries run in worker processes of this program, so one can be
     // stopped. On Linux by /proc/self/exe: this very file, even if a build
@@ -15,13 +16,17 @@ fn main() -> std::process::ExitCode {
     ghbench::cli::run(ghbench::registry::builtin(), std::env::args_os())
 }
 
-/// Rust ignores SIGPIPE, so `ghbench report x.json | head` would panic in
-/// `println!`; like other command-line tools, end quietly instead.
-fn restore_default_sigpipe() {
-    #[cfg(unix)]
-    // SAFETY: called first thing in main, before any thread exists; resetting a
-    // signal's disposition to its default has no other effect on the program.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+/// Rust ignores SIGPIPE, so a write to a closed standard output or error
+/// fails and `println!` panics. ghbench keeps it so, rather than dying at
+/// once: a bench holding servers under a memory limit must put them back
+/// first (`ghbench::cli` catches the panic and ends as for a signal, 141).
+/// That panic is expected, not a bug: it is not reported (`report x.json |
+/// head` ends quietly).
+fn quiet_about_closed_output() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !ghbench::interrupt::is_broken_pipe(&ghbench::interrupt::panic_message(info.payload())) {
+            report(info);
+        }
+    }));
 }

@@ -127,6 +127,12 @@ impl Engines {
         Engines { registry, configs, engines_defaulted }
     }
 
+    /// Every registered engine with its configuration, chosen or not (to
+    /// put back what one of them left changed on its server).
+    pub fn every(&self) -> Vec<Selected> {
+        self.registry.plugins().map(|plugin| Selected { plugin: plugin.clone(), config: self.configs.get(&plugin.spec().engine).cloned().unwrap_or_default() }).collect()
+    }
+
     /// The engines `--engines` names, each once, in the order given.
     pub fn select(&self, conn: &ConnOptions) -> Result<Vec<Selected>> {
         let names = if conn.engines.is_empty() {

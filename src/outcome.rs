@@ -134,7 +134,8 @@ impl Screen {
     }
 
     pub fn line(&self, text: impl Display) {
-        // A closed pipe ends the program quietly (SIGPIPE is default in main).
+        // A closed pipe is not an error here: the run goes on and writes its
+        // files (SIGPIPE is ignored; `print!` would panic and end it as for a signal).
         let _ = if self.to_stderr { writeln!(std::io::stderr(), "{text}") } else { writeln!(std::io::stdout(), "{text}") };
     }
 

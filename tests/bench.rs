@@ -19,11 +19,11 @@ const EVERY_ENGINE: [&str; 8] = ["postgres", "postgres-tuned", "mongo", "mongo-t
 
 /// The servers `scripts/setup.sh` started in a folder of the test's own;
 /// stopped (and the folder removed) when dropped.
-struct OwnSetup {
-    home: PathBuf,
-    pg_url: String,
-    mongo_url: String,
-    mysql_url: String,
+pub(crate) struct OwnSetup {
+    pub(crate) home: PathBuf,
+    pub(crate) pg_url: String,
+    pub(crate) mongo_url: String,
+    pub(crate) mysql_url: String,
 }
 
 impl OwnSetup {
@@ -32,7 +32,7 @@ impl OwnSetup {
     }
 
     /// `shared_buffers`: None leaves it to setup (scaled to a memory limit, if any).
-    fn start_with(shared_buffers: Option<&str>) -> Option<OwnSetup> {
+    pub(crate) fn start_with(shared_buffers: Option<&str>) -> Option<OwnSetup> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
         let venv = repo.join(".ghbench/venv");
         let has_mongod = Command::new("sh").args(["-c", "command -v mongod"]).output().is_ok_and(|o| o.status.success());
@@ -66,7 +66,7 @@ impl OwnSetup {
         Some(setup)
     }
 
-    fn servers_file(&self) -> PathBuf {
+    pub(crate) fn servers_file(&self) -> PathBuf {
         self.home.join("servers.json")
     }
 
@@ -79,13 +79,13 @@ impl OwnSetup {
         (out.status.success(), said)
     }
 
-    async fn postmaster_started(&self) -> String {
+    pub(crate) async fn postmaster_started(&self) -> String {
         let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &self.pg_url).await.unwrap();
         client.query_one("SELECT pg_postmaster_start_time()::text", &[]).await.unwrap().get(0)
     }
 
     /// The cgroups a backend of the server runs in (`/proc/<pid>/cgroup`).
-    async fn postgres_cgroup(&self) -> String {
+    pub(crate) async fn postgres_cgroup(&self) -> String {
         let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &self.pg_url).await.unwrap();
         let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
         std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap()
@@ -265,7 +265,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
 /// For the tests of memory limits, which need root (else skipped, said):
 /// servers of the test's own whose memory settings follow a limit, as a
 /// user's setup would, and a work folder.
-fn limited_setup(option: &str) -> Option<(OwnSetup, tempfile::TempDir)> {
+pub(crate) fn limited_setup(option: &str) -> Option<(OwnSetup, tempfile::TempDir)> {
     if !is_root() {
         eprintln!("SKIPPED: {option} needs root");
         return None;

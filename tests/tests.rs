@@ -22,6 +22,7 @@ mod ingest_outage;
 mod ingest_overlap;
 mod ingest_recovery;
 mod ledger_upgrade;
+mod leftovers;
 mod limits;
 mod mysql;
 mod normalized;

@@ -1,4 +1,7 @@
 //! `ghbench doctor`: can we reach the engines, and what exactly are they?
+//! Like every command that reaches servers, it first puts back what a
+//! ghbench that ended left changed on them (`super::leftovers`, run by `cli`
+//! for each such command): `--servers` names the servers `just setup` started.
 
 use anyhow::{bail, Result};
 use clap::Args;
@@ -9,11 +12,16 @@ use crate::outcome::Finished;
 
 #[derive(Args, Debug)]
 #[command(after_help = "\
+First it puts back what a ghbench that ended (killed, or its machine restarted) left
+changed on the servers: a memory limit, a server stopped, a parameter; each is said.
+
 Exit status: 0 every engine answered; 2 one could not be reached or refused the login
 (each is said above the error); 130 on Ctrl-C.")]
 pub struct DoctorArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
+    #[command(flatten)]
+    pub managed: super::servers::ServersArg,
 }
 
 pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<Finished> {

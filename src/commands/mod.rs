@@ -6,6 +6,7 @@ pub mod download;
 pub mod gen;
 pub mod index;
 pub mod ingest;
+pub mod leftovers;
 pub mod normalize;
 pub mod polars_worker;
 pub mod olap;

@@ -12,8 +12,11 @@ use ghbench_core::place::same_address;
 use ghbench_engine::Loader;
 use serde::Deserialize;
 
-/// A restart that takes longer than this has failed.
-const RESTART_TIMEOUT: Duration = Duration::from_secs(180);
+/// A restart script that says nothing for this long has hung. It waits as
+/// long as the server makes progress (a shutdown checkpoint, a recovery at
+/// start can take many minutes at scale), saying so every 15 s, and fails by
+/// itself when the server stops making progress (`GHBENCH_STUCK_AFTER`).
+const RESTART_SILENCE: Duration = Duration::from_secs(120);
 
 /// `servers.json`, as `scripts/setup.sh` writes it.
 #[derive(Debug, Clone, Deserialize)]
@@ -87,32 +90,170 @@ impl ManagedServers {
     }
 }
 
-/// Runs the server's restart command, bounded in time; its output is kept
-/// for the error only. `memory`: the limit it starts under (`GHBENCH_MEMORY`,
-/// see `bench --memory`); None: the one `just setup` ran with.
+/// Runs the server's restart command; it is written to the journal of
+/// server changes first (the server is stopped meanwhile: a ghbench killed
+/// during the restart leaves it for the next one to start). A server another
+/// ghbench that still runs has changed (a bench's memory limit) is not
+/// restarted: that would undo its change under it. The script's progress
+/// lines (a slow stop or start) are passed on as they come; its other output
+/// is kept for the error. `memory`: the limit it starts under
+/// (`GHBENCH_MEMORY`, see `bench --memory`); None: the one `just setup` ran with.
 pub async fn restart(server: &ManagedServer, memory: Option<&str>) -> Result<()> {
+    use ghbench_core::changes::{self, Kind};
+    if let Some(held) = changes::held_by_others(&server.server_ref()).first() {
+        anyhow::bail!(
+            "{} is held by {}: {}; not restarted, which would undo that (run this again once it has ended)",
+            server.name,
+            held.by_whom(),
+            held.said
+        );
+    }
+    let said = match memory {
+        Some(size) => format!("stopped, to start again inside a {size} memory cgroup"),
+        None => "stopped, to start again as `just setup` left it".to_string(),
+    };
+    let made = changes::record(&server.entry(Kind::Stopped, said)).map_err(anyhow::Error::msg)?;
+    let restarted = run_restart(server, memory).await;
+    if restarted.is_ok() {
+        made.undone();
+        // Restarted whole: any stop of this ghbench's own that a restart
+        // left unfinished before (one that failed) is undone too.
+        changes::forget_own(&server.server_ref(), Kind::Stopped);
+    }
+    restarted
+}
+
+/// Restart scripts under way, by server name and pid: one whose ghbench
+/// stopped waiting (a signal) goes on in its own process group, and the
+/// way out waits for it ([`wait_for_restarts`]) before putting anything back.
+static UNDER_WAY: std::sync::Mutex<Vec<(String, u32)>> = std::sync::Mutex::new(Vec::new());
+
+fn under_way() -> std::sync::MutexGuard<'static, Vec<(String, u32)>> {
+    UNDER_WAY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Off the list once the script ended, not when its waiter was dropped.
+struct Listed {
+    pid: u32,
+    ended: bool,
+}
+
+impl Drop for Listed {
+    fn drop(&mut self) {
+        if self.ended {
+            under_way().retain(|(_, pid)| *pid != self.pid);
+        }
+    }
+}
+
+/// Waits for the restarts ghbench stopped waiting for to end by themselves,
+/// each said (a restart killed half way could leave its server stopped, and
+/// one started beside it would race it).
+pub async fn wait_for_restarts() {
+    let pending: Vec<(String, u32)> = under_way().clone();
+    for (name, pid) in pending {
+        if ghbench_core::owner::start_ticks(pid).is_none() {
+            continue;
+        }
+        crate::interrupt::note(&format!("waiting for the restart of {name} under way (pid {pid}) to end"));
+        while ghbench_core::owner::start_ticks(pid).is_some() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    under_way().clear();
+}
+
+async fn run_restart(server: &ManagedServer, memory: Option<&str>) -> Result<()> {
     let (program, args) = server.restart.split_first().context("no restart command")?;
     let mut command = tokio::process::Command::new(program);
     match memory {
         Some(size) => command.env("GHBENCH_MEMORY", size),
         None => command.env_remove("GHBENCH_MEMORY"),
     };
-    let child = command
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .with_context(|| format!("starting {program}"))?;
-    let output = tokio::time::timeout(RESTART_TIMEOUT, child.wait_with_output())
-        .await
-        .with_context(|| format!("the restart took over {} s", RESTART_TIMEOUT.as_secs()))??;
-    if !output.status.success() {
-        let said = String::from_utf8_lossy(&output.stderr);
-        let last = said.lines().last().unwrap_or("").trim();
-        anyhow::bail!("the restart command failed ({}): {last}", output.status);
+    // Its standard error goes to a file, not a pipe: a restart whose ghbench
+    // stopped reading (a signal) must not die of SIGPIPE half way.
+    let said_to = tempfile_for(&server.name);
+    let said_file = std::fs::File::create(&said_to).with_context(|| format!("creating {}", said_to.display()))?;
+    // A process group of its own: Ctrl-C in the terminal reaches ghbench,
+    // not a restart half done; ghbench waits for it on its way out.
+    let spawned = command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(said_file).process_group(0).spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => {
+            let _ = std::fs::remove_file(&said_to);
+            return Err(e).with_context(|| format!("starting {program}"));
+        }
+    };
+    let pid = child.id().context("the restart ended at once")?;
+    under_way().push((server.name.clone(), pid));
+    let mut listed = Listed { pid, ended: false };
+    let mut read = 0;
+    let mut kept: Vec<String> = Vec::new();
+    let mut last_word = std::time::Instant::now();
+    let status = loop {
+        let ended = child.try_wait()?;
+        // What it said since the last look, whole lines (a server's log may hold bytes that are not UTF-8).
+        let text = std::fs::read(&said_to).unwrap_or_default();
+        if let Some(end) = text[read.min(text.len())..].iter().rposition(|&b| b == b'\n').map(|at| read + at + 1).or(ended.map(|_| text.len())) {
+            for line in String::from_utf8_lossy(&text[read..end]).lines() {
+                if is_progress(line) {
+                    crate::interrupt::note(&format!("  {}: {}", server.name, line.trim()));
+                }
+                kept.push(line.to_string());
+            }
+            if end > read {
+                last_word = std::time::Instant::now();
+            }
+            read = end;
+        }
+        if let Some(status) = ended {
+            break status;
+        }
+        if last_word.elapsed() > RESTART_SILENCE {
+            // SAFETY: kill(2) of the process group the restart leads.
+            unsafe {
+                libc::kill(-(pid as i32), libc::SIGKILL);
+            }
+            let _ = child.wait().await;
+            listed.ended = true;
+            let _ = std::fs::remove_file(&said_to);
+            anyhow::bail!(
+                "the restart of {} said nothing for {} s (it says a line every 15 s while the server makes progress): it was stopped; the server may be stopped too: the next ghbench command, `ghbench doctor` or `just setup` starts it",
+                server.name,
+                RESTART_SILENCE.as_secs()
+            )
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    listed.ended = true;
+    let _ = std::fs::remove_file(&said_to);
+    if !status.success() {
+        let last = kept.iter().rev().find(|l| !l.trim().is_empty()).map_or("", |l| l.trim());
+        anyhow::bail!("the restart command failed ({status}): {last}");
     }
     Ok(())
 }
 
+/// Where a restart's standard error goes while it runs.
+fn tempfile_for(server: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    std::env::temp_dir().join(format!("ghbench-restart-{}-{server}-{n}.log", std::process::id()))
+}
+
+/// A line of the scripts saying a server is still stopping or starting, or why it failed.
+fn is_progress(line: &str) -> bool {
+    line.contains(" still ") || line.contains("error")
+}
+
+impl ManagedServer {
+    /// This server as the journal names it.
+    pub fn server_ref(&self) -> ghbench_core::changes::ServerRef {
+        ghbench_core::changes::ServerRef { name: Some(self.name.clone()), address: self.address.clone() }
+    }
+
+    /// A change about to be made to this server, for the journal.
+    pub fn entry(&self, kind: ghbench_core::changes::Kind, said: String) -> ghbench_core::changes::Entry {
+        ghbench_core::changes::Entry::new(self.server_ref(), None, kind, said)
+    }
+}

@@ -132,6 +132,16 @@ pub trait EnginePlugin: Send + Sync {
         let _ = bytes;
         Ok(())
     }
+
+    /// Puts back a change of the journal (`ghbench_core::changes`) that
+    /// this engine made on its server and only it can undo (a server
+    /// parameter), through its configured connection: None when the entry
+    /// is not of this engine or its server is not the one configured.
+    /// Ok says what was put back.
+    async fn undo_change(&self, config: &EngineConfig, entry: &ghbench_core::changes::Entry) -> Option<Result<String, String>> {
+        let _ = (config, entry);
+        None
+    }
 }
 
 /// An engine on a server reached at one URL: it says only what differs from
@@ -164,6 +174,13 @@ pub trait UrlEngine: Clone + Send + Sync + 'static {
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         None
     }
+
+    /// See [`EnginePlugin::undo_change`]: called only with entries of this
+    /// engine on the server at `url`.
+    async fn undo_change(&self, url: &str, entry: &ghbench_core::changes::Entry) -> Option<Result<String, String>> {
+        let _ = (url, entry);
+        None
+    }
 }
 
 /// The plug-in of a [`UrlEngine`].
@@ -191,6 +208,16 @@ impl<E: UrlEngine> EnginePlugin for AtUrl<E> {
 
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         self.0.encoder()
+    }
+
+    async fn undo_change(&self, config: &EngineConfig, entry: &ghbench_core::changes::Entry) -> Option<Result<String, String>> {
+        let url = self.url(config);
+        let ours = entry.engine.as_deref() == Some(self.0.spec().engine.name())
+            && self.0.address(&url).is_some_and(|a| ghbench_core::place::same_address(&a, &entry.server.address));
+        if !ours {
+            return None;
+        }
+        self.0.undo_change(&url, entry).await
     }
 }
 

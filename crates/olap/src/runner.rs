@@ -30,7 +30,13 @@ const HEAD_ROWS: usize = 10;
 
 /// How long a lost connection has to come back (reconnecting with backoff)
 /// before the engine's remaining queries fail: long enough for a restart.
+/// A server that answers that it is starting up or recovering is making
+/// progress: each such answer gives it this long again (a crash recovery at
+/// scale replays minutes of WAL).
 pub const RECONNECT_LIMIT: Duration = Duration::from_secs(30);
+
+/// How often a reconnect that goes on because the server recovers says so.
+const RECOVERY_SAID_EVERY: Duration = Duration::from_secs(15);
 
 /// Lost connections one query may survive: a server that keeps dropping
 /// them is not measured, it fails.
@@ -336,9 +342,12 @@ fn made_cold(cold: &ColdRecord, afresh: &[Engine]) -> String {
 /// with backoff for at most `limit`; the seconds it took.
 async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f64, String> {
     let started = Instant::now();
+    // Moved on by every answer that says the server is recovering.
+    let mut progress = started;
+    let mut said = started;
     let mut wait = Duration::from_millis(250);
     loop {
-        let left = limit.saturating_sub(started.elapsed());
+        let left = limit.saturating_sub(progress.elapsed()).max(Duration::from_millis(100));
         let failure = match tokio::time::timeout(left, backend.reconnect()).await {
             Ok(Ok(fresh)) => {
                 std::mem::replace(backend, fresh).close().await;
@@ -347,12 +356,29 @@ async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f6
             Ok(Err(e)) => format!("{e:#}"),
             Err(_) => "no answer".to_string(),
         };
-        if started.elapsed() + wait >= limit {
-            return Err(format!("no new connection within {} s: {failure}", limit.as_secs_f64()));
+        if recovering(&failure) {
+            progress = Instant::now();
+            if said.elapsed() >= RECOVERY_SAID_EVERY {
+                said = Instant::now();
+                eprintln!("  {}: still waiting for the server to recover ({:.0} s): {failure}", backend.engine(), started.elapsed().as_secs_f64());
+            }
+        }
+        if progress.elapsed() + wait >= limit {
+            return Err(format!("no new connection within {} s of the server's last sign of progress: {failure}", limit.as_secs_f64()));
         }
         tokio::time::sleep(wait).await;
         wait = (wait * 2).min(Duration::from_secs(4));
     }
+}
+
+/// Whether a failed connection's error says the server is starting up or
+/// replaying its log: progress, not a server gone (PostgreSQL's 57P03
+/// messages, MongoDB's recovering states).
+fn recovering(failure: &str) -> bool {
+    let failure = failure.to_ascii_lowercase();
+    ["the database system is starting up", "the database system is in recovery mode", "not yet accepting connections", "node is recovering", "notprimaryorsecondary"]
+        .iter()
+        .any(|sign| failure.contains(sign))
 }
 
 /// The memory cgroup limit an engine's processes run under, watched for the

@@ -12,11 +12,13 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
+use ghbench_core::changes::{self, Made};
 use ghbench_engine::EnginePlugin;
 use ghbench_olap::bench::LoadMemory;
 use ghbench_olap::cgroup::MemoryCgroup;
 
 use crate::commands::servers::{restart, ManagedServer, ManagedServers};
+use crate::interrupt::note;
 use crate::options::Selected;
 
 /// A memory limit: as passed on to `scripts/setup.sh`, in bytes, and the
@@ -111,28 +113,52 @@ pub fn during_load(size: &MemorySize, engines: &[Selected], before: &[LoadMemory
     after
 }
 
-/// The servers a bench has restarted under a limit and not yet back: a
-/// signal that stops ghbench restores them too ([`restore_after_signal`]).
-static LIMITED: std::sync::Mutex<Vec<ManagedServer>> = std::sync::Mutex::new(Vec::new());
+/// The servers a bench has restarted under a limit and not yet back, each
+/// with its entry in the journal of server changes (`ghbench_core::changes`):
+/// a signal that stops ghbench restores them ([`restore_after_signal`]); a
+/// ghbench that dies without a word leaves the entries for the next one.
+static LIMITED: std::sync::Mutex<Vec<(ManagedServer, Made)>> = std::sync::Mutex::new(Vec::new());
 
-fn limited() -> std::sync::MutexGuard<'static, Vec<ManagedServer>> {
+fn limited() -> std::sync::MutexGuard<'static, Vec<(ManagedServer, Made)>> {
     LIMITED.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// After Ctrl-C or SIGTERM: every server a bench left under its limit
-/// restarted as `just setup` left it, each said as it goes (a restart takes
-/// seconds).
-pub async fn restore_after_signal() {
-    let servers = std::mem::take(&mut *limited());
+/// Restarts `server` as `just setup` left it and, once it is, drops its
+/// entry from the list and the journal.
+async fn put_back(server: &ManagedServer) -> Result<()> {
+    restart(server, None).await?;
+    let mut list = limited();
+    if let Some(at) = list.iter().position(|(s, _)| s.name == server.name) {
+        list.remove(at).1.undone();
+    }
+    Ok(())
+}
+
+/// After a signal, a closed output or a panic: every server a bench left
+/// under its limit restarted as `just setup` left it, each said as it goes
+/// (a restart takes seconds). Said with [`note`]: stderr may be closed.
+/// The servers restarted, for what else is put back on the way out.
+pub async fn restore_after_signal() -> Vec<String> {
+    // A restart under way (into or out of the limit) ends first.
+    crate::commands::servers::wait_for_restarts().await;
+    let servers: Vec<ManagedServer> = limited().iter().map(|(s, _)| s.clone()).collect();
+    let mut restarted = Vec::new();
     if !servers.is_empty() {
-        eprintln!("putting the servers under a bench's memory limit back as `just setup` left them:");
+        note("putting the servers under a bench's memory limit back as `just setup` left them:");
     }
     for server in servers {
-        match restart(&server, None).await {
-            Ok(()) => eprintln!("  {} restarted as `just setup` left it (it ran under the bench's memory limit)", server.name),
-            Err(e) => eprintln!("  {} still runs under the bench's memory limit ({e:#}): restart it with `just setup`", server.name),
+        match put_back(&server).await {
+            Ok(()) => {
+                note(&format!("  {} restarted as `just setup` left it (it ran under the bench's memory limit)", server.name));
+                restarted.push(server.name.clone());
+            }
+            Err(e) => note(&format!(
+                "  {} still runs under the bench's memory limit ({e:#}): the next ghbench command, `ghbench doctor` or `just setup` restarts it",
+                server.name
+            )),
         }
     }
+    restarted
 }
 
 /// The servers and workers of one bench, under the limit until [`UnderLimit::end`].
@@ -174,9 +200,18 @@ impl UnderLimit {
         let limit = ghbench_core::size::said(size.bytes);
         for server in under.servers.clone() {
             say(&format!("memory: restarting {} at {} inside a {limit} memory cgroup", server.name, server.address));
-            // Listed before the restart: a signal during it must put the server back.
-            if !limited().iter().any(|s| s.name == server.name) {
-                limited().push(server.clone());
+            // Listed, and written down, before the restart: a signal during
+            // it, or a ghbench killed, must put the server back.
+            if !limited().iter().any(|(s, _)| s.name == server.name) {
+                let said = format!("restarted inside a {limit} memory cgroup ({}), its memory settings scaled to it", size.asked);
+                let made = match changes::record(&server.entry(changes::Kind::MemoryLimit, said)) {
+                    Ok(made) => made,
+                    Err(e) => {
+                        under.end(say).await;
+                        bail!("{}: {e}: no server was put under the limit, since nothing could put it back if ghbench died", size.asked);
+                    }
+                };
+                limited().push((server.clone(), made));
             }
             if let Err(e) = restart(&server, Some(&size.text)).await {
                 under.end(say).await;
@@ -198,14 +233,14 @@ impl UnderLimit {
             let _ = engine.limit_memory(None);
         }
         for server in &self.servers {
-            match restart(server, None).await {
-                Ok(()) => {
-                    // Off the list only once back: a signal during the restart
-                    // leaves it for `restore_after_signal`.
-                    limited().retain(|s| s.name != server.name);
-                    say(&format!("memory: {} restarted as `just setup` left it", server.name));
-                }
-                Err(e) => eprintln!("warning: {} was not restarted after its memory limit ({e:#}); it still runs under the limit: restart it with `just setup`", server.name),
+            // Off the list only once back: a signal during the restart
+            // leaves it for `restore_after_signal`.
+            match put_back(server).await {
+                Ok(()) => say(&format!("memory: {} restarted as `just setup` left it", server.name)),
+                Err(e) => note(&format!(
+                    "warning: {} was not restarted after its memory limit ({e:#}); it still runs under the limit: the next ghbench command, `ghbench doctor` or `just setup` restarts it",
+                    server.name
+                )),
             }
         }
     }

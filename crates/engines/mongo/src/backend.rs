@@ -99,9 +99,13 @@ struct IndexFile {
 impl MongoBackend {
     pub async fn connect(setup: &'static MongoSetup, url: &str, table: &TableName) -> BackendResult<Self> {
         let db = crate::connect::connect(&setup.spec, url).await?;
+        crate::abandoned::end_abandoned(&db, url, setup.spec.engine.name()).await;
         let (product, _) = crate::connect::product(&db, url).await.context("buildInfo")?;
         let collation = product.states_simple_collation().then(simple_collation);
-        let parameters = ServerParameters::probe(&db, &setup.parameters).await;
+        // A server ghbench cannot name by one address (a replica set's hosts)
+        // is named in the journal by its URL, password hidden.
+        let named = crate::address(url).unwrap_or_else(|| ghbench_core::redact_url(url));
+        let parameters = ServerParameters::probe(&db, &setup.parameters, Some((named, setup.spec.engine.to_string()))).await;
         let collection = setup.collection(table);
         Ok(MongoBackend { setup, db, url: url.to_string(), table: table.clone(), collection, collation, parameters, limit: None })
     }
@@ -123,7 +127,8 @@ impl MongoBackend {
     /// running under it (stopped by it if ghbench stops waiting); `what`
     /// names the command for people.
     fn register(&self, what: &str) -> (String, Running) {
-        let comment = format!("ghbench {} {}", std::process::id(), COMMANDS.fetch_add(1, Ordering::Relaxed));
+        // Unique across machines and containers: the owner is named whole (see `ghbench_core::owner`).
+        let comment = format!("{} {}", ghbench_core::owner::me().label(), COMMANDS.fetch_add(1, Ordering::Relaxed));
         let said = format!("{} at {}: {what} ({comment})", self.engine(), ghbench_core::redact_url(&self.url));
         let running = Running::start(said, self.kill_by_comment(comment.clone()));
         (comment, running)
@@ -315,7 +320,7 @@ impl Backend for MongoBackend {
     /// [`Backend::after_query`]).
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
         let aggregation = self.aggregation(query)?;
-        self.parameters.apply(&self.db).await.map_err(|e| with_advice("setParameter", e).context("setting this setup's server parameters"))?;
+        self.parameters.apply(&self.db).await.context("setting this setup's server parameters")?;
         Ok(Box::new(aggregation))
     }
 
@@ -466,7 +471,7 @@ impl Backend for MongoBackend {
 
 /// Finds the operations that carry `comment` (`currentOp`, on the node the
 /// queries read) and `killOp`s each; what was done, or why nothing could be.
-async fn kill_by_comment(db: &Database, comment: &str) -> Result<String, String> {
+pub(crate) async fn kill_by_comment(db: &Database, comment: &str) -> Result<String, String> {
     let admin = db.client().database("admin");
     // $ownOps: a user without the inprog privilege (an Atlas user) sees its own.
     let filter = doc! {"currentOp": 1, "$ownOps": true, "command.comment": comment};

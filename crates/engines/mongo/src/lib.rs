@@ -12,6 +12,7 @@
 //! - [`setup`]: the paper's setup and the others written down under
 //!   `queries/` (`mongo-tuned`), each an engine of its own.
 
+pub mod abandoned;
 pub mod backend;
 pub mod connect;
 pub mod encode;
@@ -119,5 +120,14 @@ impl UrlEngine for Mongo {
 
     fn encoder(&self) -> Option<Arc<dyn Encoder>> {
         Some(encode::BsonEncoder::shared())
+    }
+
+    async fn undo_change(&self, url: &str, entry: &ghbench_core::changes::Entry) -> Option<Result<String, String>> {
+        entry.parameter.as_ref()?;
+        let db = match connect::connect(&self.setup.spec, url).await {
+            Ok(db) => db,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        Some(setup::undo_parameter(&db, entry).await)
     }
 }

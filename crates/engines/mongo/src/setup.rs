@@ -8,9 +8,10 @@
 //! setup is such a folder and one registry line,
 //! `.with(ghbench_mongo::setup_plugin("<engine>"))`.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use anyhow::{bail, Context as _};
+use ghbench_core::changes::{self, Entry, Kind, Made, Parameter, ServerRef};
 use ghbench_core::{EngineSpec, Setup, TableName};
 use ghbench_engine::query::{parse_json, Catalog};
 use mongodb::bson::{doc, Bson, Document};
@@ -100,19 +101,28 @@ impl MongoSetup {
 pub struct ServerParameters {
     /// Name, the value the setup wants, the value the server had (None: refused, with why).
     each: Vec<(String, Bson, Result<Bson, String>)>,
+    /// The server's address and the engine, for the journal of server changes.
+    server: Option<(String, String)>,
+    /// The journal's entries of the parameters set now, until they are restored.
+    set_now: Arc<Mutex<Vec<Made>>>,
 }
 
 impl ServerParameters {
     /// Reads each parameter's value and sets it to that same value, to learn
     /// whether the server lets it be set, changing nothing.
-    pub async fn probe(db: &Database, wanted: &Document) -> ServerParameters {
+    /// `server`: its address and the engine's name, for the journal (None:
+    /// an address ghbench cannot name, e.g. a replica set's several hosts).
+    pub async fn probe(db: &Database, wanted: &Document, server: Option<(String, String)>) -> ServerParameters {
         let admin = db.client().database("admin");
         let mut each = Vec::new();
         for (name, value) in wanted {
             let had = match admin.run_command(doc! {"getParameter": 1, name: 1}).await {
                 Ok(reply) => match reported(&reply, name) {
                     Ok(had) => match admin.run_command(doc! {"setParameter": 1, name: had.clone()}).await {
-                        Ok(_) => Ok(had),
+                        // Another ghbench (a bench in another terminal) may
+                        // have it set now: the server's own value is the one
+                        // its journal entry says it had.
+                        Ok(_) => Ok(server.as_ref().and_then(|(address, _)| set_by_another(address, name)).unwrap_or(had)),
                         Err(e) => Err(format!("setParameter refused: {}", refusal("setParameter", &e))),
                     },
                     Err(why) => Err(why),
@@ -121,17 +131,31 @@ impl ServerParameters {
             };
             each.push((name.clone(), value.clone(), had));
         }
-        ServerParameters { each }
+        ServerParameters { each, server, set_now: Arc::default() }
     }
 
-    /// Sets each parameter the server lets ghbench set to the setup's value.
-    pub async fn apply(&self, db: &Database) -> Result<(), mongodb::error::Error> {
-        self.set(db, |wanted, _| wanted.clone()).await
+    /// Sets each parameter the server lets ghbench set to the setup's value,
+    /// each written to the journal of server changes first: a ghbench killed
+    /// before [`ServerParameters::restore`] leaves it for the next one.
+    pub async fn apply(&self, db: &Database) -> anyhow::Result<()> {
+        for (name, wanted, had) in &self.each {
+            let Ok(had) = had else { continue };
+            let Some((address, engine)) = &self.server else { continue };
+            let mut entry = Entry::new(ServerRef { name: None, address: address.clone() }, Some(engine), Kind::Parameter, format!("setParameter {name} set to {wanted} (it was {had})"));
+            entry.parameter = Some(Parameter { name: name.clone(), value: wanted.clone().into_relaxed_extjson(), had: had.clone().into_relaxed_extjson() });
+            let made = changes::record(&entry).map_err(anyhow::Error::msg)?;
+            lock(&self.set_now).push(made);
+        }
+        Ok(self.set(db, |wanted, _| wanted.clone()).await?)
     }
 
     /// Puts back each parameter's value from before [`ServerParameters::apply`].
     pub async fn restore(&self, db: &Database) -> Result<(), mongodb::error::Error> {
-        self.set(db, |_, had| had.clone()).await
+        self.set(db, |_, had| had.clone()).await?;
+        for made in std::mem::take(&mut *lock(&self.set_now)) {
+            made.undone();
+        }
+        Ok(())
     }
 
     async fn set(&self, db: &Database, pick: impl Fn(&Bson, &Bson) -> Bson) -> Result<(), mongodb::error::Error> {
@@ -154,6 +178,33 @@ impl ServerParameters {
             (format!("setParameter {name}"), said)
         })
     }
+}
+
+/// Puts back a parameter a ghbench that ended left set (its journal entry),
+/// on the server `db` is connected to: what was done, for people.
+pub async fn undo_parameter(db: &Database, entry: &Entry) -> Result<String, String> {
+    let parameter = entry.parameter.as_ref().ok_or("the entry names no parameter")?;
+    let had = Bson::try_from(parameter.had.clone()).map_err(|e| format!("the value to put back is not BSON: {e}"))?;
+    let admin = db.client().database("admin");
+    admin.run_command(doc! {"setParameter": 1, parameter.name.as_str(): had.clone()}).await.map_err(|e| refusal("setParameter", &e))?;
+    Ok(format!("setParameter {} put back to {had}", parameter.name))
+}
+
+/// The value parameter `name` had on the server at `address` before another
+/// ghbench, still running, set it (its journal entry), if one has.
+fn set_by_another(address: &str, name: &str) -> Option<Bson> {
+    changes::left_by_others().into_iter().find_map(|(found, _)| {
+        let entry = found.entry.ok()?;
+        let parameter = entry.parameter.filter(|p| p.name == name)?;
+        if !ghbench_core::place::same_address(&entry.server.address, address) {
+            return None;
+        }
+        Bson::try_from(parameter.had).ok()
+    })
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The value a `getParameter` reply gives for `name`: MongoDB answers it
@@ -193,7 +244,7 @@ mod tests {
         let unknown = reported(&reply("secantusdb"), NAME).unwrap_err();
         assert!(unknown.contains("does not report it") && unknown.contains("not set"), "{unknown}");
         let wanted = Bson::Boolean(true);
-        let parameters = ServerParameters { each: vec![(NAME.into(), wanted.clone(), Ok(Bson::Boolean(false))), ("other".into(), wanted, Err(unknown))] };
+        let parameters = ServerParameters { each: vec![(NAME.into(), wanted.clone(), Ok(Bson::Boolean(false))), ("other".into(), wanted, Err(unknown))], server: None, set_now: Arc::default() };
         let said: Vec<(String, String)> = parameters.settings().collect();
         assert_eq!(said[0], (format!("setParameter {NAME}"), "true for this setup's queries only (the server's value, false, restored after each)".to_string()));
         assert!(said[1].1.starts_with("wanted true; the server does not report it"), "{said:?}");

@@ -17,6 +17,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Value;
 use tokio::sync::Mutex;
 
+use crate::abandoned::labelled;
 use crate::cancel::cancellable;
 use crate::connect::Server;
 use crate::error::{engine_error, server_code};
@@ -41,6 +42,7 @@ pub struct MysqlBackend {
 impl MysqlBackend {
     pub async fn connect(setup: &'static MysqlSetup, url: &str, table: &TableName) -> BackendResult<Self> {
         let mut server = Server::connect(&setup.spec, url).await?;
+        crate::abandoned::end_abandoned(&setup.spec, url, &mut server.conn).await;
         crate::connect::bound_lock_waits(&mut server.conn).await.map_err(engine_error)?;
         let (product, id) = (server.product(), server.conn.id());
         Ok(MysqlBackend { setup, server: Mutex::new(server), product, id, url: url.to_string(), table: table.clone(), limit: None })
@@ -69,7 +71,7 @@ impl MysqlBackend {
         let mut server = self.server.lock().await;
         let conn = live(&mut server)?;
         let what = format!("the statement {}", ghbench_engine::sql::head(sql));
-        let fetched = cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query::<mysql_async::Row, _>(sql)).await;
+        let fetched = cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query::<mysql_async::Row, _>(labelled(sql))).await;
         match fetched {
             Ok(rows) => Ok(rows.into_iter().map(|row| row.unwrap().into_iter().map(text_of).collect()).collect()),
             Err(e) => match (self.limit, server_code(&e)) {
@@ -207,7 +209,7 @@ impl Backend for MysqlBackend {
                 let mut server = self.server.lock().await;
                 let conn = live(&mut server)?;
                 let what = format!("building index {name}");
-                cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query_drop(sql)).await.map_err(engine_error).with_context(|| format!("creating {name}"))?;
+                cancellable(&self.setup.spec, &self.url, self.id, &what, conn.query_drop(labelled(&sql))).await.map_err(engine_error).with_context(|| format!("creating {name}"))?;
             }
             let seconds = started.elapsed().as_secs_f64();
             if !self.index_exists(name.as_str()).await? {

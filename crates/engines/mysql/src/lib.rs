@@ -17,6 +17,7 @@
 //! - [`setup`]: the paper's setup (`mysql`) and the tuned one
 //!   (`mysql-tuned`), each written down under `queries/`.
 
+pub mod abandoned;
 pub mod backend;
 pub mod cancel;
 pub mod connect;

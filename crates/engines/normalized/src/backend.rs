@@ -34,6 +34,7 @@ pub struct NormalizedBackend {
 
 impl NormalizedBackend {
     pub async fn connect(url: &str, table: &TableName) -> BackendResult<Self> {
+        ghbench_postgres::abandoned::end_abandoned(&SPEC, url).await;
         let client = Session::connect(&SPEC, url).await?;
         read_derived_tables_first(&client).await?;
         Ok(NormalizedBackend { client, url: url.to_string(), table: table.clone() })

@@ -33,6 +33,7 @@ pub struct PostgresBackend {
 
 impl PostgresBackend {
     pub async fn connect(setup: &'static JsonbSetup, url: &str, table: &TableName) -> BackendResult<Self> {
+        crate::abandoned::end_abandoned(&setup.spec, url).await;
         let client = Session::connect(&setup.spec, url).await?;
         Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone() })
     }

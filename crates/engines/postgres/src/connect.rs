@@ -100,7 +100,7 @@ fn base_config(url: &str, tls: &Tls) -> Result<tokio_postgres::Config, tokio_pos
     config.connect_timeout(limit);
     if config.get_application_name().is_none() {
         // Names ghbench's sessions in pg_stat_activity (and in lock conflicts).
-        config.application_name("ghbench");
+        config.application_name(&ghbench_core::owner::me().label());
     }
     // A server that dies without closing the socket is noticed, not waited on.
     config.keepalives(true).keepalives_idle(Duration::from_secs(30));

@@ -14,6 +14,7 @@
 //! `crates/engines/normalized`) reuse [`connect`], [`session`], [`ledger`],
 //! [`lock`] and [`sql`].
 
+pub mod abandoned;
 pub mod backend;
 pub mod connect;
 pub mod error;
