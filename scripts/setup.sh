@@ -454,12 +454,13 @@ setup_mongo() {
     if command -v mongod >/dev/null; then
         log "starting mongod on 127.0.0.1:$MONGO_PORT"
         local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--wiredTigerCacheSizeGB "$(awk -v mb="$WT_CACHE_MB" 'BEGIN { printf "%.2f", mb / 1024 }')")
-        ( enter_memory_limit mongo &&
-          exec mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
-            --logpath "$dir/server.log" --pidfilepath "$pidfile" --fork </dev/null >/dev/null 2>&1 9>&- ) \
-            || { tail -n 30 "$dir/server.log" >&2 || true; die "mongod did not start (log: $dir/server.log)"; }
-        # The forked server's pid, from the pid file it wrote; its start time beside it.
-        if ! { read -r pid <"$pidfile"; } 2>/dev/null || ! [[ $pid =~ ^[0-9]+$ ]]; then die "mongod started but wrote no pid to $pidfile"; fi
+        # Not --fork: mongod's parent would wait, silent, through a WiredTiger
+        # recovery that can take minutes at scale; started as the others are,
+        # the wait below says its progress every 15 s. The pid and start time
+        # recorded are the server's own (exec keeps both).
+        ( enter_memory_limit mongo && cd "$dir" && exec setsid nohup mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
+            --logpath "$dir/server.log" --pidfilepath "$pidfile.mongod" </dev/null >/dev/null 2>&1 9>&- ) &
+        pid=$!
         record_pid "$pidfile" "$pid"
     else
         local venv=$VENV
