@@ -109,8 +109,11 @@ pub struct IngestArgs {
     pub drop: bool,
 
     /// Load these hours again on the --engines, each replacing its stored copy
-    /// exactly once (the old hour and its ledger entry go in the same step the
-    /// new ones are stored; an hour not stored yet is simply loaded). Hours as
+    /// exactly once (the old hour and its ledger entry are removed first, in a
+    /// step that commits before the new ones are stored on PostgreSQL; each
+    /// engine's way is in the guide; an hour not stored yet is simply loaded;
+    /// a removed hour whose load then fails is reported failed and loaded by
+    /// the rerun). Hours as
     /// --from takes them, comma-separated, a range as FIRST..LAST:
     /// `2015-01-01T03`, `2015-01-01T00..2015-01-01T05,2015-01-02T12`. Without
     /// --year/--from, the run is about these hours alone.

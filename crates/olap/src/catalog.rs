@@ -46,6 +46,15 @@ pub enum CatalogError {
     UnknownVariant(String, String),
     #[error("the catalog has no variants (queries/variants/*.json)")]
     Empty,
+    #[error("{path}: {what} {name:?} is not a name ghbench can use: write 1 to 64 letters, digits, '_' or '-' (it names files and records)")]
+    BadName { path: String, what: &'static str, name: String },
+}
+
+/// Whether a variant's or query's name may name files (answers, records,
+/// charts): letters, digits, `_` and `-`, as a table name is checked, so a
+/// catalog of the user's cannot reach outside the results folder (`../x`).
+fn usable_name(name: &str) -> bool {
+    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 
@@ -107,6 +116,13 @@ impl Catalog {
         for (path, text) in &files {
             let Some(name) = path.strip_prefix("variants/").and_then(|n| n.strip_suffix(".json")) else { continue };
             let file: VariantFile = parse_json(path, text)?;
+            let bad = |what, name: &str| CatalogError::BadName { path: path.clone(), what, name: name.to_string() };
+            if !usable_name(name) {
+                return Err(bad("the variant", name));
+            }
+            if let Some(query) = file.queries.keys().find(|q| !usable_name(q)) {
+                return Err(bad("the query", query));
+            }
             variants.insert(name.to_string(), file.queries);
         }
         if variants.is_empty() {
@@ -284,6 +300,21 @@ mod tests {
     fn the_table_placeholder_takes_the_validated_name() {
         let file = QueryFile { path: "x.sql".into(), text: "SELECT 1 FROM {table} t".into() };
         assert_eq!(file.for_table(&"t_1".parse().unwrap()), "SELECT 1 FROM t_1 t");
+    }
+
+    #[test]
+    fn a_variant_or_query_name_that_could_reach_outside_a_folder_is_refused() {
+        let variant = r#"{"queries": {"A": {"title": "t", "compare": "ordered"}}}"#;
+        let catalog = |path: &str, text: &str| Catalog::from_files("test".into(), BTreeMap::from([(path.to_string(), text.to_string())]));
+        assert!(catalog("variants/mine.json", variant).is_ok());
+        for (path, text) in [
+            ("variants/mine.json", variant.replace("\"A\"", "\"../../x\"")),
+            ("variants/mine.json", variant.replace("\"A\"", "\"\"")),
+            ("variants/a b.json", variant.to_string()),
+        ] {
+            let said = catalog(path, &text).unwrap_err().to_string();
+            assert!(said.contains("is not a name ghbench can use"), "{said}");
+        }
     }
 
     #[test]
