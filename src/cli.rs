@@ -120,15 +120,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         if reaches_servers {
             // What a ghbench that ended left changed on the servers goes
             // back before this one measures anything.
-            let managed = commands::servers::ManagedServers::load(&servers_file, false).ok().flatten();
-            let pass = commands::leftovers::put_back(managed.as_ref(), &engines).await;
-            // A server still changed would be measured as what it is not.
-            if !pass.not_undone.is_empty() && (is_doctor || pass.failed_restarts()) {
-                anyhow::bail!(
-                    "what a ghbench that ended left changed could not all be put back (said above): {}",
-                    pass.not_undone.join("; ")
-                );
-            }
+            commands::leftovers::before_command(&servers_file, &engines, is_doctor).await?;
         }
         match cli.command {
             Command::Ingest(args) => commands::ingest::run(args, &engines).await,

@@ -99,6 +99,34 @@ fn waits_for(file: &Path, mark: &str) {
     }
 }
 
+/// A child process of the test, killed if the test ends before it does (a
+/// failed assertion must not leave a bench running that restarts servers
+/// after the test removed them).
+struct Owned(Option<Child>);
+
+impl Owned {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+
+    fn child(&self) -> &Child {
+        self.0.as_ref().expect("not yet waited for")
+    }
+
+    fn wait_within(mut self, limit: Duration) -> std::process::Output {
+        wait_within(self.0.take().expect("waited for once"), limit)
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 fn kill(child: &Child, signal: i32) {
     // SAFETY: kill(2) on a child this test started and has not waited for.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
@@ -117,10 +145,10 @@ async fn a_bench_whose_stderr_closes_under_memory_puts_the_server_back() {
     let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let before = shared_buffers(&setup).await;
-    let mut child = limited_bench(&setup, work.path()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = Owned(Some(limited_bench(&setup, work.path()).stderr(Stdio::piped()).spawn().unwrap()));
     let mut said = String::new();
     {
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut lines = BufReader::new(child.0.as_mut().unwrap().stderr.take().unwrap()).lines();
         for line in lines.by_ref() {
             let line = line.unwrap();
             said.push_str(&line);
@@ -133,7 +161,7 @@ async fn a_bench_whose_stderr_closes_under_memory_puts_the_server_back() {
         assert!(setup.postgres_cgroup().await.contains("/ghbench/"), "under the limit during the load");
         // The reader goes: every later line of ghbench's fails.
     }
-    let out = wait_within(child, Duration::from_secs(300));
+    let out = child.wait_within(Duration::from_secs(300));
     assert_eq!(out.status.code(), Some(141), "ended as for a closed pipe, after putting the server back: {said}");
     let after = setup.postgres_cgroup().await;
     assert!(!after.contains("/ghbench/"), "the server runs outside the limit again: {after}");
@@ -157,7 +185,7 @@ async fn a_killed_bench_s_limit_is_undone_by_the_next_doctor_and_a_running_one_s
     load_real_hour(&setup, "beside", work.path());
     let before = shared_buffers(&setup).await;
     let stderr = work.path().join("stderr");
-    let child = limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
+    let child = Owned(Some(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
     waits_for(&stderr, "] load into");
     let limited_since = setup.postmaster_started().await;
     assert!(setup.postgres_cgroup().await.contains("/ghbench/"));
@@ -174,8 +202,8 @@ async fn a_killed_bench_s_limit_is_undone_by_the_next_doctor_and_a_running_one_s
     assert!(actions.contains("NOT restarted") && actions.contains(&format!("is held by ghbench pid {}", child.id())), "{actions}");
     assert_eq!(setup.postmaster_started().await, limited_since, "the running bench's server was not restarted");
 
-    kill(&child, libc::SIGKILL);
-    let _ = wait_within(child, Duration::from_secs(30));
+    kill(child.child(), libc::SIGKILL);
+    let _ = child.wait_within(Duration::from_secs(30));
     assert!(setup.postgres_cgroup().await.contains("/ghbench/"), "a SIGKILLed ghbench puts nothing back");
     assert_ne!(shared_buffers(&setup).await, before, "its settings are still scaled to the limit");
 
@@ -273,7 +301,7 @@ async fn a_killed_query_s_statement_on_mariadb_is_ended_by_the_next_ghbench() {
 
     let mut query = run(&["query", "A", "--variant", "corrected", "--repeat", "1", "--table", "abandoned"]);
     query.arg("--catalog").arg(&catalog).arg("--output").arg(work.path().join("results")).stdout(Stdio::null()).stderr(Stdio::null());
-    let child = query.spawn().unwrap();
+    let child = Owned(Some(query.spawn().unwrap()));
     let mut conn = mysql_async::Conn::from_url(server.url()).await.unwrap();
     let sleeping = || "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(600)%' AND ID <> CONNECTION_ID()";
     let started = Instant::now();
@@ -286,8 +314,8 @@ async fn a_killed_query_s_statement_on_mariadb_is_ended_by_the_next_ghbench() {
         assert!(started.elapsed() < Duration::from_secs(120), "the slow query never showed in the process list");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    kill(&child, libc::SIGKILL);
-    let _ = wait_within(child, Duration::from_secs(30));
+    kill(child.child(), libc::SIGKILL);
+    let _ = child.wait_within(Duration::from_secs(30));
     tokio::time::sleep(Duration::from_secs(2)).await;
     {
         use mysql_async::prelude::Queryable;
@@ -312,11 +340,11 @@ async fn a_hung_up_bench_puts_the_server_back_on_its_way_out() {
     let _servers = disturbs_servers();
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let stderr = work.path().join("stderr");
-    let child = limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
+    let child = Owned(Some(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
     waits_for(&stderr, "] load into");
     assert!(setup.postgres_cgroup().await.contains("/ghbench/"));
-    kill(&child, libc::SIGHUP);
-    let out = wait_within(child, Duration::from_secs(300));
+    kill(child.child(), libc::SIGHUP);
+    let out = child.wait_within(Duration::from_secs(300));
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(out.status.code(), Some(129), "{said}");
     assert!(said.contains("hung up (SIGHUP") && said.contains("postgres restarted as `just setup` left it"), "{said}");
@@ -486,15 +514,15 @@ async fn ctrl_c_during_a_cold_restart_leaves_the_server_running() {
     let work = tempfile::tempdir().unwrap();
     load_real_hour(&setup, "cold", work.path());
     let stderr = work.path().join("stderr");
-    let child = cold_query(&setup, "cold", work.path()).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
+    let child = Owned(Some(cold_query(&setup, "cold", work.path()).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
     // The restart is written down before it starts: the moment to interrupt.
     let started = Instant::now();
     while journal(&setup).is_empty() {
         assert!(started.elapsed() < Duration::from_secs(120), "no restart began: {}", std::fs::read_to_string(&stderr).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(10));
     }
-    kill(&child, libc::SIGINT);
-    let out = wait_within(child, Duration::from_secs(300));
+    kill(child.child(), libc::SIGINT);
+    let out = child.wait_within(Duration::from_secs(300));
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(out.status.code(), Some(130), "{said}");
     assert!(journal(&setup).is_empty(), "nothing left changed: {:?}\n{said}", journal(&setup));

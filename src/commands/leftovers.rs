@@ -22,27 +22,32 @@ use crate::options::Engines;
 
 /// What one pass put back, and what it could not.
 #[derive(Default)]
-pub struct PutBack {
+struct PutBack {
     /// Servers restarted as setup left them in this pass.
     restarted: Vec<String>,
     /// Servers whose restart failed in this pass (not tried again).
     failed: Vec<String>,
     /// Changes of a ghbench that ended still in place: what each is.
-    pub not_undone: Vec<String>,
-}
-
-impl PutBack {
-    /// Whether a server's restart failed: it may still run changed.
-    pub fn failed_restarts(&self) -> bool {
-        !self.failed.is_empty()
-    }
+    not_undone: Vec<String>,
 }
 
 /// How long to wait for another process that is putting servers back.
 const WAIT_FOR_ANOTHER: Duration = Duration::from_secs(600);
 
+/// Before a command that reaches servers: [`put_back`] with the servers
+/// `servers_file` lists. A server whose restart failed would be measured as
+/// what it is not: an error; `strict` (doctor) makes any change not undone one.
+pub async fn before_command(servers_file: &std::path::Path, engines: &Engines, strict: bool) -> anyhow::Result<()> {
+    let managed = ManagedServers::load(servers_file, false).ok().flatten();
+    let pass = put_back(managed.as_ref(), engines).await;
+    if !pass.not_undone.is_empty() && (strict || !pass.failed.is_empty()) {
+        anyhow::bail!("what a ghbench that ended left changed could not all be put back (said above): {}", pass.not_undone.join("; "));
+    }
+    Ok(())
+}
+
 /// Undoes every change left by a ghbench that ended, saying each.
-pub async fn put_back(managed: Option<&ManagedServers>, engines: &Engines) -> PutBack {
+async fn put_back(managed: Option<&ManagedServers>, engines: &Engines) -> PutBack {
     let mut pass = PutBack::default();
     let Some(_exclusive) = exclusive().await else { return pass };
     for (found, liveness) in changes::left_by_others() {

@@ -635,6 +635,21 @@ async fn run_one(
 mod tests {
     use super::*;
 
+    /// PostgreSQL's 57P03 messages as its sources word them, and a refusal.
+    #[test]
+    fn a_server_that_says_it_recovers_is_making_progress_and_a_refusal_is_not() {
+        for said in [
+            "db error: FATAL: the database system is starting up",
+            "db error: FATAL: the database system is in recovery mode",
+            "FATAL: the database system is not yet accepting connections: Consistent recovery state has not been yet reached.",
+            "Command failed with error 13436 (NotPrimaryOrSecondary): node is recovering",
+        ] {
+            assert!(recovering(said), "{said}");
+        }
+        assert!(!recovering("error connecting to server: Connection refused (os error 111)"));
+        assert!(!recovering("db error: FATAL: the database system is shutting down"));
+    }
+
     #[test]
     fn a_hot_label_says_what_was_done_before_the_runs() {
         assert_eq!(cold_label(&ColdRecord::default(), &[]), "hot: no cache dropped; every run after the first finds data cached");
