@@ -32,5 +32,6 @@ mod polars;
 mod query_reconnect;
 mod report_compare;
 mod report_html;
+mod secrets;
 mod stored_hours;
 mod tuned;
