@@ -389,7 +389,33 @@ pub fn now() -> String {
 
 /// `<dir>/<kind>-<UTC time>.<ext>`, e.g. `results/olap-20150101T000000Z.json`.
 pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
-    dir.join(format!("{kind}-{}.{ext}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")))
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ").to_string();
+    let _ = std::fs::create_dir_all(dir);
+    // Two runs started in the same second (two terminals, a script) must not
+    // write one file: each name is claimed (`NAME.claim`, made only if no
+    // other run made it) until its first write; a later one gets `_2`, `_3`.
+    for n in 1u32.. {
+        // `_2` sorts after `.json`, as the later run should.
+        let name = if n == 1 { format!("{kind}-{stamp}.{ext}") } else { format!("{kind}-{stamp}_{n}.{ext}") };
+        let path = dir.join(name);
+        if path.exists() {
+            continue;
+        }
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(claim_of(&path)) {
+            Ok(_) => return path,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            // A folder that cannot be written: said by the first write.
+            Err(_) => return path,
+        }
+    }
+    unreachable!("a name is free before u32::MAX runs in one second")
+}
+
+/// The file that claims `path`'s name until it is first written.
+fn claim_of(path: &Path) -> PathBuf {
+    let mut claim = path.as_os_str().to_owned();
+    claim.push(".claim");
+    PathBuf::from(claim)
 }
 
 /// Where [`write`] writes `path` first: `PATH.writing`, beside it.
@@ -415,7 +441,10 @@ pub fn write(path: &Path, contents: &str) -> Result<()> {
     }
     let beside = beside(path);
     std::fs::write(&beside, contents).with_context(|| format!("writing {}", beside.display()))?;
-    std::fs::rename(&beside, path).with_context(|| format!("renaming {} to {}", beside.display(), path.display()))
+    std::fs::rename(&beside, path).with_context(|| format!("renaming {} to {}", beside.display(), path.display()))?;
+    // Its name no longer needs claiming: the file holds it (see [`output_path`]).
+    let _ = std::fs::remove_file(claim_of(path));
+    Ok(())
 }
 
 /// Writes `charts` as SVG files into `<stem>-charts/` beside the Markdown at
@@ -428,4 +457,24 @@ pub fn write_charts<'a>(md_path: &Path, charts: impl IntoIterator<Item = &'a Cha
         write(&dir.join(chart.file_name()), &chart.svg)?;
     }
     Ok((dir, dir_name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs started in the same second get names of their own, and a name's
+    /// claim goes once its file is written.
+    #[test]
+    fn record_names_started_in_one_second_do_not_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..3).map(|_| output_path(dir.path(), "olap", "json")).collect();
+        let mut sorted = paths.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, paths, "three names, each sorting after the one before: {paths:?}");
+        write(&paths[0], "{}").unwrap();
+        assert!(paths[0].is_file() && !claim_of(&paths[0]).exists());
+        assert!(claim_of(&paths[1]).exists(), "a name not yet written stays claimed");
+    }
 }
