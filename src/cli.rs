@@ -26,7 +26,8 @@ Exit status, the same for every command:
        failed phase, a partial record); the files and messages say what
   2    an error stopped it (bad usage, a server that cannot be reached, a table that
        does not exist, a file that cannot be written)
-  130  interrupted by Ctrl-C (143: SIGTERM), after cancelling what ran on the servers
+  130  interrupted by Ctrl-C (143: SIGTERM, 129: SIGHUP, 141: its output closed), after
+       cancelling what ran on the servers and putting back what it changed on them
 
 A command that writes files names them on the last line of standard error:
 `wrote PATH PATH ...` (the JSON record first; paths quoted as a shell reads them).")]
@@ -167,6 +168,8 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         }
         Ended::Interrupted(signal) => (signal, None),
         Ended::Panicked(message) if crate::interrupt::is_broken_pipe(&message) => (crate::interrupt::Signal::BrokenPipe, None),
+        // Its output could not be written (a full disk): an error, not a bug.
+        Ended::Panicked(message) if message.starts_with("failed printing to std") => (crate::interrupt::Signal::Panic, Some(format!("its output could not be written ({message})"))),
         // A bug: ended as for a signal, but said as the bug it is.
         Ended::Panicked(message) => (crate::interrupt::Signal::Panic, Some(message)),
     };
@@ -183,7 +186,11 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     });
     let code = match bug {
         Some(message) => {
-            crate::interrupt::note(&format!("error: ghbench stopped on an internal error (a bug: please report it): {message}"));
+            let said = match message.strip_prefix("its output could not be written") {
+                Some(_) => format!("error: {message}"),
+                None => format!("error: ghbench stopped on an internal error (a bug: please report it): {message}"),
+            };
+            crate::interrupt::note(&said);
             i32::from(status::ERROR)
         }
         None => {

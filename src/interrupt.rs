@@ -109,7 +109,7 @@ pub fn note_ignored_signals() {
 
 /// What ghbench cancelled on its way out (the exit status is said last, by [`say_exit`]).
 pub fn say(signal: Signal, cancelled: &[String]) {
-    if cancelled.is_empty() && matches!(signal, Signal::BrokenPipe) {
+    if cancelled.is_empty() && matches!(signal, Signal::BrokenPipe | Signal::Panic) {
         // `ghbench report x.json | head`: nothing to say, the reader has what it wanted.
         return;
     }

@@ -50,12 +50,14 @@ enum Plan {
 }
 
 /// Why a server's first runs are only cleared, not truly cold.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 enum WhyNotRestarted {
     /// `--servers` does not list it: `just setup` did not start it.
     NotListed,
     /// `--cold=clear` asked for no restart.
     AskedClear,
+    /// Another ghbench that still runs holds a change to it (said how).
+    Held(String),
 }
 
 impl BenchCooler {
@@ -69,6 +71,11 @@ impl BenchCooler {
                 }
                 match managed.and_then(|m| m.serving(engine.loader().as_ref())) {
                     _ if how == ColdHow::Clear => Plan::ClearOnly(engine.clone(), WhyNotRestarted::AskedClear),
+                    // Another ghbench that runs has changed it (a bench's
+                    // memory limit): a restart would undo that under it.
+                    Some(server) if let Some(held) = ghbench_core::changes::held_by_others(&server.server_ref()).first() => {
+                        Plan::ClearOnly(engine.clone(), WhyNotRestarted::Held(format!("held by {}: {}", held.by_whom(), held.said)))
+                    }
                     Some(server) => Plan::Restart(server.clone(), engine.clone()),
                     None => Plan::ClearOnly(engine.clone(), WhyNotRestarted::NotListed),
                 }
@@ -91,6 +98,7 @@ impl BenchCooler {
                     let why = match why {
                         WhyNotRestarted::AskedClear => "--cold=clear",
                         WhyNotRestarted::NotListed => "not in --servers",
+                        WhyNotRestarted::Held(by) => by.as_str(),
                     };
                     match Place::of(&location) {
                         Place::ThisMachine => format!(

@@ -15,8 +15,9 @@ use crate::outcome::Finished;
 First it puts back what a ghbench that ended (killed, or its machine restarted) left
 changed on the servers: a memory limit, a server stopped, a parameter; each is said.
 
-Exit status: 0 every engine answered; 2 one could not be reached or refused the login
-(each is said above the error); 130 on Ctrl-C.")]
+Exit status: 0 every engine answered; 2 one could not be reached or refused the login,
+or a change a ghbench that ended left could not be put back (each is said above the
+error); 130 on Ctrl-C.")]
 pub struct DoctorArgs {
     #[command(flatten)]
     pub conn: ConnOptions,

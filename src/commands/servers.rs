@@ -176,7 +176,19 @@ async fn run_restart(server: &ManagedServer, memory: Option<&str>) -> Result<()>
     let said_file = std::fs::File::create(&said_to).with_context(|| format!("creating {}", said_to.display()))?;
     // A process group of its own: Ctrl-C in the terminal reaches ghbench,
     // not a restart half done; ghbench waits for it on its way out.
-    let spawned = command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(said_file).process_group(0).spawn();
+    command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(said_file).process_group(0);
+    // The restart holds this ghbench's lock in the journal as its fd 9 (the
+    // scripts start no server with it): killed with SIGKILL, ghbench leaves a
+    // restart that goes on, and the next ghbench must not take the change
+    // for abandoned and restart the server beside it.
+    if let Some(lock) = ghbench_core::changes::owner_lock_fd() {
+        // SAFETY: between fork and exec only dup2(2) runs, which is
+        // async-signal-safe and touches no memory of the parent's.
+        unsafe {
+            command.pre_exec(move || if libc::dup2(lock, OWNER_LOCK_FD) == -1 { Err(std::io::Error::last_os_error()) } else { Ok(()) });
+        }
+    }
+    let spawned = command.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
@@ -233,6 +245,10 @@ async fn run_restart(server: &ManagedServer, memory: Option<&str>) -> Result<()>
     }
     Ok(())
 }
+
+/// The descriptor a restart script holds ghbench's journal lock on
+/// (`scripts/setup.sh` closes it, `9>&-`, for every server it starts).
+const OWNER_LOCK_FD: i32 = 9;
 
 /// Where a restart's standard error goes while it runs.
 fn tempfile_for(server: &str) -> PathBuf {

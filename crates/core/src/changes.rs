@@ -164,6 +164,15 @@ fn hold_owner_lock(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// This process's lock in the journal, as a descriptor a child may inherit
+/// (None before its first change): a restart script that outlives a killed
+/// ghbench holds it until it ends, so no other process takes the change
+/// for abandoned while the restart still runs.
+pub fn owner_lock_fd() -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd as _;
+    OWNER_LOCK.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|(_, file)| file.as_raw_fd())
+}
+
 fn flock(file: &std::fs::File, operation: i32) -> std::io::Result<()> {
     use std::os::fd::AsRawFd as _;
     // SAFETY: flock(2) on a descriptor this function borrows for the call.
