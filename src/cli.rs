@@ -117,11 +117,12 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         }
     };
     let is_doctor = matches!(cli.command, Command::Doctor(_));
+    let managed = commands::servers::ManagedServers::load(&servers_file, false).ok().flatten();
     let command = async {
         if reaches_servers {
             // What a ghbench that ended left changed on the servers goes
             // back before this one measures anything.
-            commands::leftovers::before_command(&servers_file, &engines, is_doctor).await?;
+            commands::leftovers::before_command(managed.as_ref(), &engines, is_doctor).await?;
         }
         match cli.command {
             Command::Ingest(args) => commands::ingest::run(args, &engines).await,
@@ -158,7 +159,6 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         (ended, cancelled)
     });
     let (ended, cancelled) = ended;
-    let managed = commands::servers::ManagedServers::load(&servers_file, false).ok().flatten();
     let stopped = match ended {
         Ended::Ran(result) => {
             // A restart that failed part way (a cold run's) may have left its
@@ -169,13 +169,15 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         Ended::Interrupted(signal) => (signal, None),
         Ended::Panicked(message) if crate::interrupt::is_broken_pipe(&message) => (crate::interrupt::Signal::BrokenPipe, None),
         // Its output could not be written (a full disk): an error, not a bug.
-        Ended::Panicked(message) if message.starts_with("failed printing to std") => (crate::interrupt::Signal::Panic, Some(format!("its output could not be written ({message})"))),
+        Ended::Panicked(message) if message.starts_with("failed printing to std") => {
+            (crate::interrupt::Signal::Panic, Some(format!("error: its output could not be written ({message})")))
+        }
         // A bug: ended as for a signal, but said as the bug it is.
-        Ended::Panicked(message) => (crate::interrupt::Signal::Panic, Some(message)),
+        Ended::Panicked(message) => (crate::interrupt::Signal::Panic, Some(format!("error: ghbench stopped on an internal error (a bug: please report it): {message}"))),
     };
     // Stopped part way: every line from here on is said with `note`, which
     // cannot fail on a closed stderr.
-    let (signal, bug) = stopped;
+    let (signal, error) = stopped;
     crate::interrupt::say(signal, &cancelled);
     // Servers a bench put under a memory limit go back as setup left them,
     // and whatever else this ghbench still has changed (a server stopped by a
@@ -184,26 +186,16 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
         let restarted = commands::bench::memory::restore_after_signal().await;
         commands::leftovers::put_back_own(managed.as_ref(), &engines, restarted).await;
     });
-    let code = match bug {
-        Some(message) => {
-            let said = match message.strip_prefix("its output could not be written") {
-                Some(_) => format!("error: {message}"),
-                None => format!("error: ghbench stopped on an internal error (a bug: please report it): {message}"),
-            };
-            crate::interrupt::note(&said);
-            i32::from(status::ERROR)
-        }
-        None => {
-            crate::interrupt::say_exit(signal);
-            signal.exit_code()
-        }
-    };
+    match error {
+        Some(said) => crate::interrupt::note(&said),
+        None => crate::interrupt::say_exit(signal),
+    }
     for line in crate::outcome::kept_so_far() {
         crate::interrupt::note(&line);
     }
     // Not through the runtime's drop, which would wait for work on blocking
     // threads (a polars query) to end by itself.
-    std::process::exit(code);
+    std::process::exit(signal.exit_code());
 }
 
 /// The exit of a command that ran to its end, well or not.

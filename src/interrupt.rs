@@ -129,11 +129,8 @@ pub fn say_exit(signal: Signal) {
     }
 }
 
-/// A line on standard error that cannot fail: on the way out stderr may be
-/// closed (`eprintln!` would panic), and putting the servers back comes first.
-pub fn note(line: &str) {
-    ghbench_core::note(line);
-}
+/// A line on standard error that cannot fail (stderr may be closed on the way out).
+pub use ghbench_core::note;
 
 /// Whether a panic is a write to a closed standard output or error (std's
 /// `print!` family panics so: "failed printing to stdout: Broken pipe").

@@ -411,7 +411,7 @@ async fn parameter_setting_child() {
     let db = ghbench_mongo::connect::connect(&ghbench_mongo::SPEC, &url).await.unwrap();
     let address = ghbench_mongo::address(&url).unwrap();
     let wanted = mongodb::bson::doc! {"logLevel": 1};
-    let parameters = ghbench_mongo::setup::ServerParameters::probe(&db, &wanted, Some((address, "mongo-tuned".into()))).await;
+    let parameters = ghbench_mongo::setup::ServerParameters::probe(&db, &wanted, (address, "mongo-tuned".into())).await;
     parameters.apply(&db).await.unwrap();
     println!("parameter set");
     tokio::time::sleep(Duration::from_secs(600)).await;

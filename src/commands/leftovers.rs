@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use ghbench_core::changes::{self, Entry, Found};
 use ghbench_core::owner::{me, Liveness};
-use ghbench_core::place::same_address;
 
 use super::servers::{restart, ManagedServer, ManagedServers};
 use crate::interrupt::note;
@@ -35,11 +34,11 @@ struct PutBack {
 const WAIT_FOR_ANOTHER: Duration = Duration::from_secs(600);
 
 /// Before a command that reaches servers: [`put_back`] with the servers
-/// `servers_file` lists. A server whose restart failed would be measured as
-/// what it is not: an error; `strict` (doctor) makes any change not undone one.
-pub async fn before_command(servers_file: &std::path::Path, engines: &Engines, strict: bool) -> anyhow::Result<()> {
-    let managed = ManagedServers::load(servers_file, false).ok().flatten();
-    let pass = put_back(managed.as_ref(), engines).await;
+/// `just setup` started (`managed`). A server whose restart failed would be
+/// measured as what it is not: an error; `strict` (doctor) makes any change
+/// not undone one.
+pub async fn before_command(managed: Option<&ManagedServers>, engines: &Engines, strict: bool) -> anyhow::Result<()> {
+    let pass = put_back(managed, engines).await;
     if !pass.not_undone.is_empty() && (strict || !pass.failed.is_empty()) {
         anyhow::bail!("what a ghbench that ended left changed could not all be put back (said above): {}", pass.not_undone.join("; "));
     }
@@ -181,11 +180,10 @@ async fn undo(found: &Found, entry: &Entry, whose: &str, managed: Option<&Manage
     }
 }
 
-/// The server `just setup` started that an entry names, by name and address.
+/// The server `just setup` started that an entry names (an engine's own
+/// change, a parameter, names only the address).
 fn managing<'a>(managed: &'a ManagedServers, entry: &Entry) -> Option<&'a ManagedServer> {
-    // An engine's own change (a parameter) names only the address.
-    let name = entry.server.name.as_deref();
-    managed.servers.iter().find(|s| name.is_none_or(|n| n == s.name) && same_address(&s.address, &entry.server.address))
+    managed.servers.iter().find(|s| entry.is_on(&s.server_ref()))
 }
 
 fn server_named(entry: &Entry) -> String {

@@ -199,13 +199,16 @@ async fn run_restart(server: &ManagedServer, memory: Option<&str>) -> Result<()>
     let pid = child.id().context("the restart ended at once")?;
     under_way().push((server.name.clone(), pid));
     let mut listed = Listed { pid, ended: false };
+    // Read as it grows: what it said so far, and how much of it is taken.
+    let mut said_from = std::fs::File::open(&said_to).with_context(|| format!("reading {}", said_to.display()))?;
+    let mut text = Vec::new();
     let mut read = 0;
     let mut kept: Vec<String> = Vec::new();
     let mut last_word = std::time::Instant::now();
     let status = loop {
         let ended = child.try_wait()?;
         // What it said since the last look, whole lines (a server's log may hold bytes that are not UTF-8).
-        let text = std::fs::read(&said_to).unwrap_or_default();
+        let _ = std::io::Read::read_to_end(&mut said_from, &mut text);
         if let Some(end) = text[read.min(text.len())..].iter().rposition(|&b| b == b'\n').map(|at| read + at + 1).or(ended.map(|_| text.len())) {
             for line in String::from_utf8_lossy(&text[read..end]).lines() {
                 if is_progress(line) {

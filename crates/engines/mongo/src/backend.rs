@@ -105,7 +105,7 @@ impl MongoBackend {
         // A server ghbench cannot name by one address (a replica set's hosts)
         // is named in the journal by its URL, password hidden.
         let named = crate::address(url).unwrap_or_else(|| ghbench_core::redact_url(url));
-        let parameters = ServerParameters::probe(&db, &setup.parameters, Some((named, setup.spec.engine.to_string()))).await;
+        let parameters = ServerParameters::probe(&db, &setup.parameters, (named, setup.spec.engine.to_string())).await;
         let collection = setup.collection(table);
         Ok(MongoBackend { setup, db, url: url.to_string(), table: table.clone(), collection, collation, parameters, limit: None })
     }

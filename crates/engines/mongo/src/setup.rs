@@ -101,8 +101,9 @@ impl MongoSetup {
 pub struct ServerParameters {
     /// Name, the value the setup wants, the value the server had (None: refused, with why).
     each: Vec<(String, Bson, Result<Bson, String>)>,
-    /// The server's address and the engine, for the journal of server changes.
-    server: Option<(String, String)>,
+    /// The server's address (or its URL, password hidden, where it has no
+    /// one address) and the engine, for the journal of server changes.
+    server: (String, String),
     /// The journal's entries of the parameters set now, until they are restored.
     set_now: Arc<Mutex<Vec<Made>>>,
 }
@@ -110,9 +111,8 @@ pub struct ServerParameters {
 impl ServerParameters {
     /// Reads each parameter's value and sets it to that same value, to learn
     /// whether the server lets it be set, changing nothing.
-    /// `server`: its address and the engine's name, for the journal (None:
-    /// an address ghbench cannot name, e.g. a replica set's several hosts).
-    pub async fn probe(db: &Database, wanted: &Document, server: Option<(String, String)>) -> ServerParameters {
+    /// `server`: its address and the engine's name, for the journal.
+    pub async fn probe(db: &Database, wanted: &Document, server: (String, String)) -> ServerParameters {
         let admin = db.client().database("admin");
         let mut each = Vec::new();
         for (name, value) in wanted {
@@ -122,7 +122,7 @@ impl ServerParameters {
                         // Another ghbench (a bench in another terminal) may
                         // have it set now: the server's own value is the one
                         // its journal entry says it had.
-                        Ok(_) => Ok(server.as_ref().and_then(|(address, _)| set_by_another(address, name)).unwrap_or(had)),
+                        Ok(_) => Ok(set_by_another(&server.0, name).unwrap_or(had)),
                         Err(e) => Err(format!("setParameter refused: {}", refusal("setParameter", &e))),
                     },
                     Err(why) => Err(why),
@@ -140,7 +140,7 @@ impl ServerParameters {
     pub async fn apply(&self, db: &Database) -> anyhow::Result<()> {
         for (name, wanted, had) in &self.each {
             let Ok(had) = had else { continue };
-            let Some((address, engine)) = &self.server else { continue };
+            let (address, engine) = &self.server;
             let mut entry = Entry::new(ServerRef { name: None, address: address.clone() }, Some(engine), Kind::Parameter, format!("setParameter {name} set to {wanted} (it was {had})"));
             entry.parameter = Some(Parameter { name: name.clone(), value: wanted.clone().into_relaxed_extjson(), had: had.clone().into_relaxed_extjson() });
             let made = changes::record(&entry).map_err(anyhow::Error::msg)?;
@@ -244,7 +244,7 @@ mod tests {
         let unknown = reported(&reply("secantusdb"), NAME).unwrap_err();
         assert!(unknown.contains("does not report it") && unknown.contains("not set"), "{unknown}");
         let wanted = Bson::Boolean(true);
-        let parameters = ServerParameters { each: vec![(NAME.into(), wanted.clone(), Ok(Bson::Boolean(false))), ("other".into(), wanted, Err(unknown))], server: None, set_now: Arc::default() };
+        let parameters = ServerParameters { each: vec![(NAME.into(), wanted.clone(), Ok(Bson::Boolean(false))), ("other".into(), wanted, Err(unknown))], server: ("127.0.0.1:27017".into(), "mongo-tuned".into()), set_now: Arc::default() };
         let said: Vec<(String, String)> = parameters.settings().collect();
         assert_eq!(said[0], (format!("setParameter {NAME}"), "true for this setup's queries only (the server's value, false, restored after each)".to_string()));
         assert!(said[1].1.starts_with("wanted true; the server does not report it"), "{said:?}");
