@@ -244,6 +244,20 @@ journal_holds() {
     journal_undo=()
 }
 
+# The caller's pid: the server pid file $1 names, when that process still is
+# the server setup started (its command line matches $2, its boot and start
+# time are as recorded: after a reboot the pid may be another program's, the
+# distribution's own MariaDB's even); empty otherwise, and the pid file,
+# stale, removed.
+running_from_pid_file() {
+    pid=
+    if server_pid "$1" "$2"; then
+        pid=$found_pid
+    else
+        rm -f "$1" "$1.start"
+    fi
+}
+
 # The caller's server $1 (process $pid, log $2) found running but not
 # answering on port $3: still starting, or on its way down (writing its
 # pages out). Waits for either end as long as it makes progress; sets the
@@ -432,18 +446,12 @@ setup_mongo() {
         # A running server cannot be moved under another limit: it is restarted.
         why="MongoDB-wire server's memory limit changed: restarting"
     fi
-    # Only the server setup started (after a reboot the pid may be another program's).
-    if server_pid "$pidfile" 'secantusd|mongod'; then
-        pid=$found_pid
-        # Started for another port (GHBENCH_MONGO_PORT changed): it would never answer on this one.
-        if [ -z "$why" ] && [[ " $(proc_command "$pid") " != *" --port $MONGO_PORT "* ]]; then
-            why="MongoDB-wire server's port changed: restarting"
-        fi
-        [ -n "$why" ] || settle_if_silent "MongoDB-wire server" "$dir/server.log" "$MONGO_PORT"
-    else
-        # No process of it runs: the pid file is stale.
-        rm -f "$pidfile" "$pidfile.start"
+    running_from_pid_file "$pidfile" 'secantusd|mongod'
+    # Started for another port (GHBENCH_MONGO_PORT changed): it would never answer on this one.
+    if [ -n "$pid" ] && [ -z "$why" ] && [[ " $(proc_command "$pid") " != *" --port $MONGO_PORT "* ]]; then
+        why="MongoDB-wire server's port changed: restarting"
     fi
+    [ -z "$pid" ] || [ -n "$why" ] || settle_if_silent "MongoDB-wire server" "$dir/server.log" "$MONGO_PORT"
     restart_for mongo "$pid" "$why"
     if [ -n "$pid" ]; then
         log "MongoDB-wire server already running (pid $pid)"
@@ -633,16 +641,8 @@ CNF
         # A running server cannot be moved under another limit: it is restarted.
         why="$name settings or memory limit changed: restarting"
     fi
-    # Only the server setup started: its name, boot and start time as recorded
-    # (after a reboot the pid may be another program's, the distribution's
-    # own MariaDB's even).
-    if server_pid "$pidfile" 'mariadbd|mysqld'; then
-        pid=$found_pid
-        [ -n "$why" ] || settle_if_silent "$name" "$dir/server.log" "$MYSQL_PORT"
-    else
-        # No process of it runs: the pid file is stale.
-        rm -f "$pidfile" "$pidfile.start"
-    fi
+    running_from_pid_file "$pidfile" 'mariadbd|mysqld'
+    [ -z "$pid" ] || [ -n "$why" ] || settle_if_silent "$name" "$dir/server.log" "$MYSQL_PORT"
     restart_for mysql "$pid" "$why"
     if [ -n "$pid" ]; then
         log "$name already running (pid $pid)"
