@@ -3,7 +3,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::ingest_report;
+use crate::util::{ghbench_on_servers, ingest_report};
 use ghbench_testkit::*;
 
 #[tokio::test]
@@ -69,4 +69,94 @@ async fn counts_if_exists(table: &str) -> (u64, u64) {
     } else {
         (0, 0)
     }
+}
+
+/// MongoDB writes an hour's documents before its ledger says `done`, so a
+/// load killed mid-hour leaves documents every answer counts. With MongoDB
+/// alone (no other engine to disagree with), a query names the hour and its
+/// exact rows; the next load, of other hours, removes them.
+#[tokio::test]
+async fn a_mongodb_hour_killed_part_way_is_named_by_a_query_and_removed_by_the_next_load_of_other_hours() {
+    let _servers = shared_servers();
+    let Some(real) = real_hour() else { return };
+    let per_hour = real_lines(&real).len() as u64;
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("hours");
+    std::fs::create_dir(&dir).unwrap();
+    for h in 0..2 {
+        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    let table = table("mongo_part");
+    drop_table(&table).await;
+    let collection = mongo().await.collection::<mongodb::bson::Document>(&table);
+    let source = ["--engines", "mongo", "--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--concurrency", "1"];
+
+    // One hour after the other: more than an hour's documents, not two whole
+    // hours, means hour 01 is part written.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--table", &table, "--mongo-url", &mongo_url(), "--hours", "2"])
+        .args(source)
+        .arg("--quarantine-dir")
+        .arg(work.path().join("quarantine"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let n = collection.count_documents(mongodb::bson::doc! {}).await.unwrap();
+        if n > per_hour && n < 2 * per_hour {
+            break;
+        }
+        assert!(Instant::now() < deadline, "ingest never reached the second hour");
+        assert!(child.try_wait().unwrap().is_none(), "ingest ended before it could be killed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    // A batch sent before the kill may still go in after it: counted once it stops changing.
+    let mut held = collection.count_documents(mongodb::bson::doc! {}).await.unwrap();
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = collection.count_documents(mongodb::bson::doc! {}).await.unwrap();
+        if now == held {
+            break;
+        }
+        held = now;
+    }
+    let part = held - per_hour;
+    assert!(part > 0 && part < per_hour, "killed with {held} documents");
+
+    // A query of MongoDB alone: the hour is named with its exact rows, and the
+    // run says its results cannot be trusted as they stand.
+    let results = work.path().join("results");
+    let query = ["query", "A", "--variant", "corrected", "--repeat", "1", "--engines", "mongo", "--table", &table, "--output", results.to_str().unwrap()];
+    let out = ghbench_on_servers(&query);
+    assert_eq!(out.status.code(), Some(1), "part-written data is not to be trusted");
+    let named = format!("mongo's table holds {part} rows of 1 hour a load began and did not finish: 2015-01-01T01 ({part} rows)");
+    assert!(text(&out).contains(&named), "the query names the hour: {named}");
+    let record = only_record(&results);
+    let differences = record["context"]["data_consistency"]["differences"].as_array().unwrap();
+    assert_eq!(differences.len(), 1, "one cause, said once: {differences:?}");
+    assert!(differences[0].as_str().unwrap().starts_with(&named));
+
+    // A load of hour 00 alone, which is done: it removes hour 01's documents and its mark.
+    let report = ingest_report(&table, work.path(), &[&source[..], &["--hours", "1"]].concat());
+    let removed = format!("mongo: removed {part} documents of hour 2015-01-01-1, which a load began and did not finish");
+    assert!(report["warnings"].as_array().unwrap().iter().any(|w| w == removed.as_str()), "said: {}", report["warnings"]);
+    assert_eq!(collection.count_documents(mongodb::bson::doc! {}).await.unwrap(), per_hour, "exactly the finished hour");
+    let ledger = mongo().await.collection::<mongodb::bson::Document>("ghbench_ledger");
+    assert_eq!(ledger.count_documents(mongodb::bson::doc! {"table": &table, "state": {"$ne": "done"}}).await.unwrap(), 0, "no mark left");
+
+    std::fs::remove_dir_all(&results).unwrap();
+    let out = ghbench_on_servers(&query);
+    assert!(out.status.success(), "the same query now trusted: {}", text(&out));
+    drop_table(&table).await;
+}
+
+/// The one `olap-*.json` record in `dir`.
+fn only_record(dir: &std::path::Path) -> serde_json::Value {
+    let records: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "json")).collect();
+    assert_eq!(records.len(), 1, "{records:?}");
+    serde_json::from_slice(&std::fs::read(&records[0]).unwrap()).unwrap()
 }

@@ -250,6 +250,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let mut servers = Vec::new();
     let mut stored = Vec::new();
+    let mut unfinished_notes = Vec::new();
     let check = match options.check_stored {
         true => StoredCheck::Whole,
         false => StoredCheck::Touched(plan::run_hours(options).iter().map(Hour::stem).collect()),
@@ -258,6 +259,9 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         let engine = sink.engine().clone();
         sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
         servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
+        // Before the stored hours are checked: what a dead load left is no stored hour.
+        let removed = watched(ctx, loader.as_ref(), crate::sink::REMOVE_UNFINISHED, sink.remove_unfinished()).await;
+        unfinished_notes.extend(removed.map_err(prepare_err(engine.clone()))?.into_iter().map(|said| format!("{engine}: {said}")));
         let checked = watched(ctx, loader.as_ref(), crate::sink::STORED_HOURS, sink.stored_hours(&check)).await;
         stored.push((engine.clone(), checked.map_err(prepare_err(engine))?));
     }
@@ -322,7 +326,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         kept_quarantined: plan.kept_quarantined,
         hours,
         quarantine_dir: options.quarantine_dir.display().to_string(),
-        warnings: plan.notes.into_iter().chain(removal_notes).collect(),
+        warnings: unfinished_notes.into_iter().chain(plan.notes).chain(removal_notes).collect(),
         stopped: ctx.must_stop(),
         space: space.lines,
     };

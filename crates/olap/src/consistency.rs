@@ -82,7 +82,13 @@ fn lacking(lacker: &str, (holder, held): (&str, &Ledger), lacker_ledger: &Ledger
     Some(format!("{lacker} lacks {} {holder} holds: {} ({events} events)", count_of(hours.len(), "hour"), summarise_hours(hours, RANGES_SHOWN)))
 }
 
-/// An engine whose ledger cannot be read, names no hour, or disagrees with its table.
+/// `2015-01-01T05` for the stem `2015-01-01-5`; a stem that names no hour as it is.
+fn shown_hour(stem: &str) -> String {
+    stem.parse::<Hour>().map_or_else(|_| stem.to_string(), |hour| hour.to_string())
+}
+
+/// An engine whose ledger cannot be read, names no hour, lists hours begun
+/// and not finished, or disagrees with its table.
 fn ledger_problems(engine: &Holding<'_>) -> Vec<String> {
     let name = engine.engine;
     let Some(ledger) = engine.ledger else {
@@ -100,7 +106,22 @@ fn ledger_problems(engine: &Holding<'_>) -> Vec<String> {
         };
         problems.push(format!("{name}'s ingest ledger lists {entries}, which cannot be compared: {}", listed.join(", ")));
     }
-    if let Some(rows) = engine.exact_rows.filter(|&rows| rows != ledger.events()) {
+    let part_written: Vec<(&String, &u64)> = ledger.part_written.iter().filter(|(_, &rows)| rows > 0).collect();
+    if !part_written.is_empty() {
+        let rows: u64 = part_written.iter().map(|(_, &rows)| rows).sum();
+        let mut listed: Vec<String> = part_written.iter().take(LISTED).map(|(stem, rows)| format!("{} ({rows} rows)", shown_hour(stem))).collect();
+        if part_written.len() > LISTED {
+            listed.push(format!("and {} more", part_written.len() - LISTED));
+        }
+        problems.push(format!(
+            "{name}'s table holds {rows} rows of {} a load began and did not finish: {} (a load is running, or one died; \
+             any `ghbench ingest` of this table removes what a dead load left, whichever hours it loads)",
+            count_of(part_written.len(), "hour"),
+            listed.join(", ")
+        ));
+    }
+    let explained = ledger.events() + ledger.part_written_rows();
+    if let Some(rows) = engine.exact_rows.filter(|&rows| rows != explained) {
         problems.push(format!(
             "{name}'s table holds {rows} rows but its ingest ledger lists {} events: an ingest is running or was interrupted \
              (rerun `ghbench ingest`), or the table was changed outside it",
@@ -112,6 +133,8 @@ fn ledger_problems(engine: &Holding<'_>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::catalog::Compare;
     use crate::record::Verification;
@@ -172,6 +195,22 @@ mod tests {
         assert!(data.differences[0].starts_with("mongo's table holds 7703 rows but its ingest ledger lists 7702 events"));
         // A planner's estimate is no count: not compared.
         assert!(check(&[Holding { exact_rows: None, ..holding("postgres", &l) }]).agree);
+    }
+
+    #[test]
+    fn hours_a_load_began_and_did_not_finish_are_named_with_their_rows() {
+        let part = BTreeMap::from([("2015-01-01-1".to_string(), 1234), ("2015-01-01-2".to_string(), 0)]);
+        let l = ledger(&[("2015-01-01-0", 7702)]).with_part_written(part);
+        // The table's count is the ledger's events and the partial rows: one difference, not two.
+        let data = check(&[Holding { exact_rows: Some(7702 + 1234), ..holding("mongo", &l) }]);
+        assert_eq!(data.differences.len(), 1, "{:?}", data.differences);
+        assert!(data.differences[0].starts_with("mongo's table holds 1234 rows of 1 hour a load began and did not finish: 2015-01-01T01 (1234 rows)"));
+        // Rows besides those are named as well.
+        let data = check(&[Holding { exact_rows: Some(7702 + 1235), ..holding("mongo", &l) }]);
+        assert_eq!(data.differences.len(), 2, "{:?}", data.differences);
+        // A mark with no rows written changes no answer.
+        let empty = ledger(&[("2015-01-01-0", 7702)]).with_part_written(BTreeMap::from([("2015-01-01-1".to_string(), 0)]));
+        assert!(check(&[holding("mongo", &empty)]).agree);
     }
 
     #[test]

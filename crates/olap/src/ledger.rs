@@ -31,6 +31,11 @@ pub struct Ledger {
     /// Attempts at hours made again after a fault, summed over the hours
     /// (`load_seconds` includes them); 0 for entries older than the count.
     pub load_retries: u64,
+    /// Hours a load began and did not finish, by stem, with the rows the
+    /// table holds of each: a load running now, or one that died. Only an
+    /// engine whose hours are not written in one transaction (MongoDB) can
+    /// hold any; its table's count includes them, its ledger's events do not.
+    pub part_written: BTreeMap<String, u64>,
 }
 
 /// One entry of an engine's ledger, as the engine reads it.
@@ -105,6 +110,17 @@ impl Ledger {
     pub fn with_retries(mut self, retries: u64) -> Ledger {
         self.load_retries = retries;
         self
+    }
+
+    /// The ledger, with the hours begun and not finished and the rows of each.
+    pub fn with_part_written(mut self, part_written: BTreeMap<String, u64>) -> Ledger {
+        self.part_written = part_written;
+        self
+    }
+
+    /// Rows of hours begun and not finished (see [`Ledger::part_written`]).
+    pub fn part_written_rows(&self) -> u64 {
+        self.part_written.values().sum()
     }
 
     /// Events of every entry, readable or not.

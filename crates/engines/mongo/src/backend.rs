@@ -13,6 +13,7 @@
 //! follow the URI's read preference, as the queries do, so they describe
 //! and clear the node the queries ran on.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -244,8 +245,18 @@ impl Backend for MongoBackend {
         Ok(info)
     }
 
+    /// The finished hours, and the documents of each hour a load began and
+    /// did not finish (counted by its ids' range): unlike a transaction's
+    /// rows, they are in every answer until a load removes them.
     async fn ledger(&self) -> BackendResult<Ledger> {
-        Ok(MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table }.report().await?)
+        let entries = MongoLedger { db: &self.db, engine: &self.setup.spec.engine, table: &self.table };
+        let coll = self.db.collection::<Document>(&self.collection);
+        let mut part_written = BTreeMap::new();
+        for (stem, _) in entries.unfinished().await? {
+            let rows = coll.count_documents(crate::sink::hour_ids(&stem)).max_time(crate::NO_TIME_LIMIT).await?;
+            part_written.insert(stem, rows);
+        }
+        Ok(entries.report().await?.with_part_written(part_written))
     }
 
     /// Rows as the load counted them when the ledger and the collection's
@@ -260,10 +271,11 @@ impl Backend for MongoBackend {
         let (sizes, source) = self.collection_sizes(fast).await?;
         // The load counted every hour it stored: when the metadata agrees
         // with the ledger, that count stands, paid once per load, not per command.
-        let loaded = self.ledger().await.ok().map(|ledger| ledger.hours.values().chain(ledger.unreadable.values()).sum::<u64>());
+        // Hours begun and not finished were counted, by their ids, with the ledger.
+        let loaded = self.ledger().await.ok().map(|ledger| ledger.events() + ledger.part_written_rows());
         let (rows, rows_exact, counted) = match sizes.on_disk <= EXACT_COUNT_MAX_BYTES {
             _ if loaded == Some(fast) && fast > 0 => {
-                (fast, true, "rows as the load counted them (its ledger), the collection's metadata count agreeing")
+                (fast, true, "rows as the load counted them (its ledger, and any hour begun and not finished counted), the collection's metadata count agreeing")
             }
             true => {
                 let exact = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await;

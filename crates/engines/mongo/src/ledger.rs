@@ -13,6 +13,7 @@ use futures_util::TryStreamExt;
 use ghbench_core::{Engine, TableName};
 use ghbench_engine::load::StoredHour;
 use ghbench_engine::ledger::{Entry, Ledger};
+use mongodb::bson::oid::ObjectId;
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::options::{Acknowledgment, CollectionOptions, ReadConcern, WriteConcern};
 use mongodb::{Collection, Database};
@@ -61,6 +62,14 @@ impl MongoLedger<'_> {
         let mut filter = self.scope();
         filter.insert("state", "done");
         filter
+    }
+
+    /// Hours begun and not finished: their stems, each with the token of the
+    /// attempt that marked it `loading` (None in a mark without one).
+    pub async fn unfinished(&self) -> Result<Vec<(String, Option<ObjectId>)>, mongodb::error::Error> {
+        let filter = doc! {"$and": [self.scope(), {"state": {"$ne": "done"}}]};
+        let marks: Vec<Document> = self.collection().find(filter).projection(doc! {"hour": 1, "attempt": 1}).await?.try_collect().await?;
+        Ok(marks.iter().filter_map(|d| Some((d.get_str("hour").ok()?.to_string(), d.get_object_id("attempt").ok()))).collect())
     }
 
     /// What the reports show of the ledger: every finished hour, its load

@@ -1,9 +1,11 @@
 //! MongoDB-wire server: the documents as they are, unordered bulk inserts.
 //! Each document's `_id` is `<hour>/<line>` (see `encode`). Before an hour is
-//! loaded its ledger record is marked `loading`; finding such a mark from an
-//! earlier attempt means that attempt died, and its partial documents are
-//! deleted first. The mark turns `done` after the data. Deleting only then
-//! matters: a range delete can scan the whole collection on some servers.
+//! loaded its ledger record is marked `loading`; the mark turns `done` after
+//! the data. A mark found by a run that holds the table's lease is a dead
+//! attempt's: its partial documents go before anything else, whichever hours
+//! the run loads (`remove_unfinished`), and a query names them meanwhile (the
+//! backend's ledger). Deleting only then matters: a range delete can scan the
+//! whole collection on some servers.
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::Duration;
@@ -170,12 +172,10 @@ impl EngineSink for MongoSink {
     /// documents and the ledger entry of an hour are written apart, so the
     /// hours a run touches are what it must know whole.
     async fn stored_hours(&self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
+        // What dead loads left of hours they did not finish is gone by now
+        // (`remove_unfinished`, under the same lock): every document not of
+        // a listed hour is one the check must name.
         let mut stored = self.entries().stored_hours().await.sink()?;
-        // Hours being loaded (a `loading` mark) hold documents the next attempt deletes.
-        let loading = self.ledger().count_documents(doc! {"$and": [self.entries().scope(), {"state": {"$ne": "done"}}]}).await.sink()?;
-        if loading > 0 {
-            return Ok(stored);
-        }
         let what = format!("{} collection {}", self.setup.spec.engine, self.name());
         if *check == StoredCheck::Whole {
             let rows = self.data().count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await.sink()?;
@@ -219,6 +219,23 @@ impl EngineSink for MongoSink {
             note_every(&mut stored, &note);
         }
         Ok(stored)
+    }
+
+    /// Every hour marked `loading` is a dead attempt's (the run holds the
+    /// table's lease): its documents go, then its mark, the one seen and no
+    /// other; stopped between the two, the next run finds the mark again.
+    async fn remove_unfinished(&mut self) -> Result<Vec<String>, SinkError> {
+        let mut said = Vec::new();
+        for (stem, attempt) in self.entries().unfinished().await.sink()? {
+            let removed = self.data().delete_many(hour_ids(&stem)).await.sink()?.deleted_count;
+            let mut mark = doc! {"_id": self.ledger_id(&stem), "state": {"$ne": "done"}};
+            if let Some(attempt) = attempt {
+                mark.insert("attempt", attempt);
+            }
+            self.ledger().delete_one(mark).await.sink()?;
+            said.push(format!("removed {removed} documents of hour {stem}, which a load began and did not finish"));
+        }
+        Ok(said)
     }
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -315,7 +332,7 @@ impl MongoSink {
 }
 
 /// Every `_id` with the prefix `<stem>/` (`0` is the character after `/`).
-fn hour_ids(stem: &str) -> Document {
+pub(crate) fn hour_ids(stem: &str) -> Document {
     let (from, to) = (format!("{stem}/"), format!("{stem}0"));
     doc! {"_id": {"$gte": from, "$lt": to}}
 }

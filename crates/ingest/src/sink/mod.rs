@@ -326,6 +326,15 @@ pub trait EngineSink: Send + Sync {
         Ok(None)
     }
 
+    /// Removes what loads that died left of the hours they began and did not
+    /// finish, and says what it removed, hour by hour. Only an engine whose
+    /// hours are not written in one transaction (MongoDB) can hold such rows;
+    /// the default has none. Called with the table's lock held, so no load
+    /// that still runs is at any hour of it; whichever hours the run loads.
+    async fn remove_unfinished(&mut self) -> Result<Vec<String>, SinkError> {
+        Ok(Vec::new())
+    }
+
     /// Stores a batch: its clean documents, with this engine's encodings of them.
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError>;
 
@@ -467,6 +476,16 @@ impl Sink {
         result
     }
 
+    /// See [`EngineSink::remove_unfinished`]: at most an hour's rows each, but
+    /// on a slow server or a year of dead attempts more than a step's time.
+    pub async fn remove_unfinished(&mut self) -> Result<Vec<String>, SinkError> {
+        let result = bounded_if(&self.engine, &self.server, REMOVE_UNFINISHED, self.whole_table, self.inner.remove_unfinished()).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
+    }
+
     /// See [`EngineSink::after_load`]: a step over the whole table.
     pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let result = bounded_if(&self.engine, &self.server, UPKEEP, self.whole_table, self.inner.after_load()).await;
@@ -499,6 +518,7 @@ impl Sink {
 pub const STORED_HOURS: &str = "checking the stored hours against the ledger";
 pub const UPKEEP: &str = "vacuuming and analysing the loaded table";
 pub const REMOVE_HOURS: &str = "removing the hours to load again";
+pub const REMOVE_UNFINISHED: &str = "removing what dead loads left of hours they did not finish";
 
 /// `work` within `limit` if there is one (see [`bounded`]).
 async fn bounded_if<T>(
