@@ -139,3 +139,52 @@ async fn an_hour_of_no_events_keeps_both_ledgers_in_step() {
     assert_eq!(ledger_hours(&table).await, (both.clone(), both));
     drop_table(&table).await;
 }
+
+/// An hour to load again that the one-pass removal did not take (its source
+/// did not have it when the run looked) is removed as it loads; on
+/// PostgreSQL that is a pass over the whole table (an hour's rows are found
+/// by the transaction that wrote them), so the per-step `--timeout` must not
+/// cut it, as it would every time on a year of data. Here a session holding
+/// the table in SHARE mode for longer than that timeout makes the pass last.
+#[tokio::test]
+async fn replacing_a_postgres_hour_is_a_whole_table_step_not_cut_by_the_step_timeout() {
+    let _servers = shared_servers();
+    let Some(real) = real_hour() else { return };
+    let body = hour_bytes(&real_lines(&real));
+    // Request 1 loads the hour; request 2, the reload's look before removing, finds nothing; then it is there.
+    let server = ScriptedHttp::start(move |_, n| if n == 2 { Reply::NotFound } else { Reply::Whole(body.clone()) });
+    let work = tempfile::tempdir().unwrap();
+    let table = table("replace_step");
+    drop_table(&table).await;
+    let url = server.url();
+    let args = ["--engines", "postgres", "--source", url.as_str(), "--from", "2015-01-01T00"];
+    ingest_report(&table, work.path(), &args);
+
+    let holder = pg().await;
+    holder.batch_execute(&format!("BEGIN; LOCK TABLE {table} IN SHARE MODE")).await.unwrap();
+    let started = std::time::Instant::now();
+    let report = work.path().join("reload.json");
+    let mut reload = std::process::Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["ingest", "--table", &table, "--pg-url", &pg_url(), "--reload", "2015-01-01T00", "--timeout", "1", "--retries", "0"])
+        .args(["--engines", "postgres", "--source", url.as_str()])
+        .arg("--quarantine-dir")
+        .arg(work.path().join("quarantine"))
+        .arg("--report")
+        .arg(&report)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let held = std::time::Duration::from_secs(4);
+    tokio::time::sleep(held).await;
+    assert!(reload.try_wait().unwrap().is_none(), "the replacement waited for the table, past the 1 s step limit");
+    holder.batch_execute("COMMIT").await.unwrap();
+    let out = tokio::task::spawn_blocking(move || reload.wait_with_output().unwrap()).await.unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(started.elapsed() >= held);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!((report["totals"]["hours_loaded"].as_u64(), report["totals"]["retries"].as_u64()), (Some(1), Some(0)), "{}", report["totals"]);
+    assert_eq!(server.hits("2015-01-01-0.json.gz"), 3, "loaded, looked for, loaded again");
+    let rows: i64 = pg().await.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.unwrap().get(0);
+    assert_eq!(rows as usize, LINES, "the hour exactly once");
+    drop_table(&table).await;
+}

@@ -88,8 +88,10 @@ pub struct IngestArgs {
     pub check_stored: bool,
 
     /// A limit on each step over the whole table, e.g. 2h: checking the stored
-    /// hours against the ledger before loading (--check-stored), and the upkeep after it
-    /// (PostgreSQL's VACUUM (ANALYZE)). Without it they take as long as they
+    /// hours against the ledger before loading (--check-stored), removing the
+    /// hours to load again, and what dead loads left (MongoDB), a PostgreSQL hour
+    /// replaced as it loads, and the upkeep after loading
+    /// (PostgreSQL's VACUUM (ANALYZE)). --timeout does not cut them. Without it they take as long as they
     /// take (on a year of data, minutes to hours), saying every 15 s how far
     /// they are.
     #[arg(long, value_name = "DURATION", value_parser = ghbench_core::limit::parse_limit)]

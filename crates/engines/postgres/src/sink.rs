@@ -173,11 +173,19 @@ impl EngineSink for PostgresSink {
     /// entry's, or nothing changes.
     async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
         self.client.batch_execute("BEGIN").await.sink()?;
-        if let Err(e) = self.delete_hour(stem).await {
+        // A pass over the whole table (see `replacing_reads_whole_table`): cancelled on the server if cut.
+        let what = format!("removing hour {stem} of {} to load it again", self.data_table());
+        let deleted = self.client.cancellable(&what, self.delete_hour(stem)).await;
+        if let Err(e) = deleted {
             let _ = self.client.batch_execute("ROLLBACK").await;
             return Err(e);
         }
         self.start_copy().await
+    }
+
+    /// The hour's rows are found by their `xmin`: no index says it.
+    fn replacing_reads_whole_table(&self) -> bool {
+        true
     }
 
     /// One transaction: the entries of `stems` and the rows their

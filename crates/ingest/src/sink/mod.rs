@@ -316,6 +316,14 @@ pub trait EngineSink: Send + Sync {
         Err(SinkError::Other("this engine cannot reload one hour: load the table again with --drop".into()))
     }
 
+    /// Whether [`EngineSink::begin_replacing`] reads the whole table to find
+    /// the hour's rows (PostgreSQL finds them by the transaction that wrote
+    /// them): then it is a step over the whole table, not bounded by the
+    /// per-step timeout, which would cut it on a year of data every time.
+    fn replacing_reads_whole_table(&self) -> bool {
+        false
+    }
+
     /// Removes the stored hours `stems` and their ledger entries at once,
     /// before loading them again (`--reload`, a repair): one pass over the
     /// table instead of one per hour. Some(rows removed); None: the engine
@@ -455,8 +463,17 @@ impl Sink {
         self.step("starting the hour", |s| s.begin_hour(stem)).await
     }
 
+    /// A step over the whole table where the engine finds an hour's rows by
+    /// reading it (see [`EngineSink::replacing_reads_whole_table`]).
     pub async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
-        self.step("starting to replace the hour", |s| s.begin_replacing(stem)).await
+        if !self.inner.replacing_reads_whole_table() {
+            return self.step(REPLACE_HOUR, |s| s.begin_replacing(stem)).await;
+        }
+        let result = bounded_if(&self.engine, &self.server, REPLACE_HOUR, self.whole_table, self.inner.begin_replacing(stem)).await;
+        if matches!(result, Err(SinkError::Timeout { .. })) {
+            self.broken = true;
+        }
+        result
     }
 
     pub async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -518,6 +535,7 @@ impl Sink {
 pub const STORED_HOURS: &str = "checking the stored hours against the ledger";
 pub const UPKEEP: &str = "vacuuming and analysing the loaded table";
 pub const REMOVE_HOURS: &str = "removing the hours to load again";
+pub const REPLACE_HOUR: &str = "starting to replace the hour";
 pub const REMOVE_UNFINISHED: &str = "removing what dead loads left of hours they did not finish";
 
 /// `work` within `limit` if there is one (see [`bounded`]).
