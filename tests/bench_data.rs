@@ -344,78 +344,114 @@ fn a_table_too_long_for_its_index_names_is_refused_before_any_data_is_made() {
     assert!(said.contains("choose a --table of at most 27 characters") && !data.exists(), "{said}");
 }
 
+/// A bench on postgres of the test's own (`bench`), whose corrected `query`
+/// sleeps on the tables whose name holds `tables` for as long as the table
+/// `<base>_delay` says: killed with SIGKILL while it sleeps, then resumed.
+struct SleepingBench<'a> {
+    bench: &'a Bench,
+    catalog: PathBuf,
+    results: PathBuf,
+    delay_table: String,
+    /// What only the sleeping query's text holds, and only the tables it sleeps on.
+    markers: (String, String),
+    scale: &'a str,
+}
+
+impl<'a> SleepingBench<'a> {
+    async fn new(bench: &'a Bench, query: &str, tables: &str, scale: &'a str) -> SleepingBench<'a> {
+        let catalog = bench.path("queries");
+        copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
+        let delay_table = format!("{}_delay", bench.base);
+        let sleeping = format!(
+            "SELECT 'slow' AS key, count(*) AS n FROM {{table}} CROSS JOIN (SELECT pg_sleep(CASE WHEN strpos('{{table}}', '{tables}') > 0 THEN (SELECT max(seconds) FROM {delay_table}) ELSE 0 END)) AS d GROUP BY 1\n"
+        );
+        std::fs::write(catalog.join(format!("postgres/corrected/{query}.sql")), sleeping).unwrap();
+        let markers = ("pg_sleep(CASE".to_string(), tables.to_string());
+        let sleeper = SleepingBench { bench, catalog, results: bench.path("results"), delay_table, markers, scale };
+        sleeper.delay(600).await;
+        sleeper
+    }
+
+    async fn delay(&self, seconds: i32) {
+        let sql = format!("DROP TABLE IF EXISTS {0}; CREATE TABLE {0} AS SELECT {seconds} AS seconds", self.delay_table);
+        pg().await.batch_execute(&sql).await.unwrap();
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+        command
+            .args(["bench", "--engines", "postgres", "--table", &self.bench.base, "--variant", "corrected", "--repeat", "1", "--scale", self.scale, "--events-per-hour", "200"])
+            .arg("--catalog")
+            .arg(&self.catalog)
+            .arg("--data-dir")
+            .arg(self.bench.path("data"))
+            .arg("--quarantine-dir")
+            .arg(self.bench.path("q"))
+            .arg("--output")
+            .arg(&self.results)
+            .env("DATABASE_URL", pg_url());
+        command
+    }
+
+    /// Starts the bench, kills it (SIGKILL) once the query sleeps, ends the
+    /// query on the server; how long it took to get there, the sleeping sessions.
+    async fn killed_while_sleeping(&self) -> (Duration, Vec<i32>) {
+        let mut child = self.command().stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        // The markers go in as parameters: in the text, this very query would match them.
+        let slow = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' AND query LIKE '%' || $2 || '%'";
+        let watcher = pg().await;
+        let started = Instant::now();
+        let mut running = Vec::new();
+        while running.is_empty() && started.elapsed() < Duration::from_secs(240) {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            running = watcher.query(slow, &[&self.markers.0, &self.markers.1]).await.unwrap().iter().map(|r| r.get::<_, i32>(0)).collect();
+        }
+        // SAFETY: kill(2) on the child this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
+        let _ = child.wait();
+        for pid in &running {
+            let _ = watcher.execute("SELECT pg_terminate_backend($1)", &[pid]).await;
+        }
+        (started.elapsed(), running)
+    }
+
+    /// Drops every table of the bench and their ledger entries.
+    async fn drop_tables(&self) {
+        let watcher = pg().await;
+        let tables: Vec<String> =
+            watcher.query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND strpos(relname, $1) = 1", &[&self.bench.base]).await.unwrap().iter().map(|r| r.get(0)).collect();
+        for t in &tables {
+            let _ = watcher.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
+            let _ = watcher.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[t]).await;
+        }
+    }
+}
+
 /// A bench killed during its second size keeps the first: its record is
-/// written after every size (unfinished until the report), whole each time;
+/// written after every query (unfinished until the report), whole each time;
 /// `--resume` keeps that size and measures the second.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     let _servers = shared_servers();
     let bench = Bench::new("bench_killed");
-    let catalog = bench.path("queries");
-    copy_dir(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("queries"), &catalog);
-    // B sleeps on the second size's table alone, as long as `<base>_delay` says.
-    let delay_table = format!("{}_delay", bench.base);
-    let slow_b = format!(
-        "SELECT 'slow' AS key, count(*) AS n FROM {{table}} CROSS JOIN (SELECT pg_sleep(CASE WHEN strpos('{{table}}', '_2h_') > 0 THEN (SELECT max(seconds) FROM {delay_table}) ELSE 0 END)) AS d GROUP BY 1\n"
-    );
-    std::fs::write(catalog.join("postgres/corrected/B.sql"), slow_b).unwrap();
-    let delay = |seconds: i32| {
-        let sql = format!("DROP TABLE IF EXISTS {delay_table}; CREATE TABLE {delay_table} AS SELECT {seconds} AS seconds");
-        async move { pg().await.batch_execute(&sql).await.unwrap() }
-    };
-    delay(600).await;
-    let results = bench.path("results");
-    let command = || {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-        command
-            .args(["bench", "--engines", "postgres", "--table", &bench.base, "--variant", "corrected", "--repeat", "1", "--scale", "1,2", "--events-per-hour", "200"])
-            .arg("--catalog")
-            .arg(&catalog)
-            .arg("--data-dir")
-            .arg(bench.path("data"))
-            .arg("--quarantine-dir")
-            .arg(bench.path("q"))
-            .arg("--output")
-            .arg(&results)
-            .env("DATABASE_URL", pg_url());
-        command
-    };
-    let mut child = command().stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    // The markers go in as parameters: in the text, this very query would match them.
-    let slow = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%' || $1 || '%' AND query LIKE '%' || $2 || '%'";
-    let (marker, second) = ("pg_sleep(CASE", format!("{}_2h_", bench.base));
-    let watcher = pg().await;
-    let started = std::time::Instant::now();
-    let mut running = Vec::new();
-    while running.is_empty() && started.elapsed() < Duration::from_secs(240) {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        running = watcher.query(slow, &[&marker, &second]).await.unwrap().iter().map(|r| r.get::<_, i32>(0)).collect();
-    }
-    // SAFETY: kill(2) on the child this test started.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
-    let _ = child.wait();
-    for pid in &running {
-        let _ = watcher.execute("SELECT pg_terminate_backend($1)", &[pid]).await;
-    }
-    let (file, record) = bench_record(&results);
+    // B sleeps on the second size's table alone.
+    let sleeper = SleepingBench::new(&bench, "B", &format!("{}_2h_", bench.base), "1,2").await;
+    let (took, running) = sleeper.killed_while_sleeping().await;
+    let (file, record) = bench_record(&sleeper.results);
     let killed = (record["finished"].clone(), record["sizes"].as_array().unwrap().len(), record["sizes"][0].clone());
     let shown = Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&file).output().unwrap();
 
     // The same command with --resume: the first size kept, the second measured.
-    delay(0).await;
-    let resumed = output_within(command().arg("--resume").arg(&file), Duration::from_secs(300));
-    let finished = bench_record(&results).1;
-    let again = output_within(command().arg("--resume").arg(&file), Duration::from_secs(60));
-    let tables: Vec<String> = watcher.query("SELECT relname::text FROM pg_class WHERE relkind = 'r' AND strpos(relname, $1) = 1", &[&bench.base]).await.unwrap().iter().map(|r| r.get(0)).collect();
-    for t in &tables {
-        let _ = watcher.batch_execute(&format!("DROP TABLE IF EXISTS {t}")).await;
-        let _ = watcher.execute("DELETE FROM ghbench_ledger WHERE tbl = $1", &[t]).await;
-    }
+    sleeper.delay(0).await;
+    let resumed = output_within(sleeper.command().arg("--resume").arg(&file), Duration::from_secs(300));
+    let finished = bench_record(&sleeper.results).1;
+    let again = output_within(sleeper.command().arg("--resume").arg(&file), Duration::from_secs(60));
+    sleeper.drop_tables().await;
 
-    eprintln!("B of the second size ran after {:?}: {running:?}", started.elapsed());
+    eprintln!("B of the second size ran after {took:?}: {running:?}");
     assert!(!running.is_empty(), "the second size's B never ran");
     assert_eq!(killed.0, false, "marked unfinished");
-    assert_eq!(killed.1, 1, "the first size, whole, and nothing of the second");
+    assert_eq!(killed.1, 1, "the first size, whole");
     assert_eq!(killed.2["hours"], 1);
     assert_eq!(killed.2["run"]["queries"].as_array().unwrap().len(), 4, "{}", killed.2["run"]["queries"]);
     assert!(text(&shown).contains("UNFINISHED: the bench stopped after size(s) 1 h"), "{}", text(&shown));
@@ -429,4 +465,46 @@ async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     assert_eq!(finished["sizes"][0], killed.2, "the first size kept as it was measured");
     assert_eq!(finished["resumed"]["kept"], serde_json::json!(["1 h"]));
     assert!(!again.status.success() && text(&again).contains("that bench finished"), "{}", text(&again));
+}
+
+/// A one-size bench killed after two queries keeps them: its record is
+/// written after every query, the size it measures beside the finished ones;
+/// `--resume` goes on at the third, and the finished record holds each query
+/// once, the first two as they were timed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_one_size_bench_killed_after_two_queries_resumes_at_the_third() {
+    let _servers = shared_servers();
+    let bench = Bench::new("bench_one_size");
+    let sleeper = SleepingBench::new(&bench, "C", &bench.base, "1").await;
+    let (took, running) = sleeper.killed_while_sleeping().await;
+    let (file, killed) = bench_record(&sleeper.results);
+    let shown = text(&Command::new(env!("CARGO_BIN_EXE_ghbench")).arg("report").arg(&file).output().unwrap());
+    sleeper.delay(0).await;
+    let resumed = output_within(sleeper.command().arg("--resume").arg(&file), Duration::from_secs(300));
+    let finished = bench_record(&sleeper.results).1;
+    let answers: Vec<String> = std::fs::read_dir(file.with_extension("answers").join("1h")).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect()).unwrap_or_default();
+    sleeper.drop_tables().await;
+
+    assert!(!running.is_empty(), "C never ran ({took:?})");
+    assert_eq!((killed["finished"].as_bool(), killed["sizes"].as_array().map(Vec::len)), (Some(false), Some(0)), "no size finished");
+    let stopped = &killed["measuring"];
+    let names = |run: &Value| run["queries"].as_array().unwrap().iter().map(|q| q["query"].as_str().unwrap().to_string()).collect::<Vec<_>>();
+    assert_eq!(names(&stopped["run"]), ["A", "B"], "the two queries it finished, kept as it went");
+    assert_eq!(stopped["run"]["finished"], false);
+    assert!(shown.contains("of the 1 h size it stopped in, 2 finished: A corrected, B corrected, kept to go on from"), "{shown}");
+
+    let said = text(&resumed);
+    assert!(said.contains("going on from the record it resumes, its loads, index builds and A corrected, B corrected kept"), "{said}");
+    assert_eq!(finished["finished"], true, "{said}");
+    assert!(finished.get("measuring").is_none(), "nothing left half measured");
+    let size = &finished["sizes"][0];
+    assert_eq!(names(&size["run"]), ["A", "B", "C", "D"], "each query once");
+    for (at, query) in ["A", "B"].iter().enumerate() {
+        assert_eq!(size["run"]["queries"][at], stopped["run"]["queries"][at], "{query} as it was timed before the kill");
+    }
+    assert_eq!(size["loads"], stopped["loads"], "the load as it was measured, not the resume's reuse");
+    assert_eq!(size["run"]["context"]["resumed"]["kept"], serde_json::json!(["A corrected", "B corrected"]));
+    let mut answers = answers;
+    answers.sort();
+    assert_eq!(answers, ["A-corrected.json", "B-corrected.json", "C-corrected.json", "D-corrected.json"], "every query's answers kept beside the record");
 }

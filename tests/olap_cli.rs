@@ -534,12 +534,21 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let again: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
     let refused = ghbench(&fixture, &again);
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("that run finished"));
+    // Indexes built since (`ingest --index` of the same hour): the kept A ran without them.
+    let quarantine = work.path().join("q");
+    let indexed = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", data_dir().to_str().unwrap(), "--from", HOUR, "--index", "--quarantine-dir", quarantine.to_str().unwrap()]);
+    assert!(indexed.status.success(), "{}", String::from_utf8_lossy(&indexed.stderr));
+    let from_copy: Vec<&str> = args.iter().copied().chain(["--resume", copy.to_str().unwrap()]).collect();
+    let refused = ghbench(&fixture, &from_copy);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("cannot resume the run of") && said.contains("postgres's indexes: none then, {table}_"), "{said}");
+    assert!(!said.contains("'s data:"), "the data is the same: {said}");
     let more = work.path().join("more");
     let gen = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(["gen", "--from", "2015-01-02T00", "--hours", "1", "--events", "50", "--out", more.to_str().unwrap()]).output().unwrap();
     assert!(gen.status.success());
     let ingest = ghbench(&fixture, &["ingest", "--engines", "postgres", "--source", more.to_str().unwrap(), "--from", "2015-01-02T00", "--quarantine-dir", work.path().join("q").to_str().unwrap()]);
     assert!(ingest.status.success());
-    let from_copy: Vec<&str> = args.iter().copied().chain(["--resume", copy.to_str().unwrap()]).collect();
     let refused = ghbench(&fixture, &from_copy);
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "{said}");

@@ -172,12 +172,12 @@ pub struct RunPlan {
     pub queries: QueryOptions,
     pub baseline: Option<Engine>,
     pub concurrency: Option<ConcurrencyOptions>,
-    /// Where the record is written as the run goes, after every query and
-    /// marked unfinished (the caller writes the finished one there); None:
-    /// only at the end, by the caller.
-    pub record_to: Option<PathBuf>,
-    /// An unfinished record to go on from (`--resume`), and where it is: its
-    /// queries are kept, with their answers from beside it.
+    /// How the record is kept as the run goes, after every query and marked
+    /// unfinished (the caller writes the finished one); None: only at the
+    /// end, by the caller.
+    pub record_to: Option<KeptAsItGoes>,
+    /// An unfinished record to go on from (`--resume`), and the folder its
+    /// answers are in: its queries are kept, with their answers.
     pub resume: Option<(RunRecord, PathBuf)>,
     /// `--cold`'s method (`restart`, `clear`), recorded with the cold runs.
     pub cold_method: Option<&'static str>,
@@ -187,11 +187,30 @@ pub struct RunPlan {
     pub before_runs: Vec<String>,
 }
 
-/// Passes every event on, and writes the record so far after each query.
+/// How a run's record is kept as it goes: each finished query's answers
+/// into a folder, then the record so far written where its command keeps it
+/// (`query`: the record itself; `bench`: inside the bench's record).
+pub struct KeptAsItGoes {
+    /// The answers' folder (see [`answers_file`]).
+    pub answers: PathBuf,
+    /// Writes the record so far, unfinished; says where in its error.
+    pub save: Box<dyn Fn(&RunRecord) -> Result<()> + Send + Sync>,
+}
+
+impl KeptAsItGoes {
+    /// The record written whole at `path`, its answers in [`answers_dir`] beside it.
+    pub fn at(path: &Path) -> KeptAsItGoes {
+        let (answers, path) = (answers_dir(path), path.to_path_buf());
+        let save = move |record: &RunRecord| write(&path, &serde_json::to_string_pretty(record)?);
+        KeptAsItGoes { answers, save: Box::new(save) }
+    }
+}
+
+/// Passes every event on, and keeps the record so far after each query.
 struct Checkpoints<'a> {
     inner: &'a dyn Progress,
     record: std::sync::Mutex<RunRecord>,
-    path: &'a Path,
+    to: &'a KeptAsItGoes,
     /// What the engines hold: the cause of a mismatch, said as the final record says it.
     data: &'a DataConsistency,
 }
@@ -200,14 +219,13 @@ impl Progress for Checkpoints<'_> {
     fn event(&self, event: RunEvent<'_>) {
         if let RunEvent::QueryDone { record: query, rows } = &event {
             // The answers first: a record never lists a query whose answers are not kept.
-            let kept = serde_json::to_string(rows).map_err(anyhow::Error::from).and_then(|json| write(&answers_file(self.path, query), &json));
+            let kept = serde_json::to_string(rows).map_err(anyhow::Error::from).and_then(|json| write(&answers_file(&self.to.answers, query), &json));
             let mut record = self.record.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let mut query = (*query).clone();
             explain_mismatches(std::slice::from_mut(&mut query), self.data);
             record.queries.push(query);
-            let written = kept.and_then(|()| serde_json::to_string_pretty(&*record).map_err(anyhow::Error::from)).and_then(|json| write(self.path, &json));
-            if let Err(e) = written {
-                eprintln!("warning: the record of the queries so far was not written to {} ({e:#}); the run goes on", self.path.display());
+            if let Err(e) = kept.and_then(|()| (self.to.save)(&record)) {
+                eprintln!("warning: the record of the queries so far was not written ({e:#}); the run goes on");
             }
         }
         self.inner.event(event);
@@ -216,9 +234,9 @@ impl Progress for Checkpoints<'_> {
 
 /// Where a record written as the run goes keeps one query's answers, every
 /// engine's rows, for a resumed run to check its answers under load against:
-/// `<record>.answers/<query>-<variant>.json`.
-fn answers_file(record: &Path, query: &QueryRecord) -> PathBuf {
-    answers_dir(record).join(format!("{}-{}.json", query.query, query.variant))
+/// `<answers>/<query>-<variant>.json`.
+fn answers_file(answers: &Path, query: &QueryRecord) -> PathBuf {
+    answers.join(format!("{}-{}.json", query.query, query.variant))
 }
 
 /// `olap-<time>.answers/` beside the record: every engine's rows of every
@@ -229,11 +247,11 @@ pub fn answers_dir(record: &Path) -> PathBuf {
 
 /// The kept answers of a resumed run's queries; a query whose file is gone
 /// gets none (its answers under load are then not checked, said there).
-fn kept_answers(record: &Path, queries: &[QueryRecord]) -> Vec<Vec<Option<Vec<ghbench_olap::rows::Row>>>> {
+fn kept_answers(answers: &Path, queries: &[QueryRecord]) -> Vec<Vec<Option<Vec<ghbench_olap::rows::Row>>>> {
     queries
         .iter()
         .map(|q| {
-            let read = std::fs::read_to_string(answers_file(record, q)).ok().and_then(|json| serde_json::from_str(&json).ok());
+            let read = std::fs::read_to_string(answers_file(answers, q)).ok().and_then(|json| serde_json::from_str(&json).ok());
             read.unwrap_or_else(|| vec![None; q.engines.len()])
         })
         .collect()
@@ -306,7 +324,7 @@ pub async fn measure(
         eprintln!("{line}");
     }
     let unfinished = RunRecord { schema: SCHEMA.into(), context: context.clone(), queries: kept.clone(), published: catalog.paper(), concurrency: None, finished: false };
-    let checkpoints = record_to.as_deref().map(|path| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), path, data: &data_consistency });
+    let checkpoints = record_to.as_ref().map(|to| Checkpoints { inner: progress, record: std::sync::Mutex::new(unfinished), to, data: &data_consistency });
     let progress: &dyn Progress = match &checkpoints {
         Some(checkpoints) => checkpoints,
         None => progress,

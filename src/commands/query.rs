@@ -13,7 +13,7 @@ use ghbench_olap::runner::{Progress, RunEvent};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{answers_dir, RunPlan, measure, write_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
+use super::olap::{answers_dir, KeptAsItGoes, RunPlan, measure, write_charts, CatalogOptions, TimingArgs, DEFAULT_YEAR};
 use crate::options::{connect_backends, ConnOptions, Engines};
 use crate::outcome::Finished;
 use crate::output::{MarkdownArg, ResultsArgs, RunFiles};
@@ -82,7 +82,8 @@ pub struct QueryArgs {
     /// leaves one, written after every query): its queries are kept, the rest
     /// run, and the record is finished in place. Give the same command it was
     /// started with; refused, saying what changed, when the data, the servers,
-    /// their settings, the query texts, the timing options or ghbench differ.
+    /// their settings, the indexes, the memory limits, the query texts, the
+    /// timing options or ghbench differ.
     #[arg(long, value_name = "RECORD")]
     pub resume: Option<PathBuf>,
 }
@@ -111,7 +112,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     // Written after every query (unfinished) and again at the end; a resumed
     // run finishes the record it went on from.
     let resume = match &args.resume {
-        Some(path) => Some((super::resume::unfinished(path)?, path.clone())),
+        Some(path) => Some((super::resume::unfinished(path)?, answers_dir(path))),
         None => None,
     };
     let json_path = match &args.resume {
@@ -126,7 +127,7 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
             progress.bar.suspend(|| eprintln!("cold: {line}"));
         }
     }
-    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(json_path.clone()), resume, cold_method: args.timing.cold_method(), before_runs: Vec::new() };
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(KeptAsItGoes::at(&json_path)), resume, cold_method: args.timing.cold_method(), before_runs: Vec::new() };
     let measured = measure(&mut backends, &catalog, plan, &table, &progress, &cooler).await;
     progress.bar.finish_and_clear();
     let (record, warning) = measured?;

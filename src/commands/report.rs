@@ -186,7 +186,8 @@ fn load(path: &Path) -> Result<Saved> {
 /// One bench record: its page, its Markdown (without the chart files, which
 /// `ghbench bench` wrote beside it), or its tables.
 fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
-    let run = largest(bench).context("the bench record holds no size")?;
+    // A bench stopped in its first size shows what it finished there.
+    let run = largest(bench).or(bench.measuring.as_ref().map(|m| &m.run)).context("the bench record holds no size")?;
     let problems = bench_problems(bench);
     let finished = if let Some(page) = &args.html {
         why_untrusted(&problems);
@@ -196,7 +197,7 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
         Finished::ok().wrote_all(target.write(&format!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run)))?)
     } else {
         let screen = Screen::new(false);
-        for size in &bench.sizes {
+        for size in bench.sizes.iter().chain(&bench.measuring) {
             screen.line(size_text(size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
                 screen.line(text);

@@ -47,6 +47,9 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
         differs(&format!("{}'s data", a.engine), data(a), data(b));
         differs(&format!("{}'s server", a.engine), server(a), server(b));
         differs(&format!("{}'s settings", a.engine), settings(a, &then.table), settings(b, &now.table));
+        // A query timed with indexes and one without are no one run (`ingest --index` between).
+        differs(&format!("{}'s indexes", a.engine), indexes(a, &then.table), indexes(b, &now.table));
+        differs(&format!("{}'s memory", a.engine), memory(a), memory(b));
     }
     changed
 }
@@ -81,6 +84,27 @@ fn data(e: &EngineRecord) -> String {
 
 fn server(e: &EngineRecord) -> String {
     e.server.as_ref().map_or_else(|| "unknown".into(), |s| format!("{} {} ({})", s.product, s.version, s.build))
+}
+
+/// The indexes' names, sorted, the table's name in them said as `{table}`
+/// (PostgreSQL's are `<table>_<what>`: each bench size has its own).
+fn indexes(e: &EngineRecord, table: &str) -> String {
+    let Some(storage) = &e.storage else { return "unknown".into() };
+    let mut names: Vec<String> = storage.indexes.iter().map(|i| i.name.replace(table, "{table}")).collect();
+    names.sort();
+    match names.is_empty() {
+        true => "none".into(),
+        false => names.join(","),
+    }
+}
+
+/// The memory the engine ran with, and whether a limit held it (`--memory`, `--regime`).
+fn memory(e: &EngineRecord) -> String {
+    match &e.memory {
+        Some(m) if m.limit.is_some() => format!("a limit of {}", ghbench_core::size::said(m.bytes)),
+        Some(m) => format!("{} with no limit", ghbench_core::size::said(m.bytes)),
+        None => "unknown".into(),
+    }
 }
 
 /// The settings, the table's own name in them (a setup's collection options

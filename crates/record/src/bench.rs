@@ -21,8 +21,13 @@ pub struct BenchRecord {
     /// Per query, variant and engine, the hot median against events loaded and
     /// the fitted growth; empty with a single size.
     pub growth: Vec<Growth>,
-    /// False while the bench goes on: written after every size, so a bench
-    /// that stops keeps the sizes it finished. Files from before are finished.
+    /// The size being measured when the record was last written: its loads
+    /// and index builds, and its run with the queries it finished (unfinished).
+    /// A bench that stops there keeps them; `--resume` goes on at its next query.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measuring: Option<SizeRecord>,
+    /// False while the bench goes on: written after every query, so a bench
+    /// that stops keeps the sizes and queries it finished. Files from before are finished.
     #[serde(default = "finished")]
     pub finished: bool,
     /// This bench went on from an unfinished record (`--resume`): the sizes it

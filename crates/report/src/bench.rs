@@ -354,9 +354,14 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
 /// And a bench that stopped before its last size, said.
 pub fn partial_lines(record: &BenchRecord) -> Vec<String> {
     let sizes = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect::<Vec<_>>().join(", ");
+    // The size it stopped in: the queries it finished there, kept for `--resume`.
+    let stopped_in = record.measuring.as_ref().map_or_else(String::new, |m| {
+        let queries: Vec<String> = m.run.queries.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
+        format!(" (of the {} h size it stopped in, {} finished: {}, kept to go on from)", m.hours, queries.len(), queries.join(", "))
+    });
     let unfinished = (!record.finished).then(|| match record.sizes.is_empty() {
-        true => "UNFINISHED: the bench stopped before its first size was measured".to_string(),
-        false => format!("UNFINISHED: the bench stopped after size(s) {sizes}; this record holds those alone"),
+        true => format!("UNFINISHED: the bench stopped before its first size was measured{stopped_in}"),
+        false => format!("UNFINISHED: the bench stopped after size(s) {sizes}; this record holds those alone{stopped_in}"),
     });
     unfinished.into_iter().chain(resumed_line(record)).collect()
 }

@@ -17,7 +17,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
-use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadRecord, SizeRecord, BENCH_SCHEMA};
+use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadMemory, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_report::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_report::concurrency::concurrency_text;
@@ -30,7 +30,7 @@ use ghbench_olap::{Backend, Catalog};
 
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
-use super::olap::{RunPlan, measure, plan_concurrency, write, write_charts, CatalogOptions, TimingArgs};
+use super::olap::{answers_dir, measure, plan_concurrency, write, write_charts, CatalogOptions, KeptAsItGoes, RunPlan, TimingArgs};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, HourArgs, Selected};
 use crate::outcome::{Finished, Screen};
@@ -177,11 +177,14 @@ pub struct BenchArgs {
     #[command(flatten)]
     pub markdown: MarkdownArg,
 
-    /// Go on with the unfinished bench of this record (a bench stopped part way
-    /// keeps the sizes it finished): those sizes are kept, the rest measured,
-    /// the record finished in place. Give the same command; refused, saying
-    /// what changed, when the data, the engines, ghbench, the timing options,
-    /// the query texts or the servers and their settings differ.
+    /// Go on with the unfinished bench of this record (written after every
+    /// query: a bench stopped part way keeps the sizes and queries it
+    /// finished): those are kept, the size it stopped in goes on at its next
+    /// query, the rest is measured, the record finished in place. Give the
+    /// same command; refused, saying what changed, when the data, the engines,
+    /// ghbench, the timing options, the query texts, the servers and their
+    /// settings, the indexes or the memory limits differ, or when the stopped
+    /// size's tables had to be loaded or indexed again.
     #[arg(long, value_name = "RECORD")]
     pub resume: Option<PathBuf>,
 }
@@ -261,14 +264,15 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // The servers go back as setup left them however the bench ends (after a
     // signal, `cli` restores them: see `memory::restore_after_signal`).
     let measured = async {
-        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), finished: false, resumed: None, regime: None };
-        // Written after every size (unfinished until the report): a bench that
-        // stops keeps the sizes it measured; a resumed one finishes its record.
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), measuring: None, finished: false, resumed: None, regime: None };
+        // Written after every query and size (unfinished until the report): a
+        // bench that stops keeps what it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
             Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
             None => (fresh, args.results.record_path("bench")),
         };
         crate::outcome::written_as_it_goes(&json_path);
+        crate::outcome::written_as_it_goes(&answers_dir(&json_path));
         let write_record = |record: &BenchRecord| {
             let written = serde_json::to_string_pretty(record).map_err(anyhow::Error::from).and_then(|text| write(&json_path, &text));
             if let Err(e) = written {
@@ -304,11 +308,30 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));
             }
-            let run = queries.run(backends, &table, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase).await?;
+            let answers = answers_dir(&json_path).join(format!("{hours}h"));
+            let mut size = SizeSoFar { hours, table: table.to_string(), loads, indexes, memory_during_load };
+            // The size a resumed record stopped in: its loads, index builds and
+            // finished queries kept, the run going on at its next query.
+            let going_on = match record.measuring.take().filter(|m| m.hours == hours) {
+                Some(stopped) => {
+                    let (kept, run) = SizeSoFar::of(stopped);
+                    resume::nothing_redone(&size.loads, &size.indexes, hours)?;
+                    let queries: Vec<String> = run.queries.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
+                    phase(&format!("going on from the record it resumes, its loads, index builds and {} kept", match queries.is_empty() {
+                        true => "no query".to_string(),
+                        false => queries.join(", "),
+                    }));
+                    size = kept;
+                    Some((run, answers.clone()))
+                }
+                None => None,
+            };
+            let keep = KeptAsItGoes { answers, save: Box::new(save_measuring(&json_path, &record, &size)) };
+            let run = queries.run(backends, &table, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase, Some(keep), going_on).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
-            let size = SizeRecord { hours, table: table.to_string(), loads, indexes, run, memory_during_load };
+            let size = size.with_run(run);
             screen.line(size_text(&size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
                 screen.line(text);
@@ -349,7 +372,19 @@ struct Queries<'a> {
 impl Queries<'_> {
     /// The queries on `table` through `backends` (closed afterwards), under
     /// `memory` when the servers were restarted inside that limit.
-    async fn run(&self, mut backends: Vec<Box<dyn Backend>>, table: &TableName, prefix: &str, memory: Option<&memory::MemorySize>, phase: &dyn Fn(&str)) -> Result<RunRecord> {
+    /// The record so far is kept by `keep` after every query; `resume` goes
+    /// on from an unfinished run (its answers' folder beside it).
+    #[allow(clippy::too_many_arguments)]
+    async fn run(
+        &self,
+        mut backends: Vec<Box<dyn Backend>>,
+        table: &TableName,
+        prefix: &str,
+        memory: Option<&memory::MemorySize>,
+        phase: &dyn Fn(&str),
+        keep: Option<KeptAsItGoes>,
+        resume: Option<(RunRecord, PathBuf)>,
+    ) -> Result<RunRecord> {
         let cooler = self.timing.cooler(self.engines, self.managed, table, memory.cloned());
         // Under a limit what the queries read is charged to it, not found
         // cached outside it: the page cache is dropped first, and said in the
@@ -372,7 +407,7 @@ impl Queries<'_> {
         let baseline = self.engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(prefix.to_string());
-        let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: None, resume: None, cold_method: self.timing.cold_method(), before_runs };
+        let plan = RunPlan { queries: options.clone(), baseline, concurrency: self.concurrency.clone(), record_to: keep, resume, cold_method: self.timing.cold_method(), before_runs };
         let measured = measure(&mut backends, self.catalog, plan, table, &progress, &cooler).await;
         progress.bar.finish_and_clear();
         for backend in &backends {
@@ -381,6 +416,40 @@ impl Queries<'_> {
         let mut run = measured?.0;
         run.context.machine.disk = self.disk.cloned();
         Ok(run)
+    }
+}
+
+/// A size before its queries: its loads and index builds.
+#[derive(Clone)]
+struct SizeSoFar {
+    hours: u32,
+    table: String,
+    loads: Vec<LoadRecord>,
+    indexes: Vec<IndexEngineRecord>,
+    memory_during_load: Vec<LoadMemory>,
+}
+
+impl SizeSoFar {
+    fn with_run(self, run: RunRecord) -> SizeRecord {
+        let SizeSoFar { hours, table, loads, indexes, memory_during_load } = self;
+        SizeRecord { hours, table, loads, indexes, run, memory_during_load }
+    }
+
+    /// A size's record taken apart: what came before its queries, and its run.
+    fn of(size: SizeRecord) -> (SizeSoFar, RunRecord) {
+        let SizeRecord { hours, table, loads, indexes, run, memory_during_load } = size;
+        (SizeSoFar { hours, table, loads, indexes, memory_during_load }, run)
+    }
+}
+
+/// What keeps a size's record as its queries finish: the bench's record as
+/// it stood before the size, with the size and its run so far as the one it
+/// is measuring, written whole at `path`.
+fn save_measuring(path: &Path, record: &BenchRecord, size: &SizeSoFar) -> impl Fn(&RunRecord) -> Result<()> + Send + Sync + 'static {
+    let (path, record, size) = (path.to_path_buf(), record.clone(), size.clone());
+    move |run: &RunRecord| {
+        let record = BenchRecord { measuring: Some(size.clone().with_run(run.clone())), ..record.clone() };
+        write(&path, &serde_json::to_string_pretty(&record)?)
     }
 }
 
@@ -485,6 +554,10 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
     let html_path = json_path.with_extension("html");
     write(&html_path, &bench_html(record, &charts)?)?;
     finished = finished.wrote(html_path);
+    let answers = answers_dir(json_path);
+    if answers.is_dir() {
+        finished = finished.wrote(answers);
+    }
 
     if let Some(text) = ghbench_report::regime::regime_text(record) {
         screen.line(text);

@@ -102,7 +102,7 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
             drop(under.take());
             under = Some(UnderLimit::start(&memory, queries.engines, queries.managed, &say).await?);
             let backends = connect_backends(queries.engines, table).await?;
-            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&memory), &phase).await?;
+            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&memory), &phase, None, None).await?;
             if let Some(kept) = kept {
                 super::resume::same_sweep(&kept, &run.context)?;
             }

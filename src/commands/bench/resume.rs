@@ -1,12 +1,13 @@
 //! `ghbench bench --resume RECORD`: an unfinished bench goes on from its
-//! record (written after every size), the sizes it finished kept, the rest
-//! measured; only on what the record was made on.
+//! record (written after every query), the sizes it finished kept, the size
+//! it stopped in going on at its next query, the rest measured; only on what
+//! the record was made on.
 
 use std::path::Path;
 
 use anyhow::{bail, Context as _, Result};
-use ghbench_olap::bench::BenchRecord;
-use ghbench_olap::record::{Context, Resumed};
+use ghbench_olap::bench::{BenchRecord, LoadRecord};
+use ghbench_olap::record::{Context, IndexEngineRecord, Resumed};
 
 use crate::options::Selected;
 
@@ -25,7 +26,7 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     if record.regime.is_some() && !sweeps {
         bail!("cannot resume {}: it holds a --regime sweep this command does not ask for; give the same --regime", path.display());
     }
-    if let Some(extra) = record.sizes.iter().find(|s| !sizes.contains(&s.hours)) {
+    if let Some(extra) = record.sizes.iter().chain(&record.measuring).find(|s| !sizes.contains(&s.hours)) {
         bail!("cannot resume {}: it holds a size of {} h this command does not ask for; give the same --scale", path.display(), extra.hours);
     }
     // Known before anything is loaded: not worth a size's time to find out.
@@ -36,7 +37,7 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
         }
     }
     let now: Vec<String> = engines.iter().map(|e| e.engine().to_string()).collect();
-    for size in &record.sizes {
+    for size in record.sizes.iter().chain(&record.measuring) {
         let then: Vec<String> = size.loads.iter().map(|l| l.engine.to_string()).collect();
         if then != now {
             bail!("cannot resume {}: the engines were {} then, {} now", path.display(), then.join(","), now.join(","));
@@ -53,6 +54,20 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     Ok(record)
 }
 
+/// The tables a stopped size's queries were timed on are as they were: its
+/// resumed load loaded nothing (every hour reused) and no index was built
+/// anew. Else the kept queries and the ones to come would be about different
+/// tables, however alike their data.
+pub fn nothing_redone(loads: &[LoadRecord], indexes: &[IndexEngineRecord], hours: u32) -> Result<()> {
+    let loaded = loads.iter().filter(|l| l.hours_loaded > 0).map(|l| format!("{} loaded {} hour(s) again", l.engine, l.hours_loaded));
+    let built = indexes.iter().flat_map(|e| e.indexes.iter().filter(|i| i.created).map(move |i| format!("{} built index {} anew", e.engine, i.name)));
+    let redone: Vec<String> = loaded.chain(built).collect();
+    if !redone.is_empty() {
+        bail!("cannot go on with the {hours} h size where it stopped: {} since its first queries were timed; start the bench anew", redone.join(", "));
+    }
+    Ok(())
+}
+
 /// A size measured now was measured as the kept ones were: the same ghbench,
 /// timing options, query texts, engines, servers and settings (its data and
 /// table are its own). Checked once the first new size ran: what it measured
@@ -63,9 +78,9 @@ pub fn same_run(then: &Context, now: &Context) -> Result<()> {
 
 /// A `--regime` point measured now was measured as the kept ones were: the
 /// same as [`same_run`] asks, on the same table and data; their memory
-/// settings differ with the limit, by design.
+/// and memory settings differ with the limit, by design.
 pub fn same_sweep(then: &Context, now: &Context) -> Result<()> {
-    same_as_kept(then, now, "points", &["'s settings"])
+    same_as_kept(then, now, "points", &["'s settings", "'s memory"])
 }
 
 /// What changed from `then` to `now` refused, but the changes `expected`
