@@ -9,15 +9,9 @@ use ghbench_testkit::*;
 #[tokio::test]
 async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {
     let _servers = shared_servers();
-    let Some(real) = real_hour() else { return };
-    let per_hour = real_lines(&real).len() as u64;
     let hours = 6;
     let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("hours");
-    std::fs::create_dir(&dir).unwrap();
-    for h in 0..hours {
-        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
-    }
+    let Some((dir, per_hour)) = real_hour_copies(work.path(), hours as usize) else { return };
     let table = table("crash");
     drop_table(&table).await;
     let args = ["--source", dir.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "6", "--concurrency", "2"];
@@ -34,18 +28,12 @@ async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {
         .unwrap();
     // Kill once more than an hour's worth has arrived (so some hours are done and
     // others half-written) but before the run can finish.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        let (_, mongo) = counts_if_exists(&table).await;
-        if mongo > per_hour && mongo % per_hour != 0 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "ingest never started writing");
-        assert!(child.try_wait().unwrap().is_none(), "ingest ended before it could be killed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let named = table.as_str();
+    kill_once(&mut child, "ingest writing", || async move {
+        let (_, mongo) = counts_if_exists(named).await;
+        mongo > per_hour && mongo % per_hour != 0
+    })
+    .await;
     let (pg_after_kill, mongo_after_kill) = counts_if_exists(&table).await;
     assert!(mongo_after_kill < hours * per_hour, "the kill came too late to test anything");
     eprintln!("after kill: postgres {pg_after_kill}, mongo {mongo_after_kill}");
@@ -58,6 +46,18 @@ async fn a_killed_run_leaves_no_partial_hour_after_the_rerun() {
         assert_eq!(t["engines"][engine]["table_events"], hours * per_hour, "{engine} ledger");
     }
     drop_table(&table).await;
+}
+
+/// Kills `child` (SIGKILL) once `reached` says so, asked every 20 ms; it must not end before.
+async fn kill_once<F: std::future::Future<Output = bool>>(child: &mut std::process::Child, what: &str, mut reached: impl FnMut() -> F) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !reached().await {
+        assert!(Instant::now() < deadline, "never seen: {what}");
+        assert!(child.try_wait().unwrap().is_none(), "ingest ended before it could be killed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
 }
 
 /// Counts that tolerate the table not existing yet.
@@ -78,14 +78,8 @@ async fn counts_if_exists(table: &str) -> (u64, u64) {
 #[tokio::test]
 async fn a_mongodb_hour_killed_part_way_is_named_by_a_query_and_removed_by_the_next_load_of_other_hours() {
     let _servers = shared_servers();
-    let Some(real) = real_hour() else { return };
-    let per_hour = real_lines(&real).len() as u64;
     let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("hours");
-    std::fs::create_dir(&dir).unwrap();
-    for h in 0..2 {
-        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
-    }
+    let Some((dir, per_hour)) = real_hour_copies(work.path(), 2) else { return };
     let table = table("mongo_part");
     drop_table(&table).await;
     let collection = mongo().await.collection::<mongodb::bson::Document>(&table);
@@ -102,18 +96,12 @@ async fn a_mongodb_hour_killed_part_way_is_named_by_a_query_and_removed_by_the_n
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        let n = collection.count_documents(mongodb::bson::doc! {}).await.unwrap();
-        if n > per_hour && n < 2 * per_hour {
-            break;
-        }
-        assert!(Instant::now() < deadline, "ingest never reached the second hour");
-        assert!(child.try_wait().unwrap().is_none(), "ingest ended before it could be killed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    let documents = &collection;
+    kill_once(&mut child, "ingest reaching the second hour", || async move {
+        let n = documents.count_documents(mongodb::bson::doc! {}).await.unwrap();
+        n > per_hour && n < 2 * per_hour
+    })
+    .await;
     // A batch sent before the kill may still go in after it: counted once it stops changing.
     let mut held = collection.count_documents(mongodb::bson::doc! {}).await.unwrap();
     loop {

@@ -47,14 +47,8 @@ fn refused(out: &Output, engine: &str) {
 #[tokio::test]
 async fn a_second_run_on_the_same_table_is_refused_and_a_killed_holder_blocks_nothing() {
     let _servers = shared_servers();
-    let Some(real) = real_hour() else { return };
-    let per_hour = real_lines(&real).len() as u64;
     let work = tempfile::tempdir().unwrap();
-    let dir = work.path().join("hours");
-    std::fs::create_dir(&dir).unwrap();
-    for h in 0..10 {
-        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
-    }
+    let Some((dir, per_hour)) = real_hour_copies(work.path(), 10) else { return };
     let table = table("overlap");
     drop_table(&table).await;
 

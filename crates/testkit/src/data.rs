@@ -69,3 +69,16 @@ pub fn write_hour(dir: &Path, file_name: &str, lines: &[Vec<u8>]) -> PathBuf {
     std::fs::write(&path, gzip_lines(lines)).unwrap();
     path
 }
+
+/// The folder `hours` in `work`, holding the real hour as each of the `n`
+/// hours from 2015-01-01T00, and the events of each; None (the test skips)
+/// without the real hour.
+pub fn real_hour_copies(work: &Path, n: usize) -> Option<(PathBuf, u64)> {
+    let real = real_hour()?;
+    let dir = work.join("hours");
+    std::fs::create_dir_all(&dir).unwrap();
+    for h in 0..n {
+        std::fs::copy(&real, dir.join(format!("2015-01-01-{h}.json.gz"))).unwrap();
+    }
+    Some((dir, real_lines(&real).len() as u64))
+}

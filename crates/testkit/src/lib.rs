@@ -30,7 +30,7 @@ pub mod throwaway_mysql;
 pub mod throwaway_pg;
 pub mod tls;
 
-pub use data::{data_dir, gzip_lines, lines_of, real_hour, real_lines, repo, write_hour, HOUR, HOUR_EVENTS, REAL_HOUR_FILE};
+pub use data::{data_dir, gzip_lines, lines_of, real_hour, real_hour_copies, real_lines, repo, write_hour, HOUR, HOUR_EVENTS, REAL_HOUR_FILE};
 pub use groups::{alone_with_servers, disturbs_servers, shared_servers, ServersGuard};
 pub use host::{free_port, is_root, own_temp_dir};
 #[cfg(feature = "olap")]
