@@ -24,6 +24,7 @@ mod ingest_recovery;
 mod ledger_upgrade;
 mod leftovers;
 mod limits;
+mod lock_waits;
 mod mysql;
 mod normalized;
 mod olap;

@@ -19,7 +19,7 @@ use tokio::sync::Mutex;
 
 use crate::abandoned::labelled;
 use crate::cancel::cancellable;
-use crate::connect::Server;
+use crate::connect::{set_lock_waits, Server, LOCK_WAIT_SECONDS};
 use crate::error::{engine_error, server_code};
 use crate::explain::{index_use, indexes_in_text};
 use crate::ledger::MyLedger;
@@ -37,15 +37,18 @@ pub struct MysqlBackend {
     table: TableName,
     /// `--query-timeout`, set before each prepared query.
     limit: Option<Duration>,
+    /// The session's lock-wait and statement limits, lifted on connecting,
+    /// as recorded (see [`crate::connect::without_limits`]).
+    limits_lifted: BTreeMap<String, String>,
 }
 
 impl MysqlBackend {
     pub async fn connect(setup: &'static MysqlSetup, url: &str, table: &TableName) -> BackendResult<Self> {
         let mut server = Server::connect(&setup.spec, url).await?;
         crate::abandoned::end_abandoned(&setup.spec, url, &mut server.conn).await;
-        crate::connect::bound_lock_waits(&mut server.conn).await.map_err(engine_error)?;
         let (product, id) = (server.product(), server.conn.id());
-        Ok(MysqlBackend { setup, server: Mutex::new(server), product, id, url: url.to_string(), table: table.clone(), limit: None })
+        let limits_lifted = crate::connect::without_limits(&mut server.conn, product).await.map_err(engine_error).context("lifting the session's lock-wait and statement limits")?;
+        Ok(MysqlBackend { setup, server: Mutex::new(server), product, id, url: url.to_string(), table: table.clone(), limit: None, limits_lifted })
     }
 
     async fn another(&self) -> BackendResult<Box<dyn Backend>> {
@@ -60,9 +63,14 @@ impl MysqlBackend {
 
     /// Sets the session's statement limit to `--query-timeout`.
     async fn apply_limit(&self) -> BackendResult<()> {
-        let sql = self.product.statement_limit(self.limit);
+        self.limit_statements(self.limit).await.context("setting --query-timeout")
+    }
+
+    /// Sets the session's statement limit to `limit` (None: none).
+    async fn limit_statements(&self, limit: Option<Duration>) -> BackendResult<()> {
+        let sql = self.product.statement_limit(limit);
         let mut server = self.server.lock().await;
-        live(&mut server)?.query_drop(sql).await.map_err(engine_error).context("setting --query-timeout")
+        Ok(live(&mut server)?.query_drop(sql).await.map_err(engine_error)?)
     }
 
     /// Every row `sql` returns, as text cells (None for NULL); killed on the
@@ -134,6 +142,7 @@ impl Backend for MysqlBackend {
             crate::connect::describe(&self.setup.spec, &mut server, &self.url).await.map_err(engine_error)?
         };
         info.settings.insert("generated columns".into(), self.generated_columns().await);
+        info.settings.extend(self.limits_lifted.clone());
         Ok(info)
     }
 
@@ -162,7 +171,7 @@ impl Backend for MysqlBackend {
         // its pages are flushed, shared between rows and indexes as their pages are.
         let options = options.to_ascii_lowercase();
         if options.contains("page_compressed") || options.contains("compression=") {
-            if let Some(allocated) = allocated_bytes(conn, self.product, &t, self.setup.database(), self.table.as_str()).await {
+            if let Some(allocated) = allocated_bytes(conn, self.product, &t, self.setup.database(), self.table.as_str()).await.map_err(engine_error)? {
                 let pages = (table_bytes + index_bytes).max(1);
                 logical_bytes = Some(pages);
                 // In u128: a year's pages times its allocated bytes pass u64.
@@ -194,7 +203,10 @@ impl Backend for MysqlBackend {
 
     /// Each `CREATE INDEX IF NOT EXISTS` of the file, timed; an index that
     /// exists is skipped where the server has no such clause (MySQL 8).
+    /// No statement limit cuts a build: `--query-timeout`'s, left by a query
+    /// before, is lifted (the next query's `prepare` sets it again).
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
+        self.limit_statements(None).await.context("lifting the statement limit for the index builds")?;
         let mut builds = Vec::new();
         let database = self.setup.database();
         for statement in statements(SqlDialect::MySql, &file.for_table(&self.table)).with_context(|| file.path.clone())? {
@@ -302,8 +314,13 @@ impl Backend for MysqlBackend {
     }
 
     async fn clear_caches(&self) -> Vec<String> {
-        let done = match self.server.lock().await.conn.reset().await {
-            Ok(_) => "the session reset (COM_RESET_CONNECTION)".to_string(),
+        let mut server = self.server.lock().await;
+        let done = match server.conn.reset().await {
+            // The reset gives the session the server's limits back: lifted again.
+            Ok(_) => match crate::connect::without_limits(&mut server.conn, self.product).await {
+                Ok(_) => "the session reset (COM_RESET_CONNECTION)".to_string(),
+                Err(e) => format!("the session reset (COM_RESET_CONNECTION), but lifting its limits again failed: {e}"),
+            },
             Err(e) => format!("resetting the session failed: {e}"),
         };
         vec![format!("{}: {done}; the buffer pool stays warm: server not restarted", self.product)]
@@ -341,18 +358,29 @@ fn live(server: &mut Server) -> BackendResult<&mut mysql_async::Conn> {
 /// `INNODB_SYS_TABLESPACES`, MySQL 8's `INNODB_TABLESPACES`), its dirty pages
 /// flushed first (`FLUSH TABLES ... FOR EXPORT`, which holds writes for the
 /// moment). None where the server does not say or would not flush (no
-/// RELOAD right, a lock held elsewhere): the pages' own figures stand.
-async fn allocated_bytes(conn: &mut mysql_async::Conn, product: Product, qualified: &str, database: Option<&str>, table: &str) -> Option<u64> {
+/// RELOAD right, a lock held elsewhere for [`LOCK_WAIT_SECONDS`]): the
+/// pages' own figures stand. An error only where the session's lock waits
+/// could not be lifted again after the flush.
+async fn allocated_bytes(conn: &mut mysql_async::Conn, product: Product, qualified: &str, database: Option<&str>, table: &str) -> Result<Option<u64>, mysql_async::Error> {
     let view = match product {
         Product::MariaDb => "INNODB_SYS_TABLESPACES",
         Product::MySql => "INNODB_TABLESPACES",
-        Product::TiDb => return None,
+        Product::TiDb => return Ok(None),
     };
-    conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await.ok()?;
+    // A figure is not worth waiting on another session's writes for: the
+    // session's lock waits are bounded for the flush alone.
+    set_lock_waits(conn, Some(LOCK_WAIT_SECONDS)).await?;
+    let flushed = conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await;
+    set_lock_waits(conn, None).await?;
+    if flushed.is_err() {
+        return Ok(None);
+    }
     let sql = format!("SELECT ALLOCATED_SIZE FROM information_schema.{view} WHERE NAME = CONCAT(COALESCE(?, DATABASE()), '/', ?)");
     let allocated: Option<u64> = conn.exec_first(sql, (database, table)).await.ok().flatten();
-    conn.query_drop("UNLOCK TABLES").await.ok()?;
-    allocated
+    match conn.query_drop("UNLOCK TABLES").await {
+        Ok(()) => Ok(allocated),
+        Err(_) => Ok(None),
+    }
 }
 
 /// The statement without `IF NOT EXISTS` after `CREATE INDEX`, for a server

@@ -105,20 +105,41 @@ pub async fn describe(spec: &EngineSpec, server: &mut Server, url: &str) -> Resu
 /// `names` as the server says them (`SHOW GLOBAL VARIABLES`); a name it
 /// does not have is said so.
 pub async fn settings(conn: &mut Conn, names: &[&str]) -> BTreeMap<String, String> {
-    let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
-    let mut said: BTreeMap<String, String> = names.iter().map(|n| (n.to_string(), "(not in this server)".to_string())).collect();
-    match conn.query::<(String, String), _>(format!("SHOW GLOBAL VARIABLES WHERE Variable_name IN ({list})")).await {
-        Ok(rows) => said.extend(rows.into_iter().map(|(name, value)| (name.to_ascii_lowercase(), value))),
+    match variables(conn, "GLOBAL", names).await {
+        Ok(said) => said,
         Err(e) => {
+            let mut said = variables_absent(names);
             said.insert("settings".into(), format!("not read: {}", error_chain(&e)));
+            said
         }
     }
-    said
 }
 
-/// How long a step waits for a server that holds a lock: long enough for
-/// another session's short DDL, short of a load's own timeouts.
+/// `names` as `SHOW <scope> VARIABLES` says them; a name the server does not
+/// have is said so.
+async fn variables(conn: &mut Conn, scope: &str, names: &[&str]) -> Result<BTreeMap<String, String>, mysql_async::Error> {
+    let list = names.iter().map(|n| format!("'{n}'")).collect::<Vec<_>>().join(", ");
+    let rows = conn.query::<(String, String), _>(format!("SHOW {scope} VARIABLES WHERE Variable_name IN ({list})")).await?;
+    let mut said = variables_absent(names);
+    said.extend(rows.into_iter().map(|(name, value)| (name.to_ascii_lowercase(), value)));
+    Ok(said)
+}
+
+fn variables_absent(names: &[&str]) -> BTreeMap<String, String> {
+    names.iter().map(|n| (n.to_string(), "(not in this server)".to_string())).collect()
+}
+
+/// How long a loading step waits for a server that holds a lock: long
+/// enough for another session's short DDL, short of a load's own timeouts.
 pub const LOCK_WAIT_SECONDS: u64 = 50;
+
+/// The session's lock waits, each with its longest value in seconds:
+/// `lock_wait_timeout` (metadata locks: an online index build waits on one
+/// for its last step, as long as any session has the table open in a
+/// transaction) a year, the maximum of MariaDB and MySQL alike;
+/// `innodb_lock_wait_timeout` (row locks) over three years, MariaDB's
+/// maximum and within MySQL's (a higher value is cut to it with a warning).
+const LOCK_WAITS: [(&str, u64); 2] = [("lock_wait_timeout", 31_536_000), ("innodb_lock_wait_timeout", 100_000_000)];
 
 /// How long a loading connection's server waits for the next piece of an
 /// hour before it gives up on the client (`net_read_timeout`, 30 s by
@@ -126,13 +147,40 @@ pub const LOCK_WAIT_SECONDS: u64 = 50;
 /// or a download pauses; ghbench bounds each step itself (`--timeout`).
 pub const LOAD_IDLE_SECONDS: u64 = 3600;
 
-/// A connection for loading: lock waits bounded, idle reads not.
+/// A connection for loading: lock waits bounded (each step has its
+/// `--timeout` besides), idle reads not.
 pub async fn for_loading(conn: &mut Conn) -> Result<(), mysql_async::Error> {
-    bound_lock_waits(conn).await?;
+    set_lock_waits(conn, Some(LOCK_WAIT_SECONDS)).await?;
     conn.query_drop(format!("SET SESSION net_read_timeout = {LOAD_IDLE_SECONDS}, SESSION net_write_timeout = {LOAD_IDLE_SECONDS}")).await
 }
 
-/// Sets `innodb_lock_wait_timeout` and `lock_wait_timeout` for the session.
-pub async fn bound_lock_waits(conn: &mut Conn) -> Result<(), mysql_async::Error> {
-    conn.query_drop(format!("SET SESSION innodb_lock_wait_timeout = {LOCK_WAIT_SECONDS}, SESSION lock_wait_timeout = {LOCK_WAIT_SECONDS}")).await
+/// Sets the session's [`LOCK_WAITS`] to `bound` seconds each, or (None) to
+/// their longest.
+pub async fn set_lock_waits(conn: &mut Conn, bound: Option<u64>) -> Result<(), mysql_async::Error> {
+    let each: Vec<String> = LOCK_WAITS.iter().map(|(name, longest)| format!("SESSION {name} = {}", bound.unwrap_or(*longest))).collect();
+    conn.query_drop(format!("SET {}", each.join(", "))).await
+}
+
+/// A connection that builds indexes (and runs queries): no limit of
+/// ghbench's own on its lock waits or statements, and none the server, the
+/// account (MariaDB's `MAX_STATEMENT_TIME`) or `init_connect` set, so an
+/// index build of hours never ends waiting for its last lock. Gives each
+/// limit as the session has it now and, where that changed, as it had it,
+/// for the record (the backend's `describe`). `--query-timeout` sets the
+/// statement limit again for each query.
+pub async fn without_limits(conn: &mut Conn, product: Product) -> Result<BTreeMap<String, String>, mysql_async::Error> {
+    let names: Vec<&str> = LOCK_WAITS.iter().map(|(name, _)| *name).chain([product.statement_limit_variable()]).collect();
+    let had = variables(conn, "SESSION", &names).await?;
+    set_lock_waits(conn, None).await?;
+    conn.query_drop(product.statement_limit(None)).await?;
+    let has = variables(conn, "SESSION", &names).await?;
+    Ok(has.iter().map(|(name, now)| (name.clone(), lifted(had.get(name), now))).collect())
+}
+
+/// A limit as recorded: its value now, and the one it was lifted from.
+fn lifted(before: Option<&String>, now: &str) -> String {
+    match before.filter(|before| *before != now) {
+        Some(before) => format!("{now} (lifted from {before}, the server's or the account's, for index builds and queries)"),
+        None => now.to_string(),
+    }
 }

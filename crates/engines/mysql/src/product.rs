@@ -65,15 +65,25 @@ impl Product {
         }
     }
 
-    /// The session variable that bounds a statement's time, and its value
-    /// for `limit` (None: no limit). MariaDB's `max_statement_time` is in
-    /// seconds and covers every statement; MySQL's and TiDB's
-    /// `max_execution_time` in milliseconds, SELECTs only.
-    pub fn statement_limit(self, limit: Option<std::time::Duration>) -> String {
+    /// The session variable that bounds a statement's time: MariaDB's
+    /// `max_statement_time` (seconds, every statement, DDL included), MySQL's
+    /// `max_execution_time` (milliseconds, SELECTs only) and TiDB's (every
+    /// statement).
+    pub fn statement_limit_variable(self) -> &'static str {
         match self {
-            Product::MariaDb => format!("SET SESSION max_statement_time = {}", limit.map_or(0.0, |l| l.as_secs_f64())),
-            Product::MySql | Product::TiDb => format!("SET SESSION max_execution_time = {}", limit.map_or(0, |l| l.as_millis().max(1))),
+            Product::MariaDb => "max_statement_time",
+            Product::MySql | Product::TiDb => "max_execution_time",
         }
+    }
+
+    /// The statement that sets [`Product::statement_limit_variable`] to
+    /// `limit` (None: no limit), in the variable's unit.
+    pub fn statement_limit(self, limit: Option<std::time::Duration>) -> String {
+        let value = match self {
+            Product::MariaDb => limit.map_or(0.0, |l| l.as_secs_f64()).to_string(),
+            Product::MySql | Product::TiDb => limit.map_or(0, |l| l.as_millis().max(1)).to_string(),
+        };
+        format!("SET SESSION {} = {value}", self.statement_limit_variable())
     }
 
     /// The server's error codes for a statement its time limit stopped

@@ -139,11 +139,17 @@ impl Known {
 /// Gives the database the tables and columns `schema` has found since `known`,
 /// taking the names other loaders recorded for the same paths, in a short
 /// transaction of its own (see the module's documentation).
+///
+/// Its DDL waits for its locks as long as another session holds them (a
+/// query of hours, an index build on a derived table): no lock limit of
+/// ghbench's own cuts `ghbench normalize`, an hours-long step, at its next
+/// new path. A load's extension is bounded by the step's `--timeout` like
+/// the rest of the hour; a deadlock PostgreSQL ends itself.
 pub async fn extend(client: &Client, schema: &mut Schema, known: &mut Known) -> Result<(), Error> {
     if known.is_all(schema) {
         return Ok(());
     }
-    if let Err(e) = client.batch_execute(&format!("BEGIN; SET LOCAL lock_timeout = '60s'; {SERIALIZE_DDL}")).await {
+    if let Err(e) = client.batch_execute(&format!("BEGIN; {SERIALIZE_DDL}")).await {
         let _ = client.batch_execute("ROLLBACK").await;
         return Err(e);
     }

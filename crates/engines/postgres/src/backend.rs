@@ -67,7 +67,10 @@ pub async fn result_rows(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_p
 /// for its tables), timing it and reporting it as built. `schema` is where
 /// the indexes must land (their tables' schema), None for the session's own:
 /// an index found nowhere else after its statement ran is an error, so a
-/// setup never takes another's index for its own.
+/// setup never takes another's index for its own. No time limit cuts a
+/// build: the session started with no `statement_timeout` or `lock_timeout`
+/// (see [`crate::connect`]), and `--query-timeout`'s, left by a query
+/// before, is lifted.
 pub async fn create_indexes(
     client: &Session,
     file: &QueryFile,
@@ -75,6 +78,7 @@ pub async fn create_indexes(
     schema: Option<&str>,
     built: &OnIndexBuilt,
 ) -> BackendResult<Vec<IndexBuild>> {
+    client.lift_limit().await.context("lifting --query-timeout for the index builds")?;
     let mut builds = Vec::new();
     for statement in sql::statements(text).with_context(|| file.path.clone())? {
         let name = sql::created_index_name(&statement).with_context(|| format!("{}: {statement}", file.path))?;

@@ -10,19 +10,21 @@ use crate::tls::Tls;
 
 /// The session limits a role, a database or a managed service may set by
 /// default, which would cut ghbench's long work: a query of hours, an index
-/// build, VACUUM, an hour's load in one transaction, the idle connection that
-/// holds the table's lock. Every session of ghbench starts with them off
-/// (0), so no limit applies that nobody asked for; `--query-timeout` sets
-/// `statement_timeout` on the query sessions alone.
+/// build or DDL waiting for a table another session holds (`lock_timeout`),
+/// VACUUM, an hour's load in one transaction, the idle connection that holds
+/// the table's lock. Every session of ghbench starts with them off (0), so no
+/// limit applies that nobody asked for; `--query-timeout` sets
+/// `statement_timeout` on the query sessions alone, and the loading lock's
+/// session bounds its own wait (see `lock`).
 ///
-/// The two every supported server has go in the startup packet, so they hold
+/// The ones every supported server has go in the startup packet, so they hold
 /// from the first statement (a role's `statement_timeout = '1ms'` would cut a
 /// `SET`); the newer ones are set just after, where the server has them.
-const STARTUP_LIMITS: &str = "-c statement_timeout=0 -c idle_in_transaction_session_timeout=0";
+const STARTUP_LIMITS: &str = "-c statement_timeout=0 -c lock_timeout=0 -c idle_in_transaction_session_timeout=0";
 /// `idle_session_timeout` (PostgreSQL 14), `transaction_timeout` (17).
 const LATER_LIMITS: [&str; 2] = ["idle_session_timeout", "transaction_timeout"];
 /// Every limit above, as recorded (`describe`).
-pub const SESSION_LIMITS: [&str; 4] = ["statement_timeout", "idle_in_transaction_session_timeout", "idle_session_timeout", "transaction_timeout"];
+pub const SESSION_LIMITS: [&str; 5] = ["statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout", "idle_session_timeout", "transaction_timeout"];
 
 /// How often the server checks, during a long query, that ghbench is still
 /// connected (PostgreSQL 14, Linux and a few other systems): a ghbench that is
@@ -156,6 +158,7 @@ pub async fn describe(spec: &EngineSpec, client: &tokio_postgres::Client, url: &
     }
     settings.insert("ssl".to_string(), ssl(client).await);
     settings.extend(session_limits(client).await);
+    settings.insert(LIMITS_LIFTED.to_string(), role_and_database_limits(client).await);
     let version = version.split_whitespace().next().unwrap_or(&version).to_string();
     let mut info = ServerInfo::new(spec.engine.clone(), "PostgreSQL", &version, build, url);
     info.settings = settings;
@@ -175,6 +178,25 @@ async fn ssl(client: &tokio_postgres::Client) -> String {
         },
         Ok(None) => "unknown (pg_stat_ssl has no row for this session)".to_string(),
         Err(_) => "unknown (pg_stat_ssl cannot be read)".to_string(),
+    }
+}
+
+/// The record's name for [`role_and_database_limits`].
+pub const LIMITS_LIFTED: &str = "limits lifted (the role's and database's)";
+
+/// The [`SESSION_LIMITS`] this session's role and database set by default
+/// (`ALTER ROLE` / `ALTER DATABASE ... SET`), e.g. `lock_timeout=1s`, which
+/// every ghbench session starts without: the record says what was lifted.
+/// A limit in the server's configuration file is not readable without its
+/// rights; the [`session_limits`] show it lifted all the same.
+async fn role_and_database_limits(client: &tokio_postgres::Client) -> String {
+    let sql = "SELECT string_agg(c, ', ' ORDER BY c) FROM pg_db_role_setting s, unnest(s.setconfig) c
+               WHERE s.setrole IN (0, (SELECT oid FROM pg_roles WHERE rolname = session_user))
+                 AND s.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))
+                 AND split_part(c, '=', 1) = ANY($1)";
+    match client.query_one(sql, &[&SESSION_LIMITS.as_slice()]).await {
+        Ok(row) => row.get::<_, Option<String>>(0).unwrap_or_else(|| "none".into()),
+        Err(e) => format!("not read: {}", error_chain(&e)),
     }
 }
 

@@ -58,12 +58,23 @@ impl Session {
     /// is not what the server has: from a query's `prepare`, not timed. Its
     /// error is typed: a lost connection found here is reconnected.
     pub async fn apply_limit(&self) -> Result<(), EngineError> {
-        if *lock(&self.applied) == self.limit {
+        self.limit_statements(self.limit).await
+    }
+
+    /// No `statement_timeout` for what follows (index builds: no limit of
+    /// ghbench's own cuts one); the next [`Session::apply_limit`] sets the
+    /// limit again.
+    pub async fn lift_limit(&self) -> Result<(), EngineError> {
+        self.limit_statements(None).await
+    }
+
+    async fn limit_statements(&self, limit: Option<Duration>) -> Result<(), EngineError> {
+        if *lock(&self.applied) == limit {
             return Ok(());
         }
-        let millis = self.limit.map_or(0, |l| l.as_millis().max(1));
+        let millis = limit.map_or(0, |l| l.as_millis().max(1));
         self.client.batch_execute(&format!("SET statement_timeout = {millis}")).await.map_err(engine_error)?;
-        *lock(&self.applied) = self.limit;
+        *lock(&self.applied) = limit;
         Ok(())
     }
 
