@@ -34,5 +34,6 @@ mod query_reconnect;
 mod report_compare;
 mod report_html;
 mod secrets;
+mod statistics;
 mod stored_hours;
 mod tuned;

@@ -10,7 +10,8 @@ use ghbench_olap::record::{IndexEngineRecord, IndexRunRecord, INDEX_SCHEMA};
 use ghbench_report::seconds;
 use ghbench_report::server_lines;
 use ghbench_olap::runner::create_indexes;
-use ghbench_olap::Backend;
+use ghbench_olap::backend::OnIndexBuilt;
+use ghbench_olap::{Backend, Catalog};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use crate::progress::Log;
@@ -61,7 +62,7 @@ pub async fn run_on(args: IndexArgs, registry: &Engines, screen: Screen) -> Resu
         let engine = backend.engine().clone();
         if !backend.spec().capabilities.indexes {
             screen.line(format!("{engine:<10} takes no indexes"));
-            engines.push(IndexEngineRecord { engine, indexes: Vec::new(), error: None });
+            engines.push(IndexEngineRecord { engine, indexes: Vec::new(), error: None, statistics: None });
             continue;
         }
         let multi = MultiProgress::new();
@@ -75,17 +76,16 @@ pub async fn run_on(args: IndexArgs, registry: &Engines, screen: Screen) -> Resu
         let on_built = move |b: &ghbench_olap::record::IndexBuild| {
             log.line(format!("{name:<10} {} {} in {} s", b.name, b.state(), seconds(b.seconds)));
         };
-        let result = with_progress(backend.as_ref(), &bar, &format!("creating indexes on {table}"), create_indexes(backend.as_ref(), &catalog, &on_built)).await;
+        let record = with_progress(backend.as_ref(), &bar, &format!("creating indexes on {table}"), build_indexes(backend.as_ref(), &catalog, &on_built)).await;
         bar.finish_and_clear();
-        let (indexes, error) = match result {
-            Ok(indexes) => (indexes, None),
-            Err(e) => {
-                ok = false;
-                eprintln!("error: {engine}: {e:#}");
-                (Vec::new(), Some(format!("{e:#}")))
-            }
-        };
-        engines.push(IndexEngineRecord { engine, indexes, error });
+        if let Some(e) = &record.error {
+            ok = false;
+            eprintln!("error: {engine}: {e}");
+        }
+        if let Some(statistics) = &record.statistics {
+            screen.line(format!("{engine:<10} {} in {} s, so the planner knows what the indexes filter on", statistics.step, seconds(statistics.seconds)));
+        }
+        engines.push(record);
     }
     // Described after the builds, so the recorded sizes include the new indexes.
     let context = context(table.to_string(), &catalog, 0, engine_records(&backends).await);
@@ -99,6 +99,24 @@ pub async fn run_on(args: IndexArgs, registry: &Engines, screen: Screen) -> Resu
     let json = serde_json::to_string_pretty(&record)?;
     write(&path, &json)?;
     Ok(Finished::ok().wrote(path).wrote_all(args.results.also_json(&json)?).trusted_if(ok))
+}
+
+/// The catalog's indexes on `backend`'s engine (`built` hears of each), then,
+/// when one was built anew, what the engine does so its planner knows them
+/// (see [`Backend::after_indexes`]); a failure of either is the record's error.
+pub async fn build_indexes(backend: &dyn Backend, catalog: &Catalog, built: &OnIndexBuilt) -> IndexEngineRecord {
+    let engine = backend.engine().clone();
+    let indexes = match create_indexes(backend, catalog, built).await {
+        Ok(indexes) => indexes,
+        Err(e) => return IndexEngineRecord { engine, indexes: Vec::new(), error: Some(format!("{e:#}")), statistics: None },
+    };
+    if !indexes.iter().any(|i| i.created) {
+        return IndexEngineRecord { engine, indexes, error: None, statistics: None };
+    }
+    match backend.after_indexes().await {
+        Ok(statistics) => IndexEngineRecord { engine, indexes, error: None, statistics },
+        Err(e) => IndexEngineRecord { engine, indexes, error: Some(format!("after the index builds: {e:#}")), statistics: None },
+    }
 }
 
 /// How often a long build says how far it is.

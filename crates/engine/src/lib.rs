@@ -97,7 +97,7 @@ pub mod rows {
 /// What a [`crate::Backend`] reports for the run's record: sizes, index builds,
 /// plans, the memory its data competes for.
 pub mod record {
-    pub use ghbench_record::run::{IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+    pub use ghbench_record::run::{AfterIndexes, IndexBuild, IndexSize, MemoryShare, Plan, Storage};
 }
 
 /// Memory cgroups, for an engine that starts processes of its own under a

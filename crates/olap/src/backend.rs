@@ -14,7 +14,7 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
 use crate::cgroup::MemoryCgroup;
-use crate::record::{IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
+use crate::record::{AfterIndexes, IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
 use crate::rows::Row;
 
 /// Tables larger than this get the engine's fast row count (the planner's
@@ -107,6 +107,13 @@ pub trait Backend: Send + Sync {
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
         let _ = (file, built);
         anyhow::bail!("{} takes no indexes", self.engine())
+    }
+
+    /// Once an index was built anew: what the engine must do so its planner
+    /// knows what the indexes filter on (PostgreSQL's `ANALYZE`), timed;
+    /// None for an engine that needs nothing.
+    async fn after_indexes(&self) -> BackendResult<Option<AfterIndexes>> {
+        Ok(None)
     }
 
     /// Reads the query file into what [`Backend::execute`] sends (not timed).

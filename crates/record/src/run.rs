@@ -558,6 +558,20 @@ pub struct IndexEngineRecord {
     pub engine: Engine,
     pub indexes: Vec<IndexBuild>,
     pub error: Option<String>,
+    /// What the engine did once an index was built anew, so the planner
+    /// knows what the indexes filter on (PostgreSQL's `ANALYZE`: the load's
+    /// ran before the expression indexes existed, and the planner has no
+    /// statistics on an indexed expression until one runs after them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<AfterIndexes>,
+}
+
+/// A step after the index builds, timed (see [`IndexEngineRecord::statistics`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AfterIndexes {
+    /// What ran, e.g. `ANALYZE github2015`.
+    pub step: String,
+    pub seconds: f64,
 }
 
 /// One index built by `ghbench index`.

@@ -25,11 +25,12 @@ use ghbench_report::{bench_html, Style, markdown_with_charts, server_lines, reco
 use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::concurrency::ConcurrencyOptions;
 use ghbench_olap::record::RunRecord;
-use ghbench_olap::runner::{create_indexes, QueryOptions};
+use ghbench_olap::runner::QueryOptions;
 use ghbench_olap::{Backend, Catalog};
 
 use self::data::{Data, Origin};
 use super::concurrency::ConcurrencyArgs;
+use super::index::build_indexes;
 use super::olap::{answers_dir, measure, plan_concurrency, write, write_charts, CatalogOptions, KeptAsItGoes, RunPlan, TimingArgs};
 use super::query::QueryProgress;
 use crate::options::{connect_backends, ConnOptions, Engines, HourArgs, Selected};
@@ -297,12 +298,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             phase("indexes");
             let mut indexes = Vec::new();
             for backend in &backends {
-                let built = create_indexes(backend.as_ref(), &catalog, &|_| {}).await;
-                let (built, error) = match built {
-                    Ok(built) => (built, None),
-                    Err(e) => (Vec::new(), Some(format!("{e:#}"))),
-                };
-                indexes.push(IndexEngineRecord { engine: backend.engine().clone(), indexes: built, error });
+                indexes.push(build_indexes(backend.as_ref(), &catalog, &|_| {}).await);
             }
             let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &before_load)).unwrap_or_default();
             for line in &memory_during_load {

@@ -7,7 +7,7 @@ use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_normalize::Schema;
 use ghbench_engine::ledger::Ledger;
 use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile};
-use ghbench_engine::record::{IndexBuild, Plan, Storage};
+use ghbench_engine::record::{AfterIndexes, IndexBuild, Plan, Storage};
 use ghbench_engine::rows::Row;
 use ghbench_postgres::backend as pg;
 use ghbench_postgres::error::engine_error;
@@ -124,6 +124,11 @@ impl Backend for NormalizedBackend {
             }
         }
         Ok(builds)
+    }
+
+    /// Every derived table of the collection: the indexes are on several.
+    async fn after_indexes(&self) -> BackendResult<Option<AfterIndexes>> {
+        Ok(Some(pg::analyze(&self.client, &self.tables().await?).await?))
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {

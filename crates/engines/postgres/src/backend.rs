@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_engine::ledger::Ledger;
 use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile, EXACT_COUNT_MAX_BYTES};
-use ghbench_engine::record::{IndexBuild, IndexSize, Plan, Storage};
+use ghbench_engine::record::{AfterIndexes, IndexBuild, IndexSize, Plan, Storage};
 use ghbench_engine::rows::{Cell, Row};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
@@ -99,6 +99,17 @@ pub async fn create_indexes(
         builds.push(build);
     }
     Ok(builds)
+}
+
+/// `ANALYZE` of `tables` once indexes were built on them, timed: an
+/// expression index gets its statistics (the values of what it indexes) only
+/// from an `ANALYZE` after it exists, and the load's ran before. Cancelled on
+/// the server if dropped unfinished.
+pub async fn analyze(client: &Session, tables: &[String]) -> BackendResult<AfterIndexes> {
+    let step = format!("ANALYZE {}", tables.join(", "));
+    let started = Instant::now();
+    client.cancellable(&step, client.batch_execute(&step)).await.with_context(|| step.clone())?;
+    Ok(AfterIndexes { step, seconds: started.elapsed().as_secs_f64() })
 }
 
 /// The plan of `sql`, with the indexes it uses (on `session`, so it can be
@@ -272,6 +283,10 @@ impl Backend for PostgresBackend {
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
         create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), built).await
+    }
+
+    async fn after_indexes(&self) -> BackendResult<Option<AfterIndexes>> {
+        Ok(Some(analyze(&self.client, &[self.setup.table(&self.table)]).await?))
     }
 
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
