@@ -25,9 +25,9 @@ pub use ghbench_record::run::Disk;
 pub fn measure(folder: &Path) -> Disk {
     let (device, block) = mounted_from(folder).unwrap_or((None, None));
     let (model, rotational) = block.as_deref().map(block_device).unwrap_or((None, None));
-    let (rate, error) = match read_speed(folder) {
-        Ok(rate) => (Some(rate), None),
-        Err(e) => (None, Some(e)),
+    let (rate, random, error) = match read_speed(folder) {
+        Ok((rate, random)) => (Some(rate), Some(random), None),
+        Err(e) => (None, None, Some(e)),
     };
     Disk {
         folder: folder.display().to_string(),
@@ -35,9 +35,13 @@ pub fn measure(folder: &Path) -> Disk {
         model,
         rotational,
         sequential_read_bytes_per_second: rate,
+        random_reads_per_second: random,
         measured_with: format!(
-            "a {} file written there, synced, dropped from the page cache (posix_fadvise DONTNEED) and read back in 1 MiB blocks",
-            ghbench_core::size::said(PROBE_BYTES)
+            "a {} file written there, synced, dropped from the page cache (posix_fadvise DONTNEED) and read back in 1 MiB blocks; \
+             then dropped again and read {RANDOM_READS} pages of 8 KiB at random places, one at a time, read-ahead off (POSIX_FADV_RANDOM), \
+             for at most {} s",
+            ghbench_core::size::said(PROBE_BYTES),
+            RANDOM_FOR.as_secs()
         ),
         error,
     }
@@ -67,7 +71,55 @@ fn block_device(majmin: &str) -> (Option<String>, Option<bool>) {
     (model, read("queue/rotational").map(|r| r == "1"))
 }
 
-fn read_speed(folder: &Path) -> Result<f64, String> {
+/// How many random page reads the probe makes at most, and for how long:
+/// enough to average out a device's queue, little enough on a throttled or
+/// spinning disk (100 reads a second: 2 s).
+const RANDOM_READS: u64 = 4096;
+const RANDOM_FOR: std::time::Duration = std::time::Duration::from_secs(2);
+/// PostgreSQL's page.
+const PAGE: u64 = 8192;
+
+/// Drops `file`'s pages from the page cache (no root needed).
+fn drop_cached(file: &std::fs::File, path: &Path) -> Result<(), String> {
+    // SAFETY: a plain call on an open descriptor of ours.
+    let dropped = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    match dropped {
+        0 => Ok(()),
+        error => Err(format!("posix_fadvise DONTNEED on {}: error {error}", path.display())),
+    }
+}
+
+/// Pages read a second at random places of `file` ([`PROBE_BYTES`] long,
+/// not cached), one read at a time and no read-ahead: each read waits for
+/// the device, as a bitmap heap scan's scattered pages do. The places are
+/// distinct pages, drawn by a fixed xorshift (nothing here needs more).
+fn random_reads(file: &std::fs::File, path: &Path) -> Result<f64, String> {
+    use std::os::unix::fs::FileExt as _;
+    // SAFETY: a plain call on an open descriptor of ours.
+    let advised = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+    if advised != 0 {
+        return Err(format!("posix_fadvise RANDOM on {}: error {advised}", path.display()));
+    }
+    let pages = PROBE_BYTES / PAGE;
+    let mut seen = std::collections::HashSet::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut page = vec![0u8; PAGE as usize];
+    let started = Instant::now();
+    while (seen.len() as u64) < RANDOM_READS && started.elapsed() < RANDOM_FOR {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let at = state % pages;
+        if seen.insert(at) {
+            file.read_exact_at(&mut page, at * PAGE).map_err(|e| format!("reading {} at page {at}: {e}", path.display()))?;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(seen.len() as f64 / seconds.max(f64::MIN_POSITIVE))
+}
+
+/// Bytes a second read in sequence, and pages a second read at random.
+fn read_speed(folder: &Path) -> Result<(f64, f64), String> {
     // Removed when dropped, however the measurement ends.
     let mut probe = tempfile::Builder::new().prefix(".ghbench-disk-probe-").tempfile_in(folder).map_err(|e| format!("making a file in {}: {e}", folder.display()))?;
     let path = probe.path().to_path_buf();
@@ -76,11 +128,7 @@ fn read_speed(folder: &Path) -> Result<f64, String> {
         probe.write_all(&block).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     probe.as_file().sync_all().map_err(|e| format!("syncing {}: {e}", path.display()))?;
-    // SAFETY: a plain call on an open descriptor of ours.
-    let dropped = unsafe { libc::posix_fadvise(probe.as_file().as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if dropped != 0 {
-        return Err(format!("posix_fadvise DONTNEED on {}: error {dropped}", path.display()));
-    }
+    drop_cached(probe.as_file(), &path)?;
     let mut file = probe.reopen().map_err(|e| format!("opening {}: {e}", path.display()))?;
     let mut buffer = vec![0u8; BLOCK];
     let started = Instant::now();
@@ -96,7 +144,8 @@ fn read_speed(folder: &Path) -> Result<f64, String> {
     if read != PROBE_BYTES || seconds <= 0.0 {
         return Err(format!("read {read} of {PROBE_BYTES} bytes back"));
     }
-    Ok(read as f64 / seconds)
+    drop_cached(&file, &path)?;
+    Ok((read as f64 / seconds, random_reads(&file, &path)?))
 }
 
 #[cfg(test)]
@@ -109,9 +158,10 @@ mod tests {
         let disk = measure(dir.path());
         assert_eq!(disk.error, None, "{disk:?}");
         assert!(disk.sequential_read_bytes_per_second.unwrap() > 0.0, "{disk:?}");
+        assert!(disk.random_reads_per_second.unwrap() > 0.0, "{disk:?}");
         assert!(disk.device.as_deref().is_some_and(|d| d.contains('(')), "the mount's source and filesystem: {disk:?}");
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "the probe is removed");
-        assert!(disk.said().contains("MB/s sequential read, measured"), "{}", disk.said());
+        assert!(disk.said().contains("MB/s sequential read, ") && disk.said().contains(" random 8 KiB reads/s one at a time, measured"), "{}", disk.said());
     }
 
     #[test]

@@ -948,6 +948,12 @@ pub struct Disk {
     /// when it could not be (`error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential_read_bytes_per_second: Option<f64>,
+    /// Reads of one 8 KiB page (PostgreSQL's) a second at random places of
+    /// the same file, one at a time, the page cache and read-ahead out of the
+    /// way: what an index's scattered heap pages cost (Query A's bitmap
+    /// heap scan) where a sequential scan reads in bulk. None in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub random_reads_per_second: Option<f64>,
     pub measured_with: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -961,7 +967,10 @@ impl Disk {
         about.extend(self.rotational.map(|r| if r { "rotational".to_string() } else { "not rotational".to_string() }));
         let device = self.device.clone().unwrap_or_else(|| "an unknown device".into());
         let speed = match (self.sequential_read_bytes_per_second, &self.error) {
-            (Some(rate), _) => format!("{:.0} MB/s sequential read, measured", rate / 1e6),
+            (Some(rate), _) => match self.random_reads_per_second {
+                Some(iops) => format!("{:.0} MB/s sequential read, {iops:.0} random 8 KiB reads/s one at a time, measured", rate / 1e6),
+                None => format!("{:.0} MB/s sequential read, measured", rate / 1e6),
+            },
             (None, Some(e)) => format!("read speed not measured: {e}"),
             (None, None) => "read speed not measured".into(),
         };
