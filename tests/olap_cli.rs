@@ -356,6 +356,131 @@ fn each_query_runs_exactly_repeat_times_and_analyze_plans_adds_one_said() {
     tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(&format!("DROP SEQUENCE {table}_runs")).await.unwrap() });
 }
 
+/// A table of the test's own with the real hour on PostgreSQL, whose queries
+/// A–D (corrected) each log their every run on the server, in `<table>_runs`,
+/// and answer with its place in the order (see [`runs_logged`]).
+fn postgres_logging_its_runs(name: &str) -> (LoadedTable, tempfile::TempDir, std::path::PathBuf) {
+    let logging = |query: &str| format!("-- {query}, logging its runs\nWITH run AS (INSERT INTO {{table}}_runs (query) VALUES ('{query}') RETURNING n) SELECT '{query}' AS repo, n AS count FROM run\n");
+    let (fixture, work, catalog) = postgres_with_a_query_of_its_own(name, "A", &logging("A"));
+    for query in ["B", "C", "D"] {
+        std::fs::write(catalog.join(format!("postgres/corrected/{query}.sql")), logging(query)).unwrap();
+    }
+    on_postgres(&format!("CREATE TABLE {}_runs (n bigserial, query text)", fixture.table));
+    (fixture, work, catalog)
+}
+
+/// The runs [`postgres_logging_its_runs`]' queries made on `table`, in the
+/// order the server saw them (`A B C D …`); the log is emptied for the next.
+fn runs_logged(table: &str) -> String {
+    let runs: Vec<String> = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async { pg().await.query(&format!("SELECT query FROM {table}_runs ORDER BY n"), &[]).await.unwrap().iter().map(|r| r.get(0)).collect() });
+    on_postgres(&format!("TRUNCATE {table}_runs RESTART IDENTITY"));
+    runs.join(" ")
+}
+
+fn on_postgres(sql: &str) {
+    tokio::runtime::Runtime::new().unwrap().block_on(async { pg().await.batch_execute(sql).await.unwrap() });
+}
+
+/// `--rounds` runs A, B, C, D, then again, instead of each query's runs back
+/// to back: the server logs every run in the order it came, and each query's
+/// first answer in the record is its first run's place in that order. The
+/// record and its label say which order it was; a resume that changes it is
+/// refused.
+#[test]
+fn rounds_order_recorded_in_the_record_and_its_label() {
+    let _servers = shared_servers();
+    if real_hour().is_none() {
+        return;
+    }
+    let (fixture, work, catalog) = postgres_logging_its_runs("rounds");
+    let table = fixture.table.as_str();
+    let args = |extra: &[&'static str]| -> Vec<String> {
+        let fixed = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "2", "--catalog", catalog.to_str().unwrap()];
+        fixed.iter().chain(extra).map(|a| a.to_string()).collect()
+    };
+    let query = |results: &Path, extra: &[&'static str]| -> (Output, Value) {
+        let mut args = args(extra);
+        args.extend(["--output".to_string(), results.display().to_string()]);
+        let out = ghbench(&fixture, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (out, json(&newest_file(results, "olap")))
+    };
+    // Each query's first answer: the place of its first run in the order.
+    let first_places = |record: &Value| -> Vec<(String, i64)> {
+        let first = |q: &Value| q["engines"][0]["head"][0][1].as_i64().unwrap_or_else(|| panic!("{q}"));
+        record["queries"].as_array().unwrap().iter().map(|q| (q["query"].as_str().unwrap().to_string(), first(q))).collect()
+    };
+    let places = |expected: [i64; 4]| ["A", "B", "C", "D"].into_iter().map(String::from).zip(expected).collect::<Vec<_>>();
+
+    let in_rounds = work.path().join("rounds");
+    let (out, record) = query(&in_rounds, &["--rounds"]);
+    assert_eq!(runs_logged(table), "A B C D A B C D", "one run of each query per round");
+    assert_eq!(first_places(&record), places([1, 2, 3, 4]), "{}", record["queries"]);
+    let cold = &record["context"]["cold"];
+    assert_eq!(cold["rounds"], true, "{cold}");
+    assert!(cold["label"].as_str().unwrap().starts_with("hot: no cache dropped; runs in rounds (every query once per round"), "{cold}");
+    for q in record["queries"].as_array().unwrap() {
+        assert_eq!(q["engines"][0]["iterations"].as_array().unwrap().len(), 2, "{q}");
+        assert_eq!(q["engines"][0]["read"]["runs"], 2, "what its own two runs read, not the others': {}", q["engines"][0]["read"]);
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    let at = |line: &str| said.find(line).unwrap_or_else(|| panic!("{line}: {said}"));
+    assert!(at("D corrected on postgres: run 1/2 in ") < at("A corrected on postgres: run 2/2 in "), "A's second run after D's first: {said}");
+
+    let back_to_back = work.path().join("back-to-back");
+    let (_, record) = query(&back_to_back, &[]);
+    assert_eq!(runs_logged(table), "A A B B C C D D", "each query's runs back to back without --rounds, as before it");
+    assert_eq!(first_places(&record), places([1, 3, 5, 7]));
+    let cold = &record["context"]["cold"];
+    assert!(cold.get("rounds").is_none(), "not written when false, as older records lack it: {cold}");
+    assert!(cold["label"].as_str().unwrap().starts_with("hot: no cache dropped; every run after the first finds data cached;"), "{cold}");
+
+    // An unfinished record made in rounds cannot go on back to back: the
+    // queries it kept found other caches than the rest would.
+    let mut unfinished = json(&newest_file(&in_rounds, "olap"));
+    unfinished["finished"] = false.into();
+    let path = work.path().join("unfinished-rounds.json");
+    std::fs::write(&path, serde_json::to_string(&unfinished).unwrap()).unwrap();
+    let resume = args(&[]).into_iter().chain(["--resume".to_string(), path.display().to_string()]).collect::<Vec<_>>();
+    let refused = ghbench(&fixture, &resume.iter().map(String::as_str).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("cannot resume the run of") && said.contains("--rounds: true then, false now"), "{said}");
+    assert_eq!(runs_logged(table), "", "nothing run");
+    on_postgres(&format!("DROP TABLE {table}_runs"));
+}
+
+/// With --cold, rounds begin with a round of cold runs, each query made cold
+/// just before its own, then the hot rounds; the label says both.
+#[test]
+fn rounds_with_cold_make_each_query_cold_just_before_its_own_first_run() {
+    let _servers = disturbs_servers(); // --cold drops the OS page cache
+    if real_hour().is_none() {
+        return;
+    }
+    let (fixture, work, catalog) = postgres_logging_its_runs("rounds_cold");
+    let results = work.path().join("results");
+    let args = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--rounds", "--cold=clear", "--catalog", catalog.to_str().unwrap(), "--output", results.to_str().unwrap()];
+    let out = ghbench(&fixture, &args);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(runs_logged(fixture.table.as_str()), "A B C D A B C D", "the cold round, then the hot one");
+    let at = |line: &str| said.find(line).unwrap_or_else(|| panic!("{line}: {said}"));
+    assert!(at("A corrected on postgres: making it cold") < at("A corrected on postgres: cold run in "), "{said}");
+    assert!(at("A corrected on postgres: cold run in ") < at("B corrected on postgres: making it cold"), "{said}");
+    assert!(at("D corrected on postgres: cold run in ") < at("A corrected on postgres: run 1/1 in "), "{said}");
+    let record = json(&newest_file(&results, "olap"));
+    for q in record["queries"].as_array().unwrap() {
+        let engine = &q["engines"][0];
+        assert!(engine["cold_run"].is_object() && engine["iterations"].as_array().unwrap().len() == 1, "{engine}");
+    }
+    let label = record["context"]["cold"]["label"].as_str().unwrap();
+    assert!(label.contains("not a true cold run; then the hot runs in rounds (every query once per round"), "{label}");
+    on_postgres(&format!("DROP TABLE {}_runs", fixture.table));
+}
+
 /// What a query read from storage, as the kernel counted it for the
 /// server's processes (found by the port it listens on): a query that reads
 /// a file of 8 MiB, evicted from the page cache first, has 8 MiB from

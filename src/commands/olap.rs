@@ -87,6 +87,17 @@ pub struct TimingArgs {
     #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "restart")]
     pub cold: Option<ColdHow>,
 
+    /// Make the hot runs in rounds: every query once per round, in turn (A, B,
+    /// C, D, A, B, …, --repeat rounds), instead of each query's runs back to
+    /// back, so a query's runs find what the others left cached, not its own
+    /// (as the paper's Query A most likely did, alternating with B–D). With
+    /// --cold, a round of cold runs comes first, each query made cold just
+    /// before its own. Each query's record is complete, and kept, only after
+    /// its run in the last round: a run stopped before then keeps none of that
+    /// query's runs (--resume runs it again). Recorded, and said in the label.
+    #[arg(long)]
+    pub rounds: bool,
+
     #[command(flatten)]
     pub managed: ServersArg,
 }
@@ -104,6 +115,7 @@ impl TimingArgs {
             queries,
             repeat: self.repeat as usize,
             cold: self.cold.is_some(),
+            rounds: self.rounds,
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
             analyze_plans: self.analyze_plans,
@@ -298,6 +310,7 @@ pub async fn measure(
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
     // Known before the runs: an unfinished record says them, a resume compares them.
     context.cold.requested = options.cold;
+    context.cold.rounds = options.rounds;
     context.cold.method = cold_method.map(str::to_string);
     context.analyze_plans = options.analyze_plans;
     context.catalog_digest = Some(catalog_digest(catalog, options, backends)?);

@@ -37,6 +37,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
         (true, None) => "--cold".to_string(),
     };
     differs("--cold", cold(&then.cold), cold(&now.cold));
+    differs("--rounds", then.cold.rounds.to_string(), now.cold.rounds.to_string());
     // A measured plan's extra run warms the caches the next query finds.
     differs("--analyze-plans", then.analyze_plans.to_string(), now.analyze_plans.to_string());
     differs("--query-timeout (seconds)", format!("{:?}", then.query_timeout_seconds), format!("{:?}", now.query_timeout_seconds));

@@ -1,7 +1,9 @@
 //! Running the benchmark: every selected query × variant on every engine,
-//! `repeat` timed runs each (after an optional cold run), the plan captured
-//! once, then the engines' results compared.
+//! `repeat` timed runs each (after an optional cold run), each query's back
+//! to back or all in rounds, the plan captured once, then the engines'
+//! results compared.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -9,14 +11,14 @@ use async_trait::async_trait;
 use ghbench_core::{Engine, EngineError, Place};
 
 use crate::backend::{Backend, OnIndexBuilt, QueryTimedOut};
-use crate::catalog::{Catalog, QuerySpec};
+use crate::catalog::{Catalog, QueryFile, QuerySpec};
 use crate::concurrency::Answers;
 use crate::consistency::{check, Holding};
 use crate::environment::drop_os_page_cache;
 use crate::cgroup::MemoryCgroup;
 use crate::kernel_io;
 use crate::ledger::Ledger;
-use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, QueryRecord, Reads, Reconnect, ServerRecord, Stats};
+use crate::record::{ColdRecord, DataConsistency, EngineRecord, EngineResult, IndexBuild, Iteration, KernelReads, Plan, QueryRecord, Reads, Reconnect, ServerRecord, Stats};
 use crate::rows::Row;
 use crate::verify::verify;
 
@@ -49,6 +51,9 @@ pub struct QueryOptions {
     pub queries: Vec<String>,
     pub repeat: usize,
     pub cold: bool,
+    /// `--rounds`: the hot runs in rounds, every query once per round,
+    /// instead of each query's runs back to back (see [`passes`]).
+    pub rounds: bool,
     /// How long a lost connection may take to come back (see [`RECONNECT_LIMIT`]).
     pub reconnect_limit: Duration,
     /// `--query-timeout`: each run (and plan) of a query is stopped past
@@ -235,54 +240,54 @@ pub async fn run_queries_keeping_answers(
     }
     let per_query = options.repeat as u64 + u64::from(options.cold) + u64::from(options.analyze_plans);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
-    let mut cold = ColdRecord { requested: options.cold, ..ColdRecord::default() };
+    let mut cold = ColdRecord { requested: options.cold, rounds: options.rounds, ..ColdRecord::default() };
     let mut records = Vec::new();
     // An engine is truly cold only if every one of its cold runs was.
     let mut true_cold = vec![options.cold; backends.len()];
     let mut started_afresh = vec![false; backends.len()];
     // An engine whose connection was lost for good: why, said once in full.
     let mut gone: Vec<Option<String>> = vec![None; backends.len()];
-    for (variant, query, spec) in selected {
-        let mut results = Vec::new();
-        let mut rows = Vec::new();
-        for (index, backend) in backends.iter_mut().enumerate() {
-            if let Some(first) = &gone[index] {
-                let why = format!("not run: {} lost its connection at {first} and did not come back", backend.engine());
-                results.push(EngineResult::failed(backend.engine(), why));
-                rows.push(None);
-                continue;
-            }
-            if options.cold {
-                progress.event(RunEvent::Cooling { engine: backend.engine(), variant: &variant, query: &query, how: cooler.how(index) });
-                let step = cooler.make_cold(index, backend).await;
-                // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
-                backend.limit_queries(options.query_timeout);
-                true_cold[index] &= step.true_cold;
-                started_afresh[index] |= step.started_afresh;
-                if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
-                    cold.elsewhere.push(server);
+    // Every engine's runs of every query, kept from pass to pass.
+    let mut runs: Vec<Vec<QueryRuns>> =
+        selected.iter().map(|(variant, query, _)| backends.iter().map(|b| QueryRuns::new(b.as_ref(), catalog, variant, query)).collect()).collect();
+    for pass in passes(options) {
+        for ((variant, query, spec), engines) in selected.iter().zip(runs.iter_mut()) {
+            for (index, (backend, runs)) in backends.iter_mut().zip(engines.iter_mut()).enumerate() {
+                if let Some(first) = &gone[index] {
+                    let engine = backend.engine().clone();
+                    runs.give_up(&engine, format!("{engine} lost its connection at {first} and did not come back"));
+                    continue;
                 }
-                for action in step.actions {
-                    if !cold.actions.contains(&action) {
-                        cold.actions.push(action);
+                if pass.cools {
+                    progress.event(RunEvent::Cooling { engine: backend.engine(), variant, query, how: cooler.how(index) });
+                    let step = cooler.make_cold(index, backend).await;
+                    // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
+                    backend.limit_queries(options.query_timeout);
+                    true_cold[index] &= step.true_cold;
+                    started_afresh[index] |= step.started_afresh;
+                    if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
+                        cold.elsewhere.push(server);
+                    }
+                    for action in step.actions {
+                        if !cold.actions.contains(&action) {
+                            cold.actions.push(action);
+                        }
                     }
                 }
+                runs.visit(backend, &pass, options, progress).await;
+                if runs.result.connection_gone {
+                    gone[index] = Some(format!("{query} {variant}"));
+                }
             }
-            let (mut result, result_rows) = run_one(backend, catalog, &variant, &query, options, progress).await;
-            if let Err(e) = backend.after_query().await {
-                let left = format!("the server was left changed after the runs: {e:#} (engines run after this one on the same server may be affected)");
-                result.error = Some(result.error.take().map_or(left.clone(), |first| format!("{first}; {left}")));
+            if pass.plans {
+                // The query's last pass: its record is complete, and kept as the run goes.
+                let (mut results, rows): (Vec<EngineResult>, Vec<Option<Vec<Row>>>) = std::mem::take(engines).into_iter().map(QueryRuns::finish).unzip();
+                let verification = verify(spec, &mut results, &rows);
+                records.push(QueryRecord { query: query.clone(), variant: variant.clone(), title: spec.title.clone(), compare: spec.compare, verification, engines: results });
+                progress.event(RunEvent::QueryDone { record: records.last().expect("just pushed"), rows: &rows });
+                answers.rows.push(rows);
             }
-            if result.connection_gone {
-                gone[index] = Some(format!("{query} {variant}"));
-            }
-            results.push(result);
-            rows.push(result_rows);
         }
-        let verification = verify(spec, &mut results, &rows);
-        records.push(QueryRecord { query, variant, title: spec.title.clone(), compare: spec.compare, verification, engines: results });
-        progress.event(RunEvent::QueryDone { record: records.last().expect("just pushed"), rows: &rows });
-        answers.rows.push(rows);
     }
     // No query run (a resumed run with every query kept): nothing was made cold.
     let ran = !records.is_empty();
@@ -293,16 +298,85 @@ pub async fn run_queries_keeping_answers(
     Ok((records, cold, answers))
 }
 
-/// The cache state of the first runs, said honestly: only a restarted server
-/// (or an embedded engine started afresh: those in `afresh`) with the page
-/// cache dropped is a true cold run.
+/// One timed run of a query on an engine: its cold run, or its `n`th hot run (from 1).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Run {
+    Cold,
+    Hot(usize),
+}
+
+impl Run {
+    /// As the progress says it: `cold run`, `run 2/3`.
+    fn label(self, repeat: usize) -> String {
+        match self {
+            Run::Cold => "cold run".into(),
+            Run::Hot(n) => format!("run {n}/{repeat}"),
+        }
+    }
+}
+
+/// One pass over the selected queries, each engine in turn on each query:
+/// made cold first (`cools`), then these runs, then (`plans`: the query's
+/// last pass) its plan, after which its record is complete.
+#[derive(Debug, Clone, PartialEq)]
+struct Pass {
+    cools: bool,
+    runs: Vec<Run>,
+    plans: bool,
+}
+
+/// The passes a run makes. Back to back, one: each query's every run, then
+/// the next query's. In rounds (`--rounds`), a pass of cold runs (with
+/// --cold: each query still made cold just before its own), then a pass per
+/// round with one hot run of every query, A, B, C, D, A, B, …: the runs
+/// between two of one query's are the other queries', as most likely in the
+/// paper, whose Query A found little of its own cached, alternating with B–D.
+/// The plans come in the last round, after each query's last run.
+fn passes(options: &QueryOptions) -> Vec<Pass> {
+    let cold = options.cold.then_some(Run::Cold);
+    let hot = (1..=options.repeat).map(Run::Hot);
+    let mut passes: Vec<Pass> = match options.rounds {
+        false => vec![Pass { cools: options.cold, runs: cold.into_iter().chain(hot).collect(), plans: false }],
+        true => {
+            let cold = cold.map(|run| Pass { cools: true, runs: vec![run], plans: false });
+            cold.into_iter().chain(hot.map(|run| Pass { cools: false, runs: vec![run], plans: false })).collect()
+        }
+    };
+    match passes.last_mut() {
+        Some(last) => last.plans = true,
+        None => passes.push(Pass { cools: false, runs: Vec::new(), plans: true }),
+    }
+    passes
+}
+
+/// What the hot runs' order leaves cached, said in the label of `--rounds`.
+const IN_ROUNDS: &str = "runs in rounds (every query once per round, in turn), so the other queries run \
+    between two runs of one query and each run finds what they left cached";
+
+/// The cache state of the runs, said honestly: of the first runs (only a
+/// restarted server, or an embedded engine started afresh: those in
+/// `afresh`, with the page cache dropped is a true cold run), and of the hot
+/// runs when they went in rounds.
 pub fn cold_label(cold: &ColdRecord, afresh: &[Engine]) -> String {
     if !cold.requested {
+        let after_first = match cold.rounds {
+            false => "every run after the first finds data cached",
+            true => IN_ROUNDS,
+        };
         return match cold.actions.is_empty() {
-            true => "hot: no cache dropped; every run after the first finds data cached".into(),
-            false => format!("hot: before the first query {}; every run after the first finds data cached", cold.actions.join("; ")),
+            true => format!("hot: no cache dropped; {after_first}"),
+            false => format!("hot: before the first query {}; {after_first}", cold.actions.join("; ")),
         };
     }
+    let first_runs = cold_first_runs(cold, afresh);
+    match cold.rounds {
+        false => first_runs,
+        true => format!("{first_runs}; then the hot {IN_ROUNDS}"),
+    }
+}
+
+/// What `--cold` made of each query's first run.
+fn cold_first_runs(cold: &ColdRecord, afresh: &[Engine]) -> String {
     if cold.true_cold {
         return format!("true cold first runs: before each query's first run {} and the OS page cache dropped", made_cold(cold, afresh));
     }
@@ -531,104 +605,215 @@ fn reads(before: Counted, after: Result<Counted, String>, runs: usize) -> Reads 
     Reads { kernel: Some(kernel_io::reads_between(before.kernel, kernel)), ..Reads::between(before.engine, engine, runs) }
 }
 
-/// One engine's runs of one query; the rows of its first run (None if it
-/// failed). A run whose connection is lost is made again on a new one (the
-/// lost attempt is recorded, not timed).
-async fn run_one(
-    backend: &mut Box<dyn Backend>,
-    catalog: &Catalog,
-    variant: &str,
-    query: &str,
-    options: &QueryOptions,
-    progress: &dyn Progress,
-) -> (EngineResult, Option<Vec<Row>>) {
-    let engine = backend.engine().clone();
-    let mut result = EngineResult::empty(&engine);
-    let file = match catalog.query(backend.dialect(), variant, query) {
-        Ok(f) => f,
-        Err(e) => {
-            result.error = Some(e.to_string());
-            return (result, None);
-        }
+/// What the counters of one visit's runs read, added to those of the visits
+/// before (in rounds the other queries run between a query's visits, and
+/// what they read is not its). A counter missing from either is left out; a
+/// visit not counted leaves the whole uncounted, saying why.
+fn add_reads(so_far: Option<Reads>, visit: Reads) -> Reads {
+    let Some(so_far) = so_far else { return visit };
+    let summed = |a: &BTreeMap<String, u64>, b: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+        a.iter().filter_map(|(k, x)| Some((k.clone(), x.saturating_add(*b.get(k)?)))).collect()
     };
-    result.file = file.path.clone();
-    let mut prepared = None;
-    let mut first_rows = None;
-    // Read before the runs (once the query is prepared: polars' worker starts
-    // then) and after them: their reads, with no run of their own.
-    let mut reads_before = None;
-    let mut oom = None;
-    let runs = (0..options.repeat).map(|i| format!("run {}/{}", i + 1, options.repeat));
-    let labels: Vec<String> = options.cold.then(|| "cold run".to_string()).into_iter().chain(runs).collect();
-    let mut i = 0;
-    while let Some(label) = labels.get(i) {
-        // Prepared again on a new connection (its server-side state went with the old one).
-        let ready = match &prepared {
-            Some(ready) => ready,
-            None => match backend.prepare(&file).await {
-                Ok(ready) => prepared.insert(ready),
-                Err(e) => match after_failure(backend, &mut result, "preparing", e, options.reconnect_limit, oom.as_ref()).await {
-                    true => continue,
-                    false => return (result, None),
-                },
-            },
-        };
-        if reads_before.is_none() {
-            let counted = read_counters(backend.as_ref(), true).await;
-            oom = OomWatch::of(&counted);
-            reads_before = Some(counted);
-        }
-        progress.event(RunEvent::Running { engine: &engine, variant, query, label });
-        // The clock: the same for every engine, around the engine's execute alone.
-        let started = Instant::now();
-        let executed = within_limit(backend.execute(ready), options.query_timeout).await;
-        let seconds = started.elapsed().as_secs_f64();
-        match executed {
-            Ok(rows) => {
-                progress.event(RunEvent::Ran { engine: &engine, seconds });
-                let iteration = Iteration { seconds, rows: rows.len() as u64 };
-                if options.cold && i == 0 {
-                    result.cold_run = Some(iteration);
-                } else {
-                    result.iterations.push(iteration);
-                }
-                first_rows.get_or_insert(rows);
-                i += 1;
+    let kernel = match (so_far.kernel, visit.kernel) {
+        (Some(a), Some(b)) => Some(KernelReads {
+            counters: summed(&a.counters, &b.counters),
+            processes: if b.processes.is_empty() { a.processes } else { b.processes },
+            unavailable: a.unavailable.or(b.unavailable),
+        }),
+        (a, b) => a.or(b),
+    };
+    Reads { runs: so_far.runs + visit.runs, counters: summed(&so_far.counters, &visit.counters), unavailable: so_far.unavailable.or(visit.unavailable), kernel }
+}
+
+/// Why an engine makes no more runs of a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stopped {
+    /// A run failed, was cut by the limit, or its connection did not come
+    /// back: the runs made stand, and its plan is still taken.
+    RunFailed,
+    /// The query could not be read or prepared: it failed on this engine.
+    Unprepared,
+    /// The engine lost its connection for good on another query.
+    EngineGone,
+}
+
+/// One engine's runs of one query as they are made, in visits: back to back
+/// one visit makes them all, in rounds a visit per round makes one. A run
+/// whose connection is lost is made again on a new one (the lost attempt is
+/// recorded, not timed).
+struct QueryRuns {
+    variant: String,
+    query: String,
+    result: EngineResult,
+    /// None: the catalog has no such query for the engine (`result` says so).
+    file: Option<QueryFile>,
+    /// The rows of its first run (None if none ran), which are compared.
+    first_rows: Option<Vec<Row>>,
+    /// What the visits so far read.
+    read: Option<Reads>,
+    stopped: Option<Stopped>,
+}
+
+impl QueryRuns {
+    fn new(backend: &dyn Backend, catalog: &Catalog, variant: &str, query: &str) -> QueryRuns {
+        let mut result = EngineResult::empty(backend.engine());
+        let file = match catalog.query(backend.dialect(), variant, query) {
+            Ok(file) => {
+                result.file = file.path.clone();
+                Some(file)
             }
             Err(e) => {
-                if !after_failure(backend, &mut result, label, e, options.reconnect_limit, oom.as_ref()).await {
-                    break;
+                result.error = Some(e.to_string());
+                None
+            }
+        };
+        let stopped = file.is_none().then_some(Stopped::Unprepared);
+        QueryRuns { variant: variant.to_string(), query: query.to_string(), result, file, first_rows: None, read: None, stopped }
+    }
+
+    /// No more runs: the engine lost its connection for good (`why`).
+    fn give_up(&mut self, engine: &Engine, why: String) {
+        if self.stopped.is_some() {
+            return;
+        }
+        self.stopped = Some(Stopped::EngineGone);
+        let made = self.result.iterations.len() + usize::from(self.result.cold_run.is_some());
+        match made {
+            0 => self.result = EngineResult::failed(engine, format!("not run: {why}")),
+            _ => self.result.error = Some(format!("the runs after the first {made} not made: {why}")),
+        }
+    }
+
+    /// Makes `pass`'s runs (none once stopped), then its plan when `pass`
+    /// is the query's last; then undoes what preparing changed on the server.
+    async fn visit(&mut self, backend: &mut Box<dyn Backend>, pass: &Pass, options: &QueryOptions, progress: &dyn Progress) {
+        let Some(file) = self.file.clone() else { return };
+        match self.stopped {
+            None => {
+                self.make_runs(backend, &file, &pass.runs, options, progress).await;
+                if pass.plans && self.stopped != Some(Stopped::Unprepared) {
+                    self.take_plan(backend, &file, options, progress).await;
                 }
-                // The same run again, on the new connection.
-                prepared = None;
+            }
+            // Stopped in an earlier round: prepared again, since what the
+            // engine sets for its queries (undone after each visit) shapes the plan.
+            Some(Stopped::RunFailed) if pass.plans => match backend.prepare(&file).await {
+                Ok(_) => self.take_plan(backend, &file, options, progress).await,
+                Err(e) => self.result.plan = Some(Plan { error: Some(format!("not taken: preparing the query for it failed: {e:#}")), ..Plan::default() }),
+            },
+            Some(_) => return,
+        }
+        if let Err(e) = backend.after_query().await {
+            let left = format!("the server was left changed after the runs: {e:#} (engines run after this one on the same server may be affected)");
+            self.result.error = match self.result.error.take() {
+                Some(first) if first.contains(&left) => Some(first),
+                Some(first) => Some(format!("{first}; {left}")),
+                None => Some(left),
+            };
+        }
+    }
+
+    /// `runs`, one after the other, and what they read.
+    async fn make_runs(&mut self, backend: &mut Box<dyn Backend>, file: &QueryFile, runs: &[Run], options: &QueryOptions, progress: &dyn Progress) {
+        let (engine, variant, query) = (backend.engine().clone(), self.variant.clone(), self.query.clone());
+        let mut prepared = None;
+        // Read before the runs (once the query is prepared: polars' worker starts
+        // then) and after them: their reads, with no run of their own.
+        let mut reads_before = None;
+        let mut oom = None;
+        let reconnects_before = self.result.reconnects.len();
+        let mut made = 0;
+        while let Some(run) = runs.get(made) {
+            let label = run.label(options.repeat);
+            // Prepared again on a new connection (its server-side state went with the old one).
+            let ready = match &prepared {
+                Some(ready) => ready,
+                None => match backend.prepare(file).await {
+                    Ok(ready) => prepared.insert(ready),
+                    Err(e) => match after_failure(backend, &mut self.result, "preparing", e, options.reconnect_limit, oom.as_ref()).await {
+                        true => continue,
+                        false => {
+                            self.stopped = Some(Stopped::Unprepared);
+                            return;
+                        }
+                    },
+                },
+            };
+            if reads_before.is_none() {
+                let counted = read_counters(backend.as_ref(), true).await;
+                oom = OomWatch::of(&counted);
+                reads_before = Some(counted);
+            }
+            progress.event(RunEvent::Running { engine: &engine, variant: &variant, query: &query, label: &label });
+            // The clock: the same for every engine, around the engine's execute alone.
+            let started = Instant::now();
+            let executed = within_limit(backend.execute(ready), options.query_timeout).await;
+            let seconds = started.elapsed().as_secs_f64();
+            match executed {
+                Ok(rows) => {
+                    progress.event(RunEvent::Ran { engine: &engine, seconds });
+                    let iteration = Iteration { seconds, rows: rows.len() as u64 };
+                    match run {
+                        Run::Cold => self.result.cold_run = Some(iteration),
+                        Run::Hot(_) => self.result.iterations.push(iteration),
+                    }
+                    self.first_rows.get_or_insert(rows);
+                    made += 1;
+                }
+                Err(e) => {
+                    if !after_failure(backend, &mut self.result, &label, e, options.reconnect_limit, oom.as_ref()).await {
+                        self.stopped = Some(Stopped::RunFailed);
+                        break;
+                    }
+                    // The same run again, on the new connection.
+                    prepared = None;
+                }
             }
         }
+        if let Some(before) = reads_before {
+            let after = match self.result.connection_gone || self.result.reconnects.len() > reconnects_before {
+                true => Err("the connection was lost during the runs: a restarted server's counters start anew".to_string()),
+                false => Ok(read_counters(backend.as_ref(), false).await),
+            };
+            self.read = Some(add_reads(self.read.take(), reads(before, after, made)));
+        }
     }
-    result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
-    let runs = result.iterations.len() + usize::from(result.cold_run.is_some());
-    if let Some(before) = reads_before {
-        let after = match result.connection_gone || !result.reconnects.is_empty() {
-            true => Err("the connection was lost during the runs: a restarted server's counters start anew".to_string()),
-            false => Ok(read_counters(backend.as_ref(), false).await),
-        };
-        result.read = Some(reads(before, after, runs));
-    }
-    if let Some(rows) = &first_rows {
-        result.rows = Some(rows.len() as u64);
-        result.head = rows.iter().take(HEAD_ROWS).cloned().collect();
-        // After the timed runs, so a measured plan's own run warms nothing they measure.
+
+    /// The plan, when a run answered. After the timed runs, so a measured
+    /// plan's own run warms nothing they measure (in rounds, it warms the
+    /// next query's last run, as that query's run before it does).
+    async fn take_plan(&mut self, backend: &mut Box<dyn Backend>, file: &QueryFile, options: &QueryOptions, progress: &dyn Progress) {
+        if self.first_rows.is_none() {
+            return;
+        }
+        let engine = backend.engine().clone();
         if options.analyze_plans {
-            progress.event(RunEvent::Running { engine: &engine, variant, query, label: MEASURED_PLAN });
+            progress.event(RunEvent::Running { engine: &engine, variant: &self.variant, query: &self.query, label: MEASURED_PLAN });
         }
         let started = Instant::now();
-        let plan = backend.explain(&file, options.analyze_plans).await;
+        let plan = backend.explain(file, options.analyze_plans).await;
         if options.analyze_plans {
             progress.event(RunEvent::Ran { engine: &engine, seconds: started.elapsed().as_secs_f64() });
         }
-        result.index_used = plan.index_used;
-        result.plan = Some(plan);
+        self.result.index_used = plan.index_used;
+        self.result.plan = Some(plan);
     }
-    (result, first_rows)
+
+    /// The engine's result of the query, and the rows of its first run
+    /// (None if it failed).
+    fn finish(self) -> (EngineResult, Option<Vec<Row>>) {
+        let QueryRuns { mut result, first_rows, read, stopped, .. } = self;
+        if stopped == Some(Stopped::Unprepared) {
+            return (result, None);
+        }
+        result.stats = Stats::of(&result.iterations.iter().map(|r| r.seconds).collect::<Vec<_>>());
+        result.read = read;
+        if let Some(rows) = &first_rows {
+            result.rows = Some(rows.len() as u64);
+            result.head = rows.iter().take(HEAD_ROWS).cloned().collect();
+        }
+        (result, first_rows)
+    }
 }
 
 #[cfg(test)]
@@ -648,6 +833,59 @@ mod tests {
         }
         assert!(!recovering("error connecting to server: Connection refused (os error 111)"));
         assert!(!recovering("db error: FATAL: the database system is shutting down"));
+    }
+
+    fn options(cold: bool, rounds: bool) -> QueryOptions {
+        QueryOptions {
+            variants: vec!["corrected".into()],
+            queries: Vec::new(),
+            repeat: 2,
+            cold,
+            rounds,
+            reconnect_limit: RECONNECT_LIMIT,
+            query_timeout: None,
+            analyze_plans: false,
+            server_memory: None,
+            skip: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn in_rounds_each_pass_runs_every_query_once_and_back_to_back_one_pass_runs_them_all() {
+        let pass = |cools, runs: &[Run], plans| Pass { cools, runs: runs.to_vec(), plans };
+        assert_eq!(passes(&options(false, false)), [pass(false, &[Run::Hot(1), Run::Hot(2)], true)]);
+        assert_eq!(passes(&options(true, false)), [pass(true, &[Run::Cold, Run::Hot(1), Run::Hot(2)], true)]);
+        assert_eq!(passes(&options(false, true)), [pass(false, &[Run::Hot(1)], false), pass(false, &[Run::Hot(2)], true)]);
+        // The cold runs first, each query made cold before its own; the plans with the last round.
+        assert_eq!(passes(&options(true, true)), [pass(true, &[Run::Cold], false), pass(false, &[Run::Hot(1)], false), pass(false, &[Run::Hot(2)], true)]);
+        let none = QueryOptions { repeat: 0, ..options(false, true) };
+        assert_eq!(passes(&none), [pass(false, &[], true)], "a query with no runs still gets its record");
+    }
+
+    #[test]
+    fn a_label_says_when_the_hot_runs_went_in_rounds() {
+        let hot = ColdRecord { rounds: true, ..ColdRecord::default() };
+        assert_eq!(cold_label(&hot, &[]), format!("hot: no cache dropped; {IN_ROUNDS}"));
+        let cold = ColdRecord { requested: true, true_cold: true, true_cold_engines: vec![Engine::named("postgres")], rounds: true, ..ColdRecord::default() };
+        let label = cold_label(&cold, &[]);
+        assert!(label.starts_with("true cold first runs: before each query's first run the server of postgres restarted"), "{label}");
+        assert!(label.ends_with(&format!("; then the hot {IN_ROUNDS}")), "{label}");
+    }
+
+    #[test]
+    fn the_reads_of_a_querys_visits_add_up_and_a_visit_not_counted_says_so() {
+        let counted = |n: u64| Reads {
+            runs: 1,
+            counters: [("heap_blks_read".to_string(), n), ("heap_blks_hit".to_string(), 1)].into(),
+            unavailable: None,
+            kernel: Some(KernelReads { processes: "postgres (pid 9)".into(), counters: [("read_bytes".to_string(), n * 8192)].into(), unavailable: None }),
+        };
+        let two = add_reads(Some(counted(3)), counted(4));
+        assert_eq!((two.runs, two.counters["heap_blks_read"], two.counters["heap_blks_hit"]), (2, 7, 2));
+        assert_eq!(two.kernel.as_ref().unwrap().counters["read_bytes"], 7 * 8192);
+        let lost = Reads::between(Err("the connection was lost".into()), Ok(BTreeMap::new()), 1);
+        let three = add_reads(Some(two), lost);
+        assert_eq!((three.runs, three.counters.len(), three.unavailable.as_deref()), (3, 0, Some("the connection was lost")));
     }
 
     #[test]

@@ -243,6 +243,12 @@ pub struct ColdRecord {
     /// this machine's page cache did not reach them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub elsewhere: Vec<String>,
+    /// `--rounds`: the hot runs went in rounds, every query once per round
+    /// (A, B, C, D, A, B, …), so the other queries ran between two runs of
+    /// one query; false (and absent in older files): each query's runs back
+    /// to back. Kept with the cold runs: both say what a run found cached.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rounds: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

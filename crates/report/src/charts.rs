@@ -116,7 +116,7 @@ fn query_bars(view: &ResultsView, q: &QueryRecord) -> Bars {
         },
     });
     let title = format!("Query {} ({}): {}", q.query, q.variant, verdict(q.verification.status));
-    let subtitle = format!("{}; median of {} run(s), whisker min–max", q.title, view.record.context.repeat);
+    let subtitle = format!("{}; median of {}, whisker min–max", q.title, super::timed_runs_said(&view.record.context));
     titled(bars, title, subtitle, "seconds", "see the results table")
 }
 

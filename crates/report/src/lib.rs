@@ -296,6 +296,16 @@ fn timing_cell(result: Option<&EngineResult>, style: Style) -> String {
     }
 }
 
+/// The timed runs each median rests on, for a chart's subtitle: `3 run(s)`,
+/// or `3 run(s) in rounds` when the queries took turns (`--rounds`): a
+/// chart read alone must not pass for each query's runs back to back.
+pub(crate) fn timed_runs_said(context: &ghbench_record::run::Context) -> String {
+    match context.cold.rounds {
+        true => format!("{} run(s) in rounds", context.repeat),
+        false => format!("{} run(s)", context.repeat),
+    }
+}
+
 /// The run's time limit on each query, said: none unless `--query-timeout`.
 pub fn limit_label(context: &ghbench_record::run::Context) -> String {
     match context.query_timeout_seconds {
@@ -569,5 +579,15 @@ mod tests {
         assert_eq!(retries_note(3).as_deref(), Some("includes 3 retries"));
         assert_eq!(retries_note(1).as_deref(), Some("includes 1 retry"));
         assert_eq!(retries_note(0), None, "no retries, nothing said");
+    }
+
+    #[test]
+    fn a_chart_says_when_its_runs_went_in_rounds() {
+        let mut record = ghbench_testkit::sample::record();
+        assert_eq!(timed_runs_said(&record.context), "3 run(s)");
+        record.context.cold.rounds = true;
+        assert_eq!(timed_runs_said(&record.context), "3 run(s) in rounds");
+        let drawn = charts(&record).unwrap();
+        assert!(drawn.iter().filter(|c| c.name == "overview" || c.name.ends_with("-corrected")).all(|c| c.svg.contains("run(s) in rounds")));
     }
 }

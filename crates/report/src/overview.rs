@@ -26,7 +26,7 @@ fn medians(view: &ResultsView) -> Vec<Vec<Option<f64>>> {
 
 fn draw<DB: DrawingBackend>(view: &ResultsView, root: &DrawingArea<DB, plotters::coord::Shift>) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let subtitle = format!("median of {} run(s) per engine and query, log scale; a gap is an engine that failed or did not run", view.record.context.repeat);
+    let subtitle = format!("median of {} per engine and query, log scale; a gap is an engine that failed or did not run", super::timed_runs_said(&view.record.context));
     let area = root.titled("Every query, every engine: seconds", (FONT, 20))?.titled(&subtitle, (FONT, 13))?;
     let values = medians(view);
     let all = values.iter().flatten().flatten().copied();
