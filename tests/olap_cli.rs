@@ -449,6 +449,15 @@ fn rounds_order_recorded_in_the_record_and_its_label() {
     assert_eq!(refused.status.code(), Some(2), "{said}");
     assert!(said.contains("cannot resume the run of") && said.contains("--rounds: true then, false now"), "{said}");
     assert_eq!(runs_logged(table), "", "nothing run");
+    // Nor in rounds, part way: C and D would run in rounds of their own, not between A's and B's runs.
+    unfinished["queries"].as_array_mut().unwrap().truncate(2);
+    std::fs::write(&path, serde_json::to_string(&unfinished).unwrap()).unwrap();
+    let resume = args(&["--rounds"]).into_iter().chain(["--resume".to_string(), path.display().to_string()]).collect::<Vec<_>>();
+    let refused = ghbench(&fixture, &resume.iter().map(String::as_str).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("part way: its runs went in rounds (--rounds)"), "{said}");
+    assert_eq!(runs_logged(table), "", "nothing run");
     on_postgres(&format!("DROP TABLE {table}_runs"));
 }
 

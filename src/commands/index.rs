@@ -101,19 +101,18 @@ pub async fn run_on(args: IndexArgs, registry: &Engines, screen: Screen) -> Resu
     Ok(Finished::ok().wrote(path).wrote_all(args.results.also_json(&json)?).trusted_if(ok))
 }
 
-/// The catalog's indexes on `backend`'s engine (`built` hears of each), then,
-/// when one was built anew, what the engine does so its planner knows them
-/// (see [`Backend::after_indexes`]); a failure of either is the record's error.
+/// The catalog's indexes on `backend`'s engine (`built` hears of each), then
+/// what the engine does so its planner knows them (see
+/// [`Backend::after_indexes`]): when one was built anew, or their statistics
+/// are missing (a run killed between the two); a failure of either is the
+/// record's error.
 pub async fn build_indexes(backend: &dyn Backend, catalog: &Catalog, built: &OnIndexBuilt) -> IndexEngineRecord {
     let engine = backend.engine().clone();
     let indexes = match create_indexes(backend, catalog, built).await {
         Ok(indexes) => indexes,
         Err(e) => return IndexEngineRecord { engine, indexes: Vec::new(), error: Some(format!("{e:#}")), statistics: None },
     };
-    if !indexes.iter().any(|i| i.created) {
-        return IndexEngineRecord { engine, indexes, error: None, statistics: None };
-    }
-    match backend.after_indexes().await {
+    match backend.after_indexes(indexes.iter().any(|i| i.created)).await {
         Ok(statistics) => IndexEngineRecord { engine, indexes, error: None, statistics },
         Err(e) => IndexEngineRecord { engine, indexes, error: Some(format!("after the index builds: {e:#}")), statistics: None },
     }

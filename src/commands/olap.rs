@@ -329,6 +329,14 @@ pub async fn measure(
         if !changed.is_empty() {
             anyhow::bail!("cannot resume the run of {}: {}; its numbers would not be about this run (start it anew)", then.context.started_at, changed.join("; "));
         }
+        // In rounds the queries left would run among themselves, not between
+        // the kept ones' runs as the label says: such a run goes on only whole.
+        if options.rounds && !kept.is_empty() {
+            anyhow::bail!(
+                "cannot resume the run of {} part way: its runs went in rounds (--rounds), and the queries left would run in rounds of their own, not between the kept ones' runs; start it anew",
+                then.context.started_at
+            );
+        }
         let kept = kept.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
         context.resumed = Some(Resumed::going_on_from(&then.context.started_at, then.context.resumed.as_ref(), kept));
     }
@@ -343,7 +351,11 @@ pub async fn measure(
         None => progress,
     };
     let (queries, cold, answers) = run_queries_keeping_answers(backends, catalog, options, progress, cooler).await?;
-    context.cold = ColdRecord { method: context.cold.method.take(), ..cold };
+    context.cold = match (&resume, queries.is_empty()) {
+        // Every query kept: their first runs are the kept run's, said as it said them.
+        (Some((then, _)), true) => then.context.cold.clone(),
+        _ => ColdRecord { method: context.cold.method.take(), ..cold },
+    };
     if !before_runs.is_empty() {
         context.cold.actions.splice(0..0, before_runs);
         if !context.cold.requested {

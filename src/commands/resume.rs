@@ -42,6 +42,10 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
     differs("--analyze-plans", then.analyze_plans.to_string(), now.analyze_plans.to_string());
     differs("--query-timeout (seconds)", format!("{:?}", then.query_timeout_seconds), format!("{:?}", now.query_timeout_seconds));
     differs("the query texts (digest)", format!("{:?}", then.catalog_digest), format!("{:?}", now.catalog_digest));
+    // What the data check found (hours only some engines hold, MongoDB rows of
+    // hours a load began and did not finish), which the ledgers alone do not show.
+    let found = |c: &Context| c.data_consistency.as_ref().map_or_else(|| "not checked".into(), |d| if d.agree { "nothing".into() } else { d.differences.join("; ") });
+    differs("what the data check found", found(then), found(now));
     let names = |c: &Context| c.engines.iter().map(|e| e.engine.to_string()).collect::<Vec<_>>().join(",");
     differs("the engines", names(then), names(now));
     for (a, b) in then.engines.iter().zip(&now.engines).filter(|(a, b)| a.engine == b.engine) {

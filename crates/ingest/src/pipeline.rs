@@ -260,6 +260,10 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         sink.prepare(options.drop).await.map_err(prepare_err(engine.clone()))?;
         servers.push(sink.describe().await.map_err(prepare_err(engine.clone()))?);
         // Before the stored hours are checked: what a dead load left is no stored hour.
+        // Only while this run holds the table: a lease lost by now may be a live loader's.
+        if let Some(why) = ctx.must_stop() {
+            return Err(IngestError::Prepare { engine, detail: format!("not removing what dead loads left: {why}") });
+        }
         let removed = watched(ctx, loader.as_ref(), crate::sink::REMOVE_UNFINISHED, sink.remove_unfinished()).await;
         unfinished_notes.extend(removed.map_err(prepare_err(engine.clone()))?.into_iter().map(|said| format!("{engine}: {said}")));
         let checked = watched(ctx, loader.as_ref(), crate::sink::STORED_HOURS, sink.stored_hours(&check)).await;

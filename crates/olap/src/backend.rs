@@ -109,10 +109,12 @@ pub trait Backend: Send + Sync {
         anyhow::bail!("{} takes no indexes", self.engine())
     }
 
-    /// Once an index was built anew: what the engine must do so its planner
-    /// knows what the indexes filter on (PostgreSQL's `ANALYZE`), timed;
-    /// None for an engine that needs nothing.
-    async fn after_indexes(&self) -> BackendResult<Option<AfterIndexes>> {
+    /// After the index builds (`built_now`: one was built anew): what the
+    /// engine must do so its planner knows what the indexes filter on
+    /// (PostgreSQL's `ANALYZE`), timed; None when it needs nothing, e.g. an
+    /// engine without such statistics, or indexes whose statistics exist.
+    async fn after_indexes(&self, built_now: bool) -> BackendResult<Option<AfterIndexes>> {
+        let _ = built_now;
         Ok(None)
     }
 

@@ -733,7 +733,10 @@ impl QueryRuns {
                     Err(e) => match after_failure(backend, &mut self.result, "preparing", e, options.reconnect_limit, oom.as_ref()).await {
                         true => continue,
                         false => {
-                            self.stopped = Some(Stopped::Unprepared);
+                            // Runs made in earlier rounds stand (with their stats and plan); only
+                            // a query never run is one that failed on this engine.
+                            let ran = self.result.cold_run.is_some() || !self.result.iterations.is_empty();
+                            self.stopped = Some(if ran { Stopped::RunFailed } else { Stopped::Unprepared });
                             return;
                         }
                     },

@@ -272,6 +272,13 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             Some(path) => (resume::unfinished_bench(path, &fresh, &sizes, &engines, !args.regime.is_empty())?, path.clone()),
             None => (fresh, args.results.record_path("bench")),
         };
+        if let Some(stopped) = record.measuring.as_ref().filter(|_| args.fresh) {
+            bail!(
+                "--resume {} with --fresh: the {} h size it stopped in would be loaded again, and its kept queries were timed on its tables as they were; leave out --fresh to go on, or start the bench anew",
+                json_path.display(),
+                stopped.hours
+            );
+        }
         crate::outcome::written_as_it_goes(&json_path);
         crate::outcome::written_as_it_goes(&answers_dir(&json_path));
         let write_record = |record: &BenchRecord| {

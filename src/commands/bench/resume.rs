@@ -30,7 +30,7 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
         bail!("cannot resume {}: it holds a size of {} h this command does not ask for; give the same --scale", path.display(), extra.hours);
     }
     // Known before anything is loaded: not worth a size's time to find out.
-    if let Some(first) = record.sizes.first() {
+    if let Some(first) = record.sizes.first().or(record.measuring.as_ref()) {
         let (then, now) = (crate::commands::resume::build(&first.run.context), crate::commands::resume::this_build());
         if then != now {
             bail!("cannot resume {}: ghbench's build was {then} then, {now} now; start the bench anew", path.display());
@@ -73,7 +73,9 @@ pub fn nothing_redone(loads: &[LoadRecord], indexes: &[IndexEngineRecord], hours
 /// table are its own). Checked once the first new size ran: what it measured
 /// is not kept when anything changed.
 pub fn same_run(then: &Context, now: &Context) -> Result<()> {
-    same_as_kept(then, now, "sizes", &["the table", "'s data"])
+    // Each size's data is its own, and so is what the check found of it and
+    // the indexes it has (the normalized layout indexes only paths loaded).
+    same_as_kept(then, now, "sizes", &["the table", "'s data", "what the data check found", "'s indexes"])
 }
 
 /// A `--regime` point measured now was measured as the kept ones were: the

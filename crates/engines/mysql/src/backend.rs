@@ -370,17 +370,17 @@ async fn allocated_bytes(conn: &mut mysql_async::Conn, product: Product, qualifi
     // A figure is not worth waiting on another session's writes for: the
     // session's lock waits are bounded for the flush alone.
     set_lock_waits(conn, Some(LOCK_WAIT_SECONDS)).await?;
-    let flushed = conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await;
+    let allocated = match conn.query_drop(format!("FLUSH TABLES {qualified} FOR EXPORT")).await {
+        Ok(()) => {
+            let sql = format!("SELECT ALLOCATED_SIZE FROM information_schema.{view} WHERE NAME = CONCAT(COALESCE(?, DATABASE()), '/', ?)");
+            let allocated: Option<u64> = conn.exec_first(sql, (database, table)).await.ok().flatten();
+            // The table's lock goes before anything else can fail.
+            conn.query_drop("UNLOCK TABLES").await.ok().and(allocated)
+        }
+        Err(_) => None,
+    };
     set_lock_waits(conn, None).await?;
-    if flushed.is_err() {
-        return Ok(None);
-    }
-    let sql = format!("SELECT ALLOCATED_SIZE FROM information_schema.{view} WHERE NAME = CONCAT(COALESCE(?, DATABASE()), '/', ?)");
-    let allocated: Option<u64> = conn.exec_first(sql, (database, table)).await.ok().flatten();
-    match conn.query_drop("UNLOCK TABLES").await {
-        Ok(()) => Ok(allocated),
-        Err(_) => Ok(None),
-    }
+    Ok(allocated)
 }
 
 /// The statement without `IF NOT EXISTS` after `CREATE INDEX`, for a server
