@@ -99,34 +99,6 @@ fn waits_for(file: &Path, mark: &str) {
     }
 }
 
-/// A child process of the test, killed if the test ends before it does (a
-/// failed assertion must not leave a bench running that restarts servers
-/// after the test removed them).
-struct Owned(Option<Child>);
-
-impl Owned {
-    fn id(&self) -> u32 {
-        self.0.as_ref().map_or(0, Child::id)
-    }
-
-    fn child(&self) -> &Child {
-        self.0.as_ref().expect("not yet waited for")
-    }
-
-    fn wait_within(mut self, limit: Duration) -> std::process::Output {
-        wait_within(self.0.take().expect("waited for once"), limit)
-    }
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 fn kill(child: &Child, signal: i32) {
     // SAFETY: kill(2) on a child this test started and has not waited for.
     assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
@@ -145,10 +117,10 @@ async fn a_bench_whose_stderr_closes_under_memory_puts_the_server_back() {
     let _servers = disturbs_servers(); // as root it drops the OS page cache
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let before = shared_buffers(&setup).await;
-    let mut child = Owned(Some(limited_bench(&setup, work.path()).stderr(Stdio::piped()).spawn().unwrap()));
+    let mut child = Owned::spawn(limited_bench(&setup, work.path()).stderr(Stdio::piped()));
     let mut said = String::new();
     {
-        let mut lines = BufReader::new(child.0.as_mut().unwrap().stderr.take().unwrap()).lines();
+        let mut lines = BufReader::new(child.take_stderr()).lines();
         for line in lines.by_ref() {
             let line = line.unwrap();
             said.push_str(&line);
@@ -185,7 +157,7 @@ async fn a_killed_bench_s_limit_is_undone_by_the_next_doctor_and_a_running_one_s
     load_real_hour(&setup, "beside", work.path());
     let before = shared_buffers(&setup).await;
     let stderr = work.path().join("stderr");
-    let child = Owned(Some(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
+    let child = Owned::spawn(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()));
     waits_for(&stderr, "] load into");
     let limited_since = setup.postmaster_started().await;
     assert!(setup.postgres_cgroup().await.contains("/ghbench/"));
@@ -299,7 +271,7 @@ async fn a_killed_query_s_statement_on_mariadb_is_ended_by_the_next_ghbench() {
 
     let mut query = run(&["query", "A", "--variant", "corrected", "--repeat", "1", "--table", "abandoned"]);
     query.arg("--catalog").arg(&catalog).arg("--output").arg(work.path().join("results")).stdout(Stdio::null()).stderr(Stdio::null());
-    let child = Owned(Some(query.spawn().unwrap()));
+    let child = Owned::spawn(&mut query);
     let mut conn = mysql_async::Conn::from_url(server.url()).await.unwrap();
     let sleeping = || "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%SLEEP(600)%' AND ID <> CONNECTION_ID()";
     let started = Instant::now();
@@ -338,7 +310,7 @@ async fn a_hung_up_bench_puts_the_server_back_on_its_way_out() {
     let _servers = disturbs_servers();
     let Some((setup, work)) = limited_setup("--memory") else { return };
     let stderr = work.path().join("stderr");
-    let child = Owned(Some(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
+    let child = Owned::spawn(limited_bench(&setup, work.path()).stderr(std::fs::File::create(&stderr).unwrap()));
     waits_for(&stderr, "] load into");
     assert!(setup.postgres_cgroup().await.contains("/ghbench/"));
     kill(child.child(), libc::SIGHUP);
@@ -512,7 +484,7 @@ async fn ctrl_c_during_a_cold_restart_leaves_the_server_running() {
     let work = tempfile::tempdir().unwrap();
     load_real_hour(&setup, "cold", work.path());
     let stderr = work.path().join("stderr");
-    let child = Owned(Some(cold_query(&setup, "cold", work.path()).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap()));
+    let child = Owned::spawn(cold_query(&setup, "cold", work.path()).stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()));
     // The restart is written down before it starts: the moment to interrupt.
     let started = Instant::now();
     while journal(&setup).is_empty() {

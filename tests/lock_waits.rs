@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::ghbench_on_servers;
@@ -19,7 +19,7 @@ const STEP_LIMIT: Duration = Duration::from_secs(300);
 
 /// `ghbench index --engines <engine> --table <table>`, records in `results`,
 /// started; `extra` adds the engine's URL where the environment's is not it.
-fn start_index(engine: &str, table: &str, results: &std::path::Path, extra: &[&str]) -> Building {
+fn start_index(engine: &str, table: &str, results: &std::path::Path, extra: &[&str]) -> Owned {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
     command
         .args(["index", "--engines", engine, "--table", table])
@@ -30,40 +30,18 @@ fn start_index(engine: &str, table: &str, results: &std::path::Path, extra: &[&s
         .env("MYSQL_URL", mysql_url())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    Building(Some(command.spawn().expect("run ghbench index")))
-}
-
-/// A running `ghbench index`, killed if the test ends before it does.
-struct Building(Option<Child>);
-
-impl Building {
-    fn still_running(&mut self) -> bool {
-        self.0.as_mut().expect("not waited for yet").try_wait().expect("wait").is_none()
-    }
-
-    fn wait(mut self) -> Output {
-        wait_within(self.0.take().expect("waited for once"), STEP_LIMIT)
-    }
-}
-
-impl Drop for Building {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.0.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+    Owned::spawn(&mut command)
 }
 
 /// The index build `building` behind a lock another session holds: once the
 /// server shows it waiting (`waiting`), the lock is kept `hold` longer, the
 /// build must still be waiting then (not given up), and `release` ends the
 /// lock. The build's output, and how long it was seen waiting.
-async fn waits_out_the_lock<W: Future<Output = bool>>(mut building: Building, hold: Duration, waiting: impl Fn() -> W, release: impl Future<Output = ()>) -> (Output, Duration) {
+async fn waits_out_the_lock<W: Future<Output = bool>>(mut building: Owned, hold: Duration, waiting: impl Fn() -> W, release: impl Future<Output = ()>) -> (Output, Duration) {
     let asked = Instant::now();
     while !waiting().await {
         if !building.still_running() {
-            panic!("the index build ended before it waited for the lock: {}", text(&building.wait()));
+            panic!("the index build ended before it waited for the lock: {}", text(&building.wait_within(STEP_LIMIT)));
         }
         assert!(asked.elapsed() < STEP_LIMIT, "the index build never waited for the lock");
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -72,7 +50,7 @@ async fn waits_out_the_lock<W: Future<Output = bool>>(mut building: Building, ho
     tokio::time::sleep(hold).await;
     let gave_up = !building.still_running() || !waiting().await;
     release.await;
-    let out = building.wait();
+    let out = building.wait_within(STEP_LIMIT);
     assert!(!gave_up, "the index build stopped waiting before the lock was released ({:?} in): {}", seen.elapsed(), text(&out));
     (out, seen.elapsed())
 }

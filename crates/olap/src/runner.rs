@@ -677,11 +677,15 @@ impl QueryRuns {
             return;
         }
         self.stopped = Some(Stopped::EngineGone);
-        let made = self.result.iterations.len() + usize::from(self.result.cold_run.is_some());
-        match made {
+        match self.runs_made() {
             0 => self.result = EngineResult::failed(engine, format!("not run: {why}")),
-            _ => self.result.error = Some(format!("the runs after the first {made} not made: {why}")),
+            made => self.result.error = Some(format!("the runs after the first {made} not made: {why}")),
         }
+    }
+
+    /// Runs made so far, the cold one included.
+    fn runs_made(&self) -> usize {
+        self.result.iterations.len() + usize::from(self.result.cold_run.is_some())
     }
 
     /// Makes `pass`'s runs (none once stopped), then its plan when `pass`
@@ -735,8 +739,7 @@ impl QueryRuns {
                         false => {
                             // Runs made in earlier rounds stand (with their stats and plan); only
                             // a query never run is one that failed on this engine.
-                            let ran = self.result.cold_run.is_some() || !self.result.iterations.is_empty();
-                            self.stopped = Some(if ran { Stopped::RunFailed } else { Stopped::Unprepared });
+                            self.stopped = Some(if self.runs_made() > 0 { Stopped::RunFailed } else { Stopped::Unprepared });
                             return;
                         }
                     },

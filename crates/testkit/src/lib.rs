@@ -35,7 +35,7 @@ pub use groups::{alone_with_servers, disturbs_servers, shared_servers, ServersGu
 pub use host::{free_port, is_root, own_temp_dir};
 #[cfg(feature = "olap")]
 pub use olap_fixture::{ingest_options, postgres_and_polars, LoadedTable};
-pub use process::{output_within, text, wait_within};
+pub use process::{output_within, text, wait_within, Owned};
 pub use results::{bench_record, copy_dir, newest_file, newest_record};
 #[cfg(feature = "servers")]
 pub use servers::{assert_exact, counts, drop_all, drop_table, ledger_hours, mongo, mongo_url, mysql_url, pg, pg_url, servers, table, Servers};

@@ -28,3 +28,45 @@ pub fn wait_within(mut child: Child, limit: Duration) -> Output {
     }
     child.wait_with_output().expect("output")
 }
+
+/// A child process of the test, killed if the test ends before it does: a
+/// failed assertion must not leave a ghbench running that restarts servers
+/// or holds locks after the test is gone.
+pub struct Owned(Option<Child>);
+
+impl Owned {
+    pub fn spawn(command: &mut Command) -> Owned {
+        Owned(Some(command.spawn().expect("run the program")))
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child().id()
+    }
+
+    pub fn child(&self) -> &Child {
+        self.0.as_ref().expect("not yet waited for")
+    }
+
+    /// Its standard error, to read as it goes (spawned with it piped).
+    pub fn take_stderr(&mut self) -> std::process::ChildStderr {
+        self.0.as_mut().expect("not yet waited for").stderr.take().expect("standard error piped, and taken once")
+    }
+
+    pub fn still_running(&mut self) -> bool {
+        self.0.as_mut().expect("not yet waited for").try_wait().expect("wait").is_none()
+    }
+
+    /// Its output once it ends, or killed after `limit` and the test failed (see [`wait_within`]).
+    pub fn wait_within(mut self, limit: Duration) -> Output {
+        wait_within(self.0.take().expect("waited for once"), limit)
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -272,19 +272,20 @@ impl Backend for MongoBackend {
         // The load counted every hour it stored: when the metadata agrees
         // with the ledger, that count stands, paid once per load, not per command.
         // Hours begun and not finished were counted, by their ids, with the ledger.
-        let loaded = self.ledger().await.ok().map(|ledger| (ledger.events() + ledger.part_written_rows(), ledger.part_written.is_empty()));
-        let (rows, rows_exact, counted) = match sizes.on_disk <= EXACT_COUNT_MAX_BYTES {
-            _ if loaded == Some((fast, true)) && fast > 0 => {
-                (fast, true, "rows as the load counted them (its ledger), the collection's metadata count agreeing")
-            }
-            _ if loaded == Some((fast, false)) && fast > 0 => {
-                (fast, true, "rows as the load counted them (its ledger) and the documents of hours begun and not finished counted by their ids, the collection's metadata count agreeing")
-            }
-            true => {
+        let loaded = self.ledger().await.ok().map(|ledger| {
+            let said = match ledger.part_written.is_empty() {
+                true => "rows as the load counted them (its ledger), the collection's metadata count agreeing",
+                false => "rows as the load counted them (its ledger) and the documents of hours begun and not finished counted by their ids, the collection's metadata count agreeing",
+            };
+            (ledger.events() + ledger.part_written_rows(), said)
+        });
+        let (rows, rows_exact, counted) = match (sizes.on_disk <= EXACT_COUNT_MAX_BYTES, loaded) {
+            (_, Some((rows, said))) if rows == fast && fast > 0 => (fast, true, said),
+            (true, _) => {
                 let exact = coll.count_documents(doc! {}).max_time(crate::NO_TIME_LIMIT).await;
                 (exact.map_err(|e| with_advice("aggregate", e).context("counting the documents"))?, true, "rows counted (countDocuments)")
             }
-            false => (fast, false, "rows from the collection's metadata (estimatedDocumentCount; an exact count of over 1 GiB would read it all)"),
+            (false, _) => (fast, false, "rows from the collection's metadata (estimatedDocumentCount; an exact count of over 1 GiB would read it all)"),
         };
         Ok(Storage {
             rows,

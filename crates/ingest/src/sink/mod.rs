@@ -405,7 +405,29 @@ impl Sink {
         step: &'static str,
         work: impl FnOnce(&'a mut dyn EngineSink) -> BoxFuture<'a, Result<T, SinkError>>,
     ) -> Result<T, SinkError> {
-        let result = bounded(&self.engine, &self.server, step, self.timeout, work(self.inner.as_mut())).await;
+        let limit = Some(self.timeout);
+        self.step_within(step, limit, work).await
+    }
+
+    /// `work`, a step over the whole table, within the whole-table limit if
+    /// there is one (none unless asked: on a year of data such a step reads
+    /// hundreds of gigabytes); a timeout breaks the sink.
+    async fn whole_table_step<'a, T>(
+        &'a mut self,
+        step: &'static str,
+        work: impl FnOnce(&'a mut dyn EngineSink) -> BoxFuture<'a, Result<T, SinkError>>,
+    ) -> Result<T, SinkError> {
+        let limit = self.whole_table;
+        self.step_within(step, limit, work).await
+    }
+
+    async fn step_within<'a, T>(
+        &'a mut self,
+        step: &'static str,
+        limit: Option<Duration>,
+        work: impl FnOnce(&'a mut dyn EngineSink) -> BoxFuture<'a, Result<T, SinkError>>,
+    ) -> Result<T, SinkError> {
+        let result = bounded_if(&self.engine, &self.server, step, limit, work(self.inner.as_mut())).await;
         if matches!(result, Err(SinkError::Timeout { .. })) {
             self.broken = true;
         }
@@ -439,11 +461,7 @@ impl Sink {
     /// A step over the whole table when `check` is [`StoredCheck::Whole`]
     /// (the whole-table limit applies to both: an engine may still count).
     pub async fn stored_hours(&mut self, check: &StoredCheck) -> Result<BTreeMap<String, StoredHour>, SinkError> {
-        let result = bounded_if(&self.engine, &self.server, STORED_HOURS, self.whole_table, self.inner.stored_hours(check)).await;
-        if matches!(result, Err(SinkError::Timeout { .. })) {
-            self.broken = true;
-        }
-        result
+        self.whole_table_step(STORED_HOURS, |s| s.stored_hours(check)).await
     }
 
     pub async fn room(&mut self) -> Result<Option<Room>, SinkError> {
@@ -466,14 +484,10 @@ impl Sink {
     /// A step over the whole table where the engine finds an hour's rows by
     /// reading it (see [`EngineSink::replacing_reads_whole_table`]).
     pub async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
-        if !self.inner.replacing_reads_whole_table() {
-            return self.step(REPLACE_HOUR, |s| s.begin_replacing(stem)).await;
+        match self.inner.replacing_reads_whole_table() {
+            true => self.whole_table_step(REPLACE_HOUR, |s| s.begin_replacing(stem)).await,
+            false => self.step(REPLACE_HOUR, |s| s.begin_replacing(stem)).await,
         }
-        let result = bounded_if(&self.engine, &self.server, REPLACE_HOUR, self.whole_table, self.inner.begin_replacing(stem)).await;
-        if matches!(result, Err(SinkError::Timeout { .. })) {
-            self.broken = true;
-        }
-        result
     }
 
     pub async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
@@ -486,30 +500,18 @@ impl Sink {
 
     /// See [`EngineSink::remove_hours`]: a step over the whole table.
     pub async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
-        let result = bounded_if(&self.engine, &self.server, REMOVE_HOURS, self.whole_table, self.inner.remove_hours(stems)).await;
-        if matches!(result, Err(SinkError::Timeout { .. })) {
-            self.broken = true;
-        }
-        result
+        self.whole_table_step(REMOVE_HOURS, |s| s.remove_hours(stems)).await
     }
 
     /// See [`EngineSink::remove_unfinished`]: at most an hour's rows each, but
     /// on a slow server or a year of dead attempts more than a step's time.
     pub async fn remove_unfinished(&mut self) -> Result<Vec<String>, SinkError> {
-        let result = bounded_if(&self.engine, &self.server, REMOVE_UNFINISHED, self.whole_table, self.inner.remove_unfinished()).await;
-        if matches!(result, Err(SinkError::Timeout { .. })) {
-            self.broken = true;
-        }
-        result
+        self.whole_table_step(REMOVE_UNFINISHED, |s| s.remove_unfinished()).await
     }
 
     /// See [`EngineSink::after_load`]: a step over the whole table.
     pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
-        let result = bounded_if(&self.engine, &self.server, UPKEEP, self.whole_table, self.inner.after_load()).await;
-        if matches!(result, Err(SinkError::Timeout { .. })) {
-            self.broken = true;
-        }
-        result
+        self.whole_table_step(UPKEEP, |s| s.after_load()).await
     }
 
     /// See [`EngineSink::close`]; a server that does not answer cannot hold it.
