@@ -52,13 +52,51 @@ cgroup_mount() {
         break } }' /proc/self/mountinfo | head -n 1
 }
 
-# Removes server $1's cgroups once nothing runs in them (memory, blkio, v2).
+# Removes server $1's cgroups once nothing runs in them (memory, blkio, v2),
+# and their disk throttle rules whether or not they can be removed.
 remove_memory_cgroups() {
     local name base
     name=$(cgroup_name "$1")
+    base=$(cgroup_mount blkio); if [ -n "$base" ] && [ -d "$base/$name" ]; then clear_disk_rules "$base/$name" v1; fi
+    base=$(cgroup_mount 2); if [ -n "$base" ] && [ -d "$base/$name" ]; then clear_disk_rules "$base/$name" v2; fi
     for base in "$(cgroup_mount memory)" "$(cgroup_mount blkio)" "$(cgroup_mount 2)"; do
         if [ -n "$base" ] && [ -d "$base/$name" ] && [ -z "$(cat "$base/$name/cgroup.procs" 2>/dev/null)" ]; then
             rmdir "$base/$name" 2>/dev/null || true
         fi
     done
+}
+
+# The whole disk (major:minor) the folder $1 is stored on: a throttle is set
+# on a disk, not a partition. Fails, saying why, where no block device holds
+# it (tmpfs, overlay, a network filesystem: device major 0).
+block_device_under() {
+    local dev sys
+    dev=$(stat -c '%Hd:%Ld' "$1") || { echo "$1 cannot be read"; return 1; }
+    if [ "${dev%%:*}" = 0 ]; then
+        echo "$1 is on $(stat -f -c %T "$1"), which no block device holds: a disk limit throttles the reads of a block device; keep the servers' data on a disk (GHBENCH_HOME on one)"
+        return 1
+    fi
+    sys=$(readlink -f "/sys/dev/block/$dev") || { echo "the block device $dev of $1 is not in /sys/dev/block"; return 1; }
+    if [ -e "$sys/partition" ]; then dev=$(cat "$(dirname "$sys")/dev"); fi
+    echo "$dev"
+}
+
+# Removes every throttle rule of the block I/O cgroup folder $1 (cgroup $2:
+# v1 or v2): v1 drops a rule written as 0, v2 one written as max.
+clear_disk_rules() {
+    local file device rest rules
+    if [ "$2" = v1 ]; then
+        for file in "$1"/blkio.throttle.{read,write}_{bps,iops}_device; do
+            [ -e "$file" ] || continue
+            rules=$(cat "$file")
+            while read -r device rest; do
+                [ -n "$device" ] && echo "$device 0" >"$file" 2>/dev/null || true
+            done <<<"$rules"
+        done
+    elif [ -e "$1/io.max" ]; then
+        rules=$(cat "$1/io.max")
+        while read -r device rest; do
+            [ -n "$device" ] && echo "$device riops=max rbps=max wiops=max wbps=max" >"$1/io.max" 2>/dev/null || true
+        done <<<"$rules"
+    fi
 }

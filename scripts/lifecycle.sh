@@ -299,8 +299,8 @@ for path in sorted(glob.glob(os.path.join(sys.argv[1], "changes", "*.json"))):
             continue
         if name not in ("postgres", "mongo", "mysql"):
             raise ValueError("server.name %r is none of postgres, mongo, mysql" % (name,))
-        if entry.get("change") not in ("memory-limit", "stopped", "parameter"):
-            raise ValueError("change %r is none of memory-limit, stopped, parameter" % (entry.get("change"),))
+        if entry.get("change") not in ("memory-limit", "disk-limit", "stopped", "parameter"):
+            raise ValueError("change %r is none of memory-limit, disk-limit, stopped, parameter" % (entry.get("change"),))
         # A restart as setup leaves the server undoes either.
         if entry.get("undo") not in ("restart", "parameter"):
             raise ValueError("undo %r is none of restart, parameter" % (entry.get("undo"),))

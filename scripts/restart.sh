@@ -9,6 +9,8 @@ case ${1:-} in postgres|mongo|mysql) ;; *) echo "usage: $0 postgres|mongo|mysql"
 # The memory limit: the one asked for now (`ghbench bench --memory` sets
 # GHBENCH_MEMORY, empty for none), else the one setup ran with.
 export GHBENCH_MEMORY=${GHBENCH_MEMORY-${GHBENCH_SETUP_MEMORY:-}}
+# The disk limit the same way (`ghbench bench --disk` sets GHBENCH_DISK).
+export GHBENCH_DISK=${GHBENCH_DISK-${GHBENCH_SETUP_DISK:-}}
 # Both wait as long as the server makes progress (GHBENCH_STUCK_AFTER, see
 # lifecycle.sh) and fail when it does not stop or start: a stop that failed
 # ends this script (set -e) before setup could take the old server, still

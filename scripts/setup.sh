@@ -27,6 +27,11 @@ SECANTUS_VERSION=0.7.0b3
 # of that size, page cache included and no swap, as on a machine that small
 # (needs root). Unset: the whole machine.
 MEMORY=${GHBENCH_MEMORY:-}
+# GHBENCH_DISK='riops=1000 rbps=437000000' (v2 io.max's keys: riops, rbps,
+# wiops, wbps; operations or bytes a second): each server starts inside a
+# block I/O cgroup holding its reads (and writes) on the disk under its data
+# to that, as on a slower disk (needs root). Unset: the disk runs free.
+DISK=${GHBENCH_DISK:-}
 
 say_as=setup
 # shellcheck source=cgroup.sh
@@ -45,6 +50,10 @@ if [ -n "$MEMORY" ]; then
     MEMORY_BYTES=$(( MEMORY_BYTES / 4096 * 4096 ))
     [ "$MEMORY_BYTES" -ge $((64 << 20)) ] \
         || { echo "[setup] error: GHBENCH_MEMORY=$MEMORY is too little to run a server in: give at least 64MiB" >&2; exit 2; }
+fi
+if [ -n "$DISK" ]; then
+    [[ $DISK =~ ^(r|w)(iops|bps)=[1-9][0-9]*(\ (r|w)(iops|bps)=[1-9][0-9]*)*$ ]] \
+        || { echo "[setup] error: GHBENCH_DISK=$DISK is not a disk limit: write riops=N, rbps=N, wiops=N, wbps=N (operations or bytes a second), space-separated, e.g. 'riops=1000 rbps=437000000'" >&2; exit 2; }
 fi
 memory_mb=$(( ${MEMORY_BYTES:-0} >> 20 ))
 # Under a limit, each setting not given stands to it as the paper's stood to its
@@ -145,9 +154,13 @@ enter_memory_limit() {
         if [ -e "$dir/memory.memsw.limit_in_bytes" ]; then echo "$MEMORY_BYTES" >"$dir/memory.memsw.limit_in_bytes" || die "cannot turn swap off in $dir"; fi
         echo 0 >"$dir/memory.swappiness" 2>/dev/null || true
         echo "$mine" >"$dir/cgroup.procs" || die "cannot start inside the memory cgroup $dir"
-        # Block I/O counted per server where the kernel does.
+        # Block I/O counted per server where the kernel does (its throttle, if
+        # any, is enter_disk_limit's).
         local blkio; blkio=$(cgroup_mount blkio)
-        if [ -n "$blkio" ] && mkdir -p "$blkio/$name" 2>/dev/null; then echo "$mine" >"$blkio/$name/cgroup.procs" || true; fi
+        if [ -n "$blkio" ] && mkdir -p "$blkio/$name" 2>/dev/null; then
+            clear_disk_rules "$blkio/$name" v1
+            echo "$mine" >"$blkio/$name/cgroup.procs" || true
+        fi
     else
         v2=$(cgroup_mount 2)
         [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" \
@@ -169,6 +182,51 @@ enter_memory_limit() {
     fi
     log "$1 starts inside the memory cgroup $name: $MEMORY of memory, no swap"
 }
+
+# Moves this (sub)shell into server $1's block I/O cgroup holding $DISK on the
+# disk under its data folder $2, so the server it starts next reads through
+# that throttle. Without $DISK: the rules a disk limit left in that cgroup
+# are removed, whether or not the server enters it (a memory limit's v1
+# blkio cgroup of the same name, or one left empty by a bench).
+enter_disk_limit() {
+    local name blkio v2 dev mine=$BASHPID key value file
+    name=$(cgroup_name "$1")
+    blkio=$(cgroup_mount blkio) v2=$(cgroup_mount 2)
+    if [ -z "$DISK" ]; then
+        if [ -n "$blkio" ] && [ -d "$blkio/$name" ]; then clear_disk_rules "$blkio/$name" v1; fi
+        if [ -n "$v2" ] && [ -d "$v2/$name" ]; then clear_disk_rules "$v2/$name" v2; fi
+        return 0
+    fi
+    [ "$(id -u)" = 0 ] || die "GHBENCH_DISK needs root: the limit is a block I/O cgroup made under /sys/fs/cgroup (run setup as root, e.g. sudo -E just setup)"
+    dev=$(block_device_under "$2") || die "GHBENCH_DISK: $dev"
+    if [ -n "$blkio" ]; then
+        mkdir -p "$blkio/$name" || die "cannot make the block I/O cgroup $blkio/$name"
+        clear_disk_rules "$blkio/$name" v1
+        for key in $DISK; do
+            value=${key#*=} key=${key%%=*}
+            case $key in riops) file=read_iops ;; rbps) file=read_bps ;; wiops) file=write_iops ;; *) file=write_bps ;; esac
+            echo "$dev $value" >"$blkio/$name/blkio.throttle.${file}_device" || die "cannot set $key=$value on $dev in $blkio/$name"
+        done
+        echo "$mine" >"$blkio/$name/cgroup.procs" || die "cannot start inside the block I/O cgroup $blkio/$name"
+    else
+        [ -n "$v2" ] && grep -qw io "$v2/cgroup.controllers" \
+            || die "GHBENCH_DISK needs a cgroup block I/O controller, and this machine mounts none (no cgroup v1 'blkio', no cgroup v2 offering 'io')"
+        local parent
+        for parent in "$v2" "$v2/ghbench"; do
+            mkdir -p "$parent"
+            echo "+io" >"$parent/cgroup.subtree_control" || die "cannot hand the io controller down to $parent's children"
+        done
+        mkdir -p "$v2/$name" || die "cannot make the cgroup $v2/$name"
+        clear_disk_rules "$v2/$name" v2
+        echo "$dev $DISK" >"$v2/$name/io.max" || die "cannot set $DISK on $dev in $v2/$name/io.max"
+        echo "$mine" >"$v2/$name/cgroup.procs" || die "cannot start inside the cgroup $v2/$name"
+    fi
+    log "$1 starts inside the block I/O cgroup $name: $DISK on $dev"
+}
+
+# Both limits: the memory cgroup, then the block I/O one (v1: the blkio
+# cgroup of the same name the memory limit entered).
+enter_limits() { enter_memory_limit "$1" && enter_disk_limit "$1" "$2"; }
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -393,7 +451,7 @@ checkpoint_timeout = 30min
 EOF
     grep -q "include_if_exists = 'ghbench.conf'" "$data/postgresql.conf" \
         || echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
-    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid="" rc=0
+    local limited_as="${MEMORY_BYTES:-none}${DISK:+ disk $DISK}" limit_file=$dir/memory-limit pid="" rc=0
     if postmaster_pid "$data"; then
         pid=$found_pid
         # Still starting (a crash recovery at scale takes long), or on its way
@@ -408,7 +466,7 @@ EOF
     local why=
     if [ -n "$restore" ]; then why="PostgreSQL: a ghbench that ended left it changed: restarting as setup leaves it"
     elif [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
-        why="PostgreSQL settings or memory limit changed: restarting"
+        why="PostgreSQL settings, memory or disk limit changed: restarting"
     fi
     restart_for postgres "$pid" "$why"
     if [ -n "$pid" ]; then
@@ -419,7 +477,7 @@ EOF
         # -W: pg_ctl only starts it; the wait is ours, as long as it makes
         # progress. (`&&`: under `||`, `set -e` does not stop a failed step.)
         local log_size; log_size=$(file_size "$dir/server.log")
-        ( enter_memory_limit postgres &&
+        ( enter_limits postgres "$data" &&
           "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -W start >/dev/null 9>&- ) \
             || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
         pid=$(new_postmaster "$bin" "$data" "$dir/server.log" "$log_size") \
@@ -440,11 +498,11 @@ setup_mongo() {
     # Changed by a ghbench still running: left as it is.
     journal_holds mongo "MongoDB-wire server" && { held_answers "MongoDB-wire server" "$MONGO_PORT"; return 0; }
     local pidfile=$dir/server.pid pid="" rc=0 why=""
-    local limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit
+    local limited_as="${MEMORY_BYTES:-none}${DISK:+ disk $DISK}" limit_file=$dir/memory-limit
     if [ ${#journal_undo[@]} -gt 0 ]; then why="MongoDB-wire server: a ghbench that ended left it changed: restarting as setup leaves it"
     elif [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
         # A running server cannot be moved under another limit: it is restarted.
-        why="MongoDB-wire server's memory limit changed: restarting"
+        why="MongoDB-wire server's memory or disk limit changed: restarting"
     fi
     running_from_pid_file "$pidfile" 'secantusd|mongod'
     # Started for another port (GHBENCH_MONGO_PORT changed): it would never answer on this one.
@@ -466,7 +524,7 @@ setup_mongo() {
         # recovery that can take minutes at scale; started as the others are,
         # the wait below says its progress every 15 s. The pid and start time
         # recorded are the server's own (exec keeps both).
-        ( enter_memory_limit mongo && cd "$dir" && exec setsid nohup mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
+        ( enter_limits mongo "$dir/data" && cd "$dir" && exec setsid nohup mongod --dbpath "$dir/data" --port "$MONGO_PORT" --bind_ip 127.0.0.1 "${cache[@]}" \
             --logpath "$dir/server.log" --pidfilepath "$pidfile.mongod" </dev/null >/dev/null 2>&1 9>&- ) &
         pid=$!
         record_pid "$pidfile" "$pid"
@@ -486,7 +544,7 @@ setup_mongo() {
         # group (Ctrl-C on `ghbench bench --cold`, which restarts servers through
         # this script; a killed job) does not take the server down with it.
         local cache=(); [ -z "$WT_CACHE_MB" ] || cache=(--cache-size "${WT_CACHE_MB}M")
-        (enter_memory_limit mongo && cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
+        (enter_limits mongo "$dir/data" && cd "$dir" && exec setsid nohup "$venv/bin/secantusd-py" --host 127.0.0.1 --port "$MONGO_PORT" \
             --storage-path "$dir/data" --standalone "${cache[@]}" </dev/null >"$dir/server.log" 2>&1 9>&-) &
         # The subshell's pid and start time are the server's: exec keeps both.
         pid=$!
@@ -635,11 +693,11 @@ CNF
         "${init[@]}" >"$dir/init.log" 2>&1 </dev/null \
             || { cat "$dir/init.log" >&2; tail -n 30 "$dir/server.log" >&2 2>/dev/null; rm -rf "$data"; die "creating $name's data folder failed (log: $dir/init.log)"; }
     fi
-    local pidfile=$dir/server.pid limited_as="${MEMORY_BYTES:-none}" limit_file=$dir/memory-limit pid="" rc=0 why=""
+    local pidfile=$dir/server.pid limited_as="${MEMORY_BYTES:-none}${DISK:+ disk $DISK}" limit_file=$dir/memory-limit pid="" rc=0 why=""
     if [ ${#journal_undo[@]} -gt 0 ]; then why="$name: a ghbench that ended left it changed: restarting as setup leaves it"
     elif [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
         # A running server cannot be moved under another limit: it is restarted.
-        why="$name settings or memory limit changed: restarting"
+        why="$name settings, memory or disk limit changed: restarting"
     fi
     running_from_pid_file "$pidfile" 'mariadbd|mysqld'
     [ -z "$pid" ] || [ -n "$why" ] || settle_if_silent "$name" "$dir/server.log" "$MYSQL_PORT"
@@ -652,7 +710,7 @@ CNF
         # As SecantusDB's above: `exec` so the recorded pid is the server's
         # own (and its start time), every standard stream redirected, a
         # session of its own.
-        ( enter_memory_limit mysql && cd "$dir" && exec setsid nohup "$mysql_server" --defaults-file="$conf" \
+        ( enter_limits mysql "$data" && cd "$dir" && exec setsid nohup "$mysql_server" --defaults-file="$conf" \
             </dev/null >>"$dir/server.log" 2>&1 9>&- ) &
         pid=$!
         record_pid "$pidfile" "$pid"
@@ -684,12 +742,14 @@ write_servers_json() {
     for given in GHBENCH_PG_SHARED_BUFFERS GHBENCH_PG_WORK_MEM GHBENCH_PG_EFFECTIVE_CACHE_SIZE GHBENCH_PG_MAINTENANCE_WORK_MEM GHBENCH_PG_MAINTENANCE_WORKERS GHBENCH_WT_CACHE_MB GHBENCH_MYSQL_BUFFER_POOL; do
         if [ -n "${!given:-}" ]; then restart+=", \"$given=${!given}\""; fi
     done
-    # The limit setup ran with, which a restart keeps unless GHBENCH_MEMORY says otherwise.
-    restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"bash\", \"$repo/scripts/restart.sh\""
+    # The limits setup ran with, which a restart keeps unless GHBENCH_MEMORY
+    # or GHBENCH_DISK says otherwise.
+    restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"GHBENCH_SETUP_DISK=$DISK\", \"bash\", \"$repo/scripts/restart.sh\""
     cat >"$GHBENCH_HOME/servers.json" <<JSON
 {
   "written_by": "scripts/setup.sh",
   "memory": "$MEMORY",
+  "disk": "$DISK",
   "servers": [
     {"name": "postgres", "address": "127.0.0.1:$PG_PORT", "data_dir": "$pg_data", "restart": [$restart, "postgres"]},
     {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]},

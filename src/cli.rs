@@ -183,7 +183,7 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     // and whatever else this ghbench still has changed (a server stopped by a
     // cold run's restart, a parameter).
     runtime.block_on(async {
-        let restarted = commands::bench::memory::restore_after_signal().await;
+        let restarted = commands::bench::limits::restore_after_signal().await;
         commands::leftovers::put_back_own(managed.as_ref(), &engines, restarted).await;
     });
     match error {

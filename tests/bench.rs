@@ -70,7 +70,7 @@ impl OwnSetup {
         self.home.join("servers.json")
     }
 
-    fn ghbench(&self, args: &[&str]) -> (bool, String) {
+    pub(crate) fn ghbench(&self, args: &[&str]) -> (bool, String) {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
         command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env("MYSQL_URL", &self.mysql_url).env_remove("GHBENCH_SERVERS");
         let out = output_within(&mut command, Duration::from_secs(600));
@@ -375,7 +375,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
     let out = wait_within(child, Duration::from_secs(120));
     let said = std::fs::read_to_string(&stderr).unwrap();
     assert_eq!(out.status.code(), Some(130), "{said}");
-    assert!(said.contains("postgres restarted as `just setup` left it (it ran under the bench's memory limit)"), "{said}");
+    assert!(said.contains("postgres restarted as `just setup` left it (it ran under the bench's limits)"), "{said}");
     let after = setup.postgres_cgroup().await;
     assert!(!after.contains("/ghbench/"), "after Ctrl-C the server runs outside the limit: {after}");
 }

@@ -12,6 +12,7 @@ mod util;
 mod bench;
 mod bench_data;
 mod concurrency;
+mod disk_limit;
 mod download;
 mod engine_plugin;
 mod gen;

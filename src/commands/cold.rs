@@ -18,6 +18,7 @@ use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::runner::{ClearCaches, ColdStep, Cooler};
 use ghbench_olap::Backend;
 
+use super::bench::limits::Limits;
 use super::servers::{restart, ManagedServer, ManagedServers};
 use crate::options::Selected;
 
@@ -37,8 +38,8 @@ pub enum ColdHow {
 pub struct BenchCooler {
     plans: Vec<Plan>,
     table: TableName,
-    /// `bench --memory`: every restart goes back under the limit.
-    memory: Option<super::bench::memory::MemorySize>,
+    /// `bench --memory`, `--disk`: every restart goes back under the limits.
+    limits: Option<Limits>,
 }
 
 enum Plan {
@@ -62,7 +63,7 @@ enum WhyNotRestarted {
 
 impl BenchCooler {
     /// `how`: `--cold=clear` restarts no server.
-    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, how: ColdHow, table: &TableName, memory: Option<super::bench::memory::MemorySize>) -> BenchCooler {
+    pub fn new(engines: &[Selected], managed: Option<&ManagedServers>, how: ColdHow, table: &TableName, limits: Option<Limits>) -> BenchCooler {
         let plans = engines
             .iter()
             .map(|engine| {
@@ -81,7 +82,7 @@ impl BenchCooler {
                 }
             })
             .collect();
-        BenchCooler { plans, table: table.clone(), memory }
+        BenchCooler { plans, table: table.clone(), limits }
     }
 
     /// For people: which engines get a true cold run and how.
@@ -150,7 +151,7 @@ impl Cooler for BenchCooler {
         let mut actions = Vec::new();
         let restarted = match server {
             None => true,
-            Some(server) => match restart(server, self.memory.as_ref().map(|m| m.text.as_str())).await {
+            Some(server) => match restart(server, self.limits.as_ref()).await {
                 Ok(()) => {
                     actions.push(format!("server {} at {} restarted", server.name, server.address));
                     true
@@ -167,19 +168,25 @@ impl Cooler for BenchCooler {
             Some(_) => self.reconnect(engine).await,
             None => engine.backend(&self.table).await.map_err(|e| e.context(format!("{} could not start afresh", engine.engine()))),
         };
-        // Under --memory a restarted server must be back inside its limit, or
-        // the run is not what it is labelled.
+        // Under --memory or --disk a restarted server must be back inside its
+        // limits, or the run is not what it is labelled.
         let mut limited = true;
-        if let (Some(size), Some((url, address))) = (&self.memory, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address())))) {
+        if let (Some(limits), Some((url, address))) = (&self.limits, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address())))) {
             let said = tokio::task::spawn_blocking({
-                let bytes = size.bytes;
-                move || super::bench::memory::inside_limit(&url, address.as_deref(), bytes)
+                let limits = limits.clone();
+                move || {
+                    let memory = limits.memory.map(|size| super::bench::memory::inside_limit(&url, address.as_deref(), size.bytes));
+                    let disk = limits.disk.map(|disk| super::bench::disk::inside_throttle(&url, address.as_deref(), &disk.rules));
+                    [memory, disk].into_iter().flatten().collect::<Vec<_>>()
+                }
             });
-            match said.await.unwrap_or_else(|e| Err(e.to_string())) {
-                Ok(inside) => actions.push(format!("{} {inside}", engine.engine())),
-                Err(why) => {
-                    actions.push(format!("{} {why}", engine.engine()));
-                    limited = false;
+            for inside in said.await.unwrap_or_else(|e| vec![Err(e.to_string())]) {
+                match inside {
+                    Ok(inside) => actions.push(format!("{} {inside}", engine.engine())),
+                    Err(why) => {
+                        actions.push(format!("{} {why}", engine.engine()));
+                        limited = false;
+                    }
                 }
             }
         }

@@ -16,7 +16,7 @@ use ghbench_olap::{environment, Backend, Catalog};
 
 use super::cold::{BenchCooler, ColdHow};
 use super::servers::{ManagedServers, ServersArg};
-use super::bench::memory::MemorySize;
+use super::bench::limits::Limits;
 use crate::options::Selected;
 
 /// The default table when --table is not given: the paper's year.
@@ -142,9 +142,9 @@ impl TimingArgs {
     }
 
     /// What makes each engine's first run cold on `table`: the servers of
-    /// `managed` restarted (under `memory`, when given), or only cleared.
-    pub fn cooler(&self, engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, memory: Option<MemorySize>) -> BenchCooler {
-        BenchCooler::new(engines, managed, self.cold.unwrap_or(ColdHow::Restart), table, memory)
+    /// `managed` restarted (under `limits`, when given), or only cleared.
+    pub fn cooler(&self, engines: &[Selected], managed: Option<&ManagedServers>, table: &TableName, limits: Option<Limits>) -> BenchCooler {
+        BenchCooler::new(engines, managed, self.cold.unwrap_or(ColdHow::Restart), table, limits)
     }
 }
 
@@ -376,6 +376,10 @@ pub async fn measure(
     // What the kernel counted under each engine's memory limit, the runs and clients included.
     for limit in context.engines.iter_mut().filter_map(|e| e.memory.as_mut()?.limit.as_mut()) {
         ghbench_olap::cgroup::count_over_runs(limit);
+    }
+    // And under each engine's disk throttle: the proof the reads went through it.
+    for limit in context.engines.iter_mut().filter_map(|e| e.disk_limit.as_mut()) {
+        ghbench_olap::throttle::count_over_runs(limit);
     }
     Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
 }

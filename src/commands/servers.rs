@@ -1,7 +1,7 @@
 //! The servers `just setup` started, as it lists them in `servers.json`
 //! (their addresses, data folders and restart commands), and their restart:
-//! what cold runs (`super::cold`) and memory limits (`super::bench::memory`)
-//! both start from.
+//! what cold runs (`super::cold`) and limits (`super::bench::limits`) both
+//! start from.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -11,6 +11,8 @@ use anyhow::{Context as _, Result};
 use ghbench_core::place::same_address;
 use ghbench_engine::Loader;
 use serde::Deserialize;
+
+use super::bench::limits::Limits;
 
 /// A restart script that says nothing for this long has hung. It waits as
 /// long as the server makes progress (a shutdown checkpoint, a recovery at
@@ -96,9 +98,10 @@ impl ManagedServers {
 /// ghbench that still runs has changed (a bench's memory limit) is not
 /// restarted: that would undo its change under it. The script's progress
 /// lines (a slow stop or start) are passed on as they come; its other output
-/// is kept for the error. `memory`: the limit it starts under
-/// (`GHBENCH_MEMORY`, see `bench --memory`); None: the one `just setup` ran with.
-pub async fn restart(server: &ManagedServer, memory: Option<&str>) -> Result<()> {
+/// is kept for the error. `limits`: what it starts under (`GHBENCH_MEMORY`
+/// and `GHBENCH_DISK`, see `bench --memory` and `--disk`; one not given is
+/// the one `just setup` ran with); None: as `just setup` left it.
+pub async fn restart(server: &ManagedServer, limits: Option<&Limits>) -> Result<()> {
     use ghbench_core::changes::{self, Kind};
     if let Some(held) = changes::held_by_others(&server.server_ref()).first() {
         anyhow::bail!(
@@ -108,12 +111,12 @@ pub async fn restart(server: &ManagedServer, memory: Option<&str>) -> Result<()>
             held.said
         );
     }
-    let said = match memory {
-        Some(size) => format!("stopped, to start again inside a {size} memory cgroup"),
+    let said = match limits {
+        Some(limits) => format!("stopped, to start again inside {}", limits.said()),
         None => "stopped, to start again as `just setup` left it".to_string(),
     };
     let made = changes::record(&server.entry(Kind::Stopped, said)).map_err(anyhow::Error::msg)?;
-    let restarted = run_restart(server, memory).await;
+    let restarted = run_restart(server, limits).await;
     if restarted.is_ok() {
         made.undone();
         // Restarted whole: any stop of this ghbench's own that a restart
@@ -163,12 +166,16 @@ pub async fn wait_for_restarts() {
     under_way().clear();
 }
 
-async fn run_restart(server: &ManagedServer, memory: Option<&str>) -> Result<()> {
+async fn run_restart(server: &ManagedServer, limits: Option<&Limits>) -> Result<()> {
     let (program, args) = server.restart.split_first().context("no restart command")?;
     let mut command = tokio::process::Command::new(program);
-    match memory {
-        Some(size) => command.env("GHBENCH_MEMORY", size),
+    match limits.and_then(|l| l.memory.as_ref()) {
+        Some(size) => command.env("GHBENCH_MEMORY", &size.text),
         None => command.env_remove("GHBENCH_MEMORY"),
+    };
+    match limits.and_then(|l| l.disk.as_ref()) {
+        Some(disk) => command.env("GHBENCH_DISK", disk.setup_text()),
+        None => command.env_remove("GHBENCH_DISK"),
     };
     // Its standard error goes to a file, not a pipe: a restart whose ghbench
     // stopped reading (a signal) must not die of SIGPIPE half way.

@@ -26,6 +26,8 @@ pub const SCHEMA: &str = "ghbench-server-change/1";
 pub enum Kind {
     /// Restarted inside a memory cgroup, its memory settings scaled to it.
     MemoryLimit,
+    /// Restarted inside a block I/O cgroup throttling its disk (`--disk`).
+    DiskLimit,
     /// Stopped, to be started again (a cold run's restart).
     Stopped,
     /// A server parameter set (MongoDB's `setParameter`).
@@ -80,7 +82,7 @@ impl Entry {
             engine: engine.map(str::to_string),
             undo: match change {
                 Kind::Parameter => "parameter".into(),
-                Kind::MemoryLimit | Kind::Stopped => "restart".into(),
+                Kind::MemoryLimit | Kind::DiskLimit | Kind::Stopped => "restart".into(),
             },
             change,
             said: said.into(),

@@ -97,13 +97,19 @@ pub mod rows {
 /// What a [`crate::Backend`] reports for the run's record: sizes, index builds,
 /// plans, the memory its data competes for.
 pub mod record {
-    pub use ghbench_record::run::{AfterIndexes, IndexBuild, IndexSize, MemoryShare, Plan, Storage};
+    pub use ghbench_record::run::{AfterIndexes, DiskLimit, IndexBuild, IndexSize, MemoryShare, Plan, Storage};
 }
 
 /// Memory cgroups, for an engine that starts processes of its own under a
 /// limit (polars' workers).
 pub mod cgroup {
     pub use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+}
+
+/// Disk throttles, for an engine that starts processes of its own under a
+/// limit (polars' workers).
+pub mod throttle {
+    pub use ghbench_olap::throttle::{remove_abandoned, BlockDevice, DiskRules, IoCgroup};
 }
 
 /// One engine, as registered.
@@ -130,6 +136,15 @@ pub trait EnginePlugin: Send + Sync {
     /// what could not be limited. The default starts no process: nothing to do.
     fn limit_memory(&self, bytes: Option<u64>) -> Result<(), String> {
         let _ = bytes;
+        Ok(())
+    }
+
+    /// `--disk`: from now on, the processes the engine starts of its own
+    /// read under a throttle of `rules` on the disk under their data (as
+    /// `config` places it); None: without one again. A server goes under
+    /// its throttle by the restart `servers.json` lists (`GHBENCH_DISK`).
+    fn limit_disk(&self, config: &EngineConfig, rules: Option<&throttle::DiskRules>) -> Result<(), String> {
+        let _ = (config, rules);
         Ok(())
     }
 

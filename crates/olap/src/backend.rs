@@ -14,7 +14,8 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
 use crate::cgroup::MemoryCgroup;
-use crate::record::{AfterIndexes, IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
+use crate::record::{AfterIndexes, DiskLimit, IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
+use crate::throttle::IoCgroup;
 use crate::rows::Row;
 
 /// Tables larger than this get the engine's fast row count (the planner's
@@ -32,28 +33,31 @@ pub type OnIndexBuilt = dyn Fn(&IndexBuild) + Send + Sync;
 /// pipeline, a plan): whatever should not be timed.
 pub type Prepared = Box<dyn Any + Send + Sync>;
 
+/// The process an engine's data is read by on this machine: its own
+/// (polars' worker, ghbench itself) or its server's top process. None for a
+/// server elsewhere, or one whose process cannot be found.
+async fn local_process<B: Backend + ?Sized>(backend: &B) -> Option<u32> {
+    if let Some(pid) = backend.own_process().await {
+        return Some(pid);
+    }
+    let url = backend.server_url().filter(|url| ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine)?.to_string();
+    let address = backend.server_address();
+    tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url, address.as_deref()).ok()).await.ok().flatten()
+}
+
 /// The memory an engine's data competes for, on this machine: the limit of
 /// the memory cgroup its processes run in (the server's, or polars' worker's)
 /// when one is below the machine's memory, else the machine's (MemTotal).
 /// None for a server elsewhere (see [`Backend::memory`]).
 pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<MemoryShare> {
     // An engine with no server runs in ghbench's processes (its own or a worker's).
-    let url = match backend.server_url() {
-        None => None,
-        Some(url) if ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine => Some(url.to_string()),
+    let in_process = match backend.server_url() {
+        None => true,
+        Some(url) if ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine => false,
         Some(_) => return None,
     };
-    let in_process = url.is_none();
     let machine = crate::environment::memory_bytes();
-    let pid = match (backend.own_process().await, url) {
-        (Some(pid), _) => Some(pid),
-        (None, Some(url)) => {
-            let address = backend.server_address();
-            tokio::task::spawn_blocking(move || crate::kernel_io::server_pid(&url, address.as_deref()).ok()).await.ok().flatten()
-        }
-        (None, None) => None,
-    };
-    let cgroup = pid.and_then(|pid| MemoryCgroup::of_process(pid).ok());
+    let cgroup = local_process(backend).await.and_then(|pid| MemoryCgroup::of_process(pid).ok());
     if let Some(limited) = cgroup.and_then(|c| limited_memory(&c, machine)) {
         return Some(limited);
     }
@@ -62,6 +66,13 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
         false => "this machine's memory (MemTotal): the server runs here",
     };
     Some(MemoryShare { bytes: machine?, from: from.into(), limit: None })
+}
+
+/// The disk throttle the cgroup of an engine's processes on this machine
+/// holds (`--disk`), with its counters as of now; None: none, or elsewhere.
+pub async fn this_machine_disk_limit<B: Backend + ?Sized>(backend: &B) -> Option<DiskLimit> {
+    let pid = local_process(backend).await?;
+    IoCgroup::of_process(pid).ok()?.limit()
 }
 
 /// The memory a cgroup's limit leaves its processes, when it is a limit
@@ -197,6 +208,12 @@ pub trait Backend: Send + Sync {
     /// server elsewhere may say its own (MongoDB's `hostInfo`); else None.
     async fn memory(&self) -> Option<MemoryShare> {
         this_machine_memory(self).await
+    }
+
+    /// The kernel's throttle on the disk reads of the engine's processes
+    /// (`--disk`), when they run under one.
+    async fn disk_limit(&self) -> Option<DiskLimit> {
+        this_machine_disk_limit(self).await
     }
 
     /// Clears what this engine can clear of its caches without a restart;

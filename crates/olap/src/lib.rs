@@ -9,7 +9,8 @@
 //!   whether the engines hold the same data, checked before timing.
 //! - [`kernel_io`]: what the kernel counted for a server's processes on this
 //!   machine (bytes from storage), read around each query's runs;
-//!   [`cgroup`]: the memory limit an engine runs under and whether it held.
+//!   [`cgroup`]: the memory limit an engine runs under and whether it held;
+//!   [`throttle`]: the disk limit, the same way.
 //! - [`record`], [`bench`], [`rows`]: the records this crate fills, which are
 //!   data of their own (`ghbench-record`); the views that read them are
 //!   `ghbench-report`, which depends on the records and not on this crate.
@@ -25,6 +26,7 @@ pub mod kernel_io;
 pub mod ledger;
 mod progress;
 pub mod runner;
+pub mod throttle;
 pub mod verify;
 
 pub use ghbench_record::{bench, rows, run as record};

@@ -107,6 +107,7 @@ pub async fn describe_engine(backend: &dyn Backend) -> DescribedEngine {
         storage,
         storage_error,
         memory: backend.memory().await,
+        disk_limit: backend.disk_limit().await,
     };
     DescribedEngine { record, ledger }
 }

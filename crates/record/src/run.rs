@@ -287,6 +287,126 @@ pub struct EngineRecord {
     /// server elsewhere that does not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryShare>,
+    /// The kernel's throttle on the engine's disk reads and writes, when its
+    /// processes ran under one (`--disk`); None: the disk ran free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_limit: Option<DiskLimit>,
+}
+
+/// A throttle on a disk: read and write operations and bytes a second, as
+/// the kernel takes them (`--disk riops=1000,rbps=437MB`). None: not limited.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskRules {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes_per_second: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_iops: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_bytes_per_second: Option<u64>,
+}
+
+impl DiskRules {
+    pub fn is_empty(&self) -> bool {
+        *self == DiskRules::default()
+    }
+
+    /// `1,000 read IOPS, 437 MB/s read`.
+    pub fn said(&self) -> String {
+        let rate = |bytes: u64| format!("{} MB/s", thousands(bytes.div_ceil(1_000_000)));
+        let parts: Vec<String> = [
+            self.read_iops.map(|n| format!("{} read IOPS", thousands(n))),
+            self.read_bytes_per_second.map(|b| format!("{} read", rate(b))),
+            self.write_iops.map(|n| format!("{} write IOPS", thousands(n))),
+            self.write_bytes_per_second.map(|b| format!("{} written", rate(b))),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if parts.is_empty() { "no limit".into() } else { parts.join(", ") }
+    }
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A throttle the kernel enforced on an engine's block I/O (a cgroup), and
+/// what it counted: the proof it held.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DiskLimit {
+    pub cgroup_version: CgroupVersion,
+    /// The cgroup's path in its hierarchy (`/ghbench/1a2b-postgres`).
+    pub cgroup: String,
+    /// The block device throttled, as the kernel names it: `254:0 (vda)`.
+    pub device: String,
+    pub rules: DiskRules,
+    /// The kernel files that set it, and what they leave unlimited.
+    pub enforced_by: String,
+    /// Counted when the engine was described, before the runs.
+    pub before_runs: IoCounters,
+    /// What grew over the runs; None until they end, or when unreadable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_runs: Option<IoCounters>,
+}
+
+impl DiskLimit {
+    /// `1,000 read IOPS on 254:0 (vda) (cgroup v1 …); over the runs: 88.1 MiB in 11,270 reads`.
+    pub fn said(&self) -> String {
+        let mut said = format!("{} on {} ({})", self.rules.said(), self.device, self.enforced_by);
+        if let Some(over) = &self.over_runs {
+            let mut counted = Vec::new();
+            if let Some(bytes) = over.read_bytes {
+                counted.push(match over.reads {
+                    Some(reads) => format!("{} read in {} reads", ghbench_core::size::said(bytes), thousands(reads)),
+                    None => format!("{} read", ghbench_core::size::said(bytes)),
+                });
+            }
+            if let Some(bytes) = over.written_bytes {
+                counted.push(format!("{} written", ghbench_core::size::said(bytes)));
+            }
+            if !counted.is_empty() {
+                said.push_str(&format!("; over the runs: {}", counted.join(", ")));
+            }
+        }
+        said
+    }
+}
+
+/// Block I/O a cgroup's processes did, counted by the kernel on the
+/// throttled device (v1 `blkio.throttle.io_service*`, v2 `io.stat`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCounters {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes: Option<u64>,
+}
+
+impl IoCounters {
+    /// What grew from `before` to `self`; a count that shrank: None.
+    pub fn since(&self, before: &IoCounters) -> IoCounters {
+        let grew = |after: Option<u64>, before: Option<u64>| after?.checked_sub(before?);
+        IoCounters {
+            read_bytes: grew(self.read_bytes, before.read_bytes),
+            reads: grew(self.reads, before.reads),
+            written_bytes: grew(self.written_bytes, before.written_bytes),
+            writes: grew(self.writes, before.writes),
+        }
+    }
 }
 
 /// [`MemoryShare::from`] of a memory the user declared (`--server-memory`).
@@ -420,14 +540,32 @@ impl EngineRecord {
 pub fn with_fit(label: &str, engines: &[EngineRecord]) -> String {
     let said: Vec<String> = engines.iter().filter_map(|e| Some(format!("{} {}", e.engine, e.fit_said()?))).collect();
     if said.is_empty() {
-        return label.to_string();
+        return format!("{label}{}", throttled(engines));
     }
     let outgrown = engines.iter().any(|e| e.data_to_memory().is_some_and(|r| r > 1.0));
     let label = match outgrown {
         true => label.replace("every run after the first finds data cached", "every run after the first finds cached what fits in memory"),
         false => label.to_string(),
     };
-    format!("{label}; {}", said.join(", "))
+    format!("{label}; {}{}", said.join(", "), throttled(engines))
+}
+
+/// `; disk throttled: postgres, polars to 1,000 read IOPS, 437 MB/s read`
+/// (each set of rules once), or nothing when every disk ran free.
+fn throttled(engines: &[EngineRecord]) -> String {
+    let mut groups: Vec<(&DiskRules, Vec<String>)> = Vec::new();
+    for engine in engines {
+        let Some(limit) = &engine.disk_limit else { continue };
+        match groups.iter_mut().find(|(rules, _)| **rules == limit.rules) {
+            Some((_, names)) => names.push(engine.engine.to_string()),
+            None => groups.push((&limit.rules, vec![engine.engine.to_string()])),
+        }
+    }
+    let said: Vec<String> = groups.iter().map(|(rules, names)| format!("{} to {}", names.join(", "), rules.said())).collect();
+    match said.is_empty() {
+        true => String::new(),
+        false => format!("; disk throttled: {}", said.join("; ")),
+    }
 }
 
 /// Two significant digits below 1 (`0.00047×`, `0.30×`), then `4.1×`, `12×`.
@@ -1079,6 +1217,7 @@ mod tests {
             storage: Some(Storage { table_bytes: stored, index_bytes: stored / 10, ..Storage::default() }),
             storage_error: None,
             memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into(), limit: None }),
+            disk_limit: None,
         }
     }
 
@@ -1112,5 +1251,19 @@ mod tests {
             "hot: no cache dropped; every run after the first finds cached what fits in memory; postgres data 4.4× memory: read from disk, polars data 0.11× memory"
         );
         assert_eq!(with_fit(hot, &[engine("far", 10, None)]), hot, "nothing known, nothing said");
+        let mut throttled = [engine("postgres", 10, None), engine("polars", 10, None), engine("mongo", 10, None)];
+        let rules = DiskRules { read_iops: Some(1000), read_bytes_per_second: Some(437_000_000), ..DiskRules::default() };
+        for engine in &mut throttled[..2] {
+            engine.disk_limit = Some(DiskLimit {
+                cgroup_version: CgroupVersion::V1,
+                cgroup: "/ghbench/x".into(),
+                device: "254:0 (vda)".into(),
+                rules: rules.clone(),
+                enforced_by: "test".into(),
+                before_runs: IoCounters::default(),
+                over_runs: None,
+            });
+        }
+        assert_eq!(with_fit(hot, &throttled), format!("{hot}; disk throttled: postgres, polars to 1,000 read IOPS, 437 MB/s read"));
     }
 }

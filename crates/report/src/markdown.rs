@@ -77,6 +77,9 @@ fn report(record: &RunRecord, charts: Option<(&[Chart], &str)>) -> String {
         if let Some(said) = super::memory_limit_line(engine) {
             let _ = writeln!(md, "  - memory: {said}");
         }
+        if let Some(limit) = &engine.disk_limit {
+            let _ = writeln!(md, "  - disk: {}", limit.said());
+        }
     }
     md.push('\n');
     for (engine, caveat) in caveats(c) {

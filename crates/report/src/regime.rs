@@ -32,6 +32,9 @@ pub fn point_text(point: &RegimePoint) -> String {
         if let Some(line) = memory_limit_line(engine) {
             let _ = write!(text, "\nmemory {}: {line}", engine.engine);
         }
+        if let Some(limit) = &engine.disk_limit {
+            let _ = write!(text, "\ndisk {}: {}", engine.engine, limit.said());
+        }
     }
     if let Some(load) = super::concurrency::concurrency_text(&point.run, Style::Terminal) {
         let _ = write!(text, "\n{load}");

@@ -16,6 +16,9 @@ pub fn server_lines(context: &Context) -> Vec<String> {
         if let Some(said) = super::memory_limit_line(engine) {
             lines.push(format!("{:<15} memory: {said}", ""));
         }
+        if let Some(limit) = &engine.disk_limit {
+            lines.push(format!("{:<15} disk: {}", "", limit.said()));
+        }
         for (_, caveat) in caveats(context).into_iter().filter(|(e, _)| **e == engine.engine) {
             lines.push(format!("{:<15} note: {caveat}", ""));
         }

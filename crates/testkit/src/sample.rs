@@ -69,6 +69,7 @@ fn engine(e: usize) -> EngineRecord {
         }),
         storage_error: (e == 1).then(|| "collStats refused: not authorised".to_string()),
         memory: None,
+        disk_limit: None,
     }
 }
 

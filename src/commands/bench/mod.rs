@@ -5,6 +5,8 @@
 //! tables of its own, and fits how each engine's time grows with the data.
 
 mod data;
+pub mod disk;
+pub mod limits;
 pub mod memory;
 mod regime;
 mod resume;
@@ -86,6 +88,20 @@ exceed this machine's memory. A server ghbench did not start is refused before a
 is made (a running server cannot be moved under a limit). Afterwards the servers are
 restarted as setup left them, after a Ctrl-C too.
 
+--disk riops=1000,rbps=437MB: the servers `just setup` started are restarted inside a
+block I/O cgroup whose throttle holds their reads on the disk under their data to that
+many operations (riops) and bytes (rbps) a second, and writes where the kernel enforces
+it (wiops, wbps: cgroup v2 throttles buffered writes, v1 only those a process issues
+itself); polars' workers start inside one too, and the page cache is dropped before the
+queries so what they read goes through the throttle. It models a slower disk, such as
+the paper's EBS volumes of 1,000 and 5,000 provisioned IOPS (this machine's disk reads
+about 8,000 random pages a second). Every cold restart goes back inside and is checked;
+the record keeps each engine's device, rules, how the kernel enforced them and the bytes
+and reads it counted over the runs, and every label says so. Needs root, a blkio (v1) or
+io (v2) controller and data on a block device (not a tmpfs); refused before any data is
+made otherwise. With --memory both hold at once. Afterwards the servers are restarted as
+setup left them, after a Ctrl-C too.
+
 --regime 0.25,1,5: the paper's regime in one run. After the queries with memory free,
 the same tables are queried again under limits chosen, as --memory sets one, so the
 first engine's data (table and indexes; postgres's, the paper's jsonb, by default) is
@@ -155,6 +171,12 @@ pub struct BenchArgs {
     /// (`4GiB`, `768MiB`), as on a machine that small (see below; needs root).
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<memory::MemorySize>,
+
+    /// Throttle the disk the servers and polars' workers read from: riops=N
+    /// (reads a second), rbps=SIZE (bytes read a second), wiops, wbps, e.g.
+    /// riops=1000,rbps=437MB (see below; needs root).
+    #[arg(long, value_name = "LIMITS")]
+    pub disk: Option<disk::DiskArg>,
 
     /// After the queries with memory free, query the same data again under memory
     /// limits chosen so the first engine's data (table and indexes: postgres's, the
@@ -228,13 +250,18 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     registry.select(&args.conn)?;
     let options = args.timing.options(&catalog, Vec::new())?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let managed = args.timing.managed_servers(args.memory.is_some() || !args.regime.is_empty())?;
+    let managed = args.timing.managed_servers(args.memory.is_some() || args.disk.is_some() || !args.regime.is_empty())?;
     // The sweep's limits come from what is stored; the smallest a point can
     // have stands for them in the checks made before any data.
     let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize::chosen(ghbench_olap::bench::MIN_REGIME_MEMORY, "--regime (its limits, 64 MiB at least)".into()));
     if let Some(size) = args.memory.as_ref().or(smallest_sweep.as_ref()) {
         memory::check_can_limit(size)?;
-        memory::servers_to_limit(size, &registry.select(&args.conn)?, managed.as_ref())?;
+    }
+    if let Some(disk) = &args.disk {
+        disk::check_can_throttle(disk, &registry.select(&args.conn)?, managed.as_ref())?;
+    }
+    if let Some(limits) = limits::Limits::of(args.memory.as_ref().or(smallest_sweep.as_ref()), args.disk.as_ref()) {
+        limits::servers_to_limit(&limits, &registry.select(&args.conn)?, managed.as_ref())?;
     }
     args.results.check(args.markdown.markdown.as_ref())?;
     let screen = args.results.screen(args.markdown.markdown.as_ref());
@@ -250,20 +277,22 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
-    let under_limit = match &args.memory {
-        Some(size) => Some(memory::UnderLimit::start(size, &engines, managed.as_ref(), &|line| eprintln!("[bench] {line}")).await?),
-        None => None,
-    };
-    // Beyond memory the disk sets the pace: which one, and how fast it reads.
-    let disk = (args.memory.is_some() || !args.regime.is_empty()).then(|| {
+    let limits = limits::Limits::of(args.memory.as_ref(), args.disk.as_ref());
+    // Beyond memory the disk sets the pace: which one, and how fast it reads
+    // (measured free, before any throttle).
+    let disk = (limits.is_some() || !args.regime.is_empty()).then(|| {
         let folders = args.timing.managed.data_folders().unwrap_or_default();
         let folder = folders.first().map_or(args.data_dir.clone(), |(_, dir)| dir.clone());
         let disk = ghbench_olap::disk::measure(&folder);
         eprintln!("[bench] disk: {}", disk.said());
         disk
     });
+    let under_limit = match &limits {
+        Some(limits) => Some(limits::UnderLimit::start(limits, &engines, managed.as_ref(), &|line| eprintln!("[bench] {line}")).await?),
+        None => None,
+    };
     // The servers go back as setup left them however the bench ends (after a
-    // signal, `cli` restores them: see `memory::restore_after_signal`).
+    // signal, `cli` restores them: see `limits::restore_after_signal`).
     let measured = async {
         let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), measuring: None, finished: false, resumed: None, regime: None };
         // Written after every query and size (unfinished until the report): a
@@ -287,7 +316,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 eprintln!("warning: the record of what was measured so far was not written ({e:#}); the bench goes on");
             }
         };
-        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, screen, disk: disk.as_ref() };
+        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, screen, disk: disk.as_ref(), throttle: args.disk.as_ref() };
         for (hours, table) in sizes.into_iter().zip(tables) {
             if record.sizes.iter().any(|s| s.hours == hours) {
                 eprintln!("[bench {hours} h] kept from the record it resumes");
@@ -330,7 +359,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 None => None,
             };
             let keep = KeptAsItGoes { answers, save: Box::new(save_measuring(&json_path, &record, &size)) };
-            let run = queries.run(backends, &table, &format!("[bench {hours} h] "), args.memory.as_ref(), &phase, Some(keep), going_on).await?;
+            let run = queries.run(backends, &table, &format!("[bench {hours} h] "), limits.as_ref(), &phase, Some(keep), going_on).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
@@ -370,11 +399,13 @@ struct Queries<'a> {
     screen: Screen,
     /// Measured once where the servers keep their data, under a limit.
     disk: Option<&'a ghbench_olap::disk::Disk>,
+    /// `--disk`: the throttle every run of the bench reads through, `--regime`'s points too.
+    throttle: Option<&'a disk::DiskArg>,
 }
 
 impl Queries<'_> {
     /// The queries on `table` through `backends` (closed afterwards), under
-    /// `memory` when the servers were restarted inside that limit.
+    /// `limits` when the servers were restarted inside them.
     /// The record so far is kept by `keep` after every query; `resume` goes
     /// on from an unfinished run (its answers' folder beside it).
     #[allow(clippy::too_many_arguments)]
@@ -383,19 +414,19 @@ impl Queries<'_> {
         mut backends: Vec<Box<dyn Backend>>,
         table: &TableName,
         prefix: &str,
-        memory: Option<&memory::MemorySize>,
+        limits: Option<&limits::Limits>,
         phase: &dyn Fn(&str),
         keep: Option<KeptAsItGoes>,
         resume: Option<(RunRecord, PathBuf)>,
     ) -> Result<RunRecord> {
-        let cooler = self.timing.cooler(self.engines, self.managed, table, memory.cloned());
-        // Under a limit what the queries read is charged to it, not found
-        // cached outside it: the page cache is dropped first, and said in the
-        // runs' label.
-        let before_runs = match memory {
-            Some(size) => {
-                let dropped = format!("{} under the {} limit", drop_os_page_cache().action, ghbench_core::size::said(size.bytes));
-                phase(&format!("memory: {dropped}"));
+        let cooler = self.timing.cooler(self.engines, self.managed, table, limits.cloned());
+        // Under a limit what the queries read is charged to it (read through
+        // the disk's throttle), not found cached outside it: the page cache is
+        // dropped first, and said in the runs' label.
+        let before_runs = match limits {
+            Some(limits) => {
+                let dropped = format!("{} under {}", drop_os_page_cache().action, limits.said());
+                phase(&format!("limits: {dropped}"));
                 vec![dropped]
             }
             None => Vec::new(),

@@ -12,7 +12,8 @@ use ghbench_report::regime::point_text;
 use ghbench_core::size::said;
 use ghbench_core::TableName;
 
-use super::memory::{MemorySize, UnderLimit};
+use super::limits::{Limits, UnderLimit};
+use super::memory::MemorySize;
 use super::Queries;
 use crate::options::connect_backends;
 
@@ -100,9 +101,10 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
             phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit", said(bytes), said(limit)));
             // The servers move from one limit to the next; `end` once, after the last.
             drop(under.take());
-            under = Some(UnderLimit::start(&memory, queries.engines, queries.managed, &say).await?);
+            let limits = Limits { memory: Some(memory), disk: queries.throttle.cloned() };
+            under = Some(UnderLimit::start(&limits, queries.engines, queries.managed, &say).await?);
             let backends = connect_backends(queries.engines, table).await?;
-            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&memory), &phase, None, None).await?;
+            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&limits), &phase, None, None).await?;
             if let Some(kept) = kept {
                 super::resume::same_sweep(&kept, &run.context)?;
             }

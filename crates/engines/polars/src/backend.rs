@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use ghbench_core::{EngineSpec, ServerInfo, TableName};
 use ghbench_engine::ledger::{Entry, Ledger};
 use ghbench_engine::query::{limited_memory, prepared, this_machine_memory, Backend, BackendResult, Prepared, QueryFile, QueryTimedOut};
-use ghbench_engine::record::{MemoryShare, Plan, Storage};
+use ghbench_engine::record::{DiskLimit, MemoryShare, Plan, Storage};
 use ghbench_engine::rows::{Cell, Row};
 use polars::prelude::*;
 use polars::sql::SQLContext;
@@ -284,6 +284,14 @@ impl Backend for PolarsBackend {
         match limited {
             Some(limited) => Some(limited),
             None => this_machine_memory(self).await,
+        }
+    }
+
+    /// The throttle its workers start under (`--disk`), with its counters.
+    async fn disk_limit(&self) -> Option<DiskLimit> {
+        match &self.runs_in {
+            RunsIn::Worker { .. } => crate::worker::disk_limit()?.limit(),
+            RunsIn::ThisProcess => None,
         }
     }
 

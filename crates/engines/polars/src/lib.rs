@@ -18,11 +18,12 @@ pub mod sink;
 pub mod store;
 pub mod worker;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use ghbench_core::{Capabilities, ConnectError, DocumentLimits, Engine, EngineConfig, EngineOption, EngineSpec, ServerInfo, TableName};
+use ghbench_engine::throttle::{BlockDevice, DiskRules};
 use ghbench_engine::{Backend, EnginePlugin, EngineSink, Loader};
 
 /// Where the engine keeps its tables unless told otherwise: beside the
@@ -136,6 +137,16 @@ impl EnginePlugin for Polars {
     /// Its query workers (see [`worker::limit_memory`]).
     fn limit_memory(&self, bytes: Option<u64>) -> Result<(), String> {
         worker::limit_memory(bytes).map_err(|e| format!("polars' workers: {e}"))
+    }
+
+    /// Its query workers, on the disk under its data folder (see [`worker::limit_disk`]).
+    fn limit_disk(&self, config: &EngineConfig, rules: Option<&DiskRules>) -> Result<(), String> {
+        let Some(rules) = rules else { return worker::limit_disk(None) };
+        // The folder may not be made yet (a bench loads it later): the disk it will be on.
+        let dir = data_dir(config);
+        let existing = dir.ancestors().find(|a| a.exists()).unwrap_or(Path::new("/"));
+        let device = BlockDevice::under(existing).map_err(|e| format!("polars' data folder: {e}"))?;
+        worker::limit_disk(Some((&device, rules))).map_err(|e| format!("polars' workers: {e}"))
     }
 }
 

@@ -22,6 +22,7 @@ use ghbench_engine::rows::Row;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use ghbench_engine::cgroup::{CgroupError, MemoryCgroup};
+use ghbench_engine::throttle::{BlockDevice, DiskRules, IoCgroup};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 /// Set (to anything), polars' queries run in ghbench's own process, as
@@ -64,6 +65,36 @@ pub fn limit_memory(bytes: Option<u64>) -> Result<(), CgroupError> {
 /// The memory cgroup workers start in, if any.
 pub fn memory_limit() -> Option<MemoryCgroup> {
     MEMORY_LIMIT.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// The block I/O cgroup every worker starts in under a disk limit (`--disk`):
+/// the worker reads the table's files, so the throttle is the engine's.
+static DISK_LIMIT: std::sync::Mutex<Option<IoCgroup>> = std::sync::Mutex::new(None);
+
+/// Starts every worker from now on inside a block I/O cgroup holding `rules`
+/// on `device` (`ghbench/polars-io-<pid>-<n>`); None: without one (the one
+/// made before is removed once empty).
+pub fn limit_disk(limit: Option<(&BlockDevice, &DiskRules)>) -> Result<(), String> {
+    static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    ghbench_engine::throttle::remove_abandoned("polars-io");
+    let cgroup = match limit {
+        Some((device, rules)) => {
+            let cgroup = IoCgroup::create(&format!("polars-io-{}-{}", std::process::id(), MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))?;
+            cgroup.set(device, rules)?;
+            Some(cgroup)
+        }
+        None => None,
+    };
+    let mut slot = DISK_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(before) = std::mem::replace(&mut *slot, cgroup) {
+        before.remove();
+    }
+    Ok(())
+}
+
+/// The block I/O cgroup workers start in, if any.
+pub fn disk_limit() -> Option<IoCgroup> {
+    DISK_LIMIT.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
 /// The program queries run in, if any.
@@ -137,6 +168,9 @@ impl Worker {
         }
         if let Some(cgroup) = memory_limit() {
             cgroup.enter_on_spawn(command.as_std_mut()).map_err(|e| anyhow::anyhow!("starting the polars worker inside the memory cgroup {}: {e}", cgroup.path))?;
+        }
+        if let Some(cgroup) = disk_limit() {
+            cgroup.enter_on_spawn(command.as_std_mut()).map_err(|e| anyhow::anyhow!("starting the polars worker inside the block I/O cgroup {}: {e}", cgroup.path))?;
         }
         let mut child = command.spawn().map_err(|e| anyhow::anyhow!("starting the polars worker ({} {SUBCOMMAND}): {e}", program.display()))?;
         let stdin = child.stdin.take().expect("piped");

@@ -1,0 +1,442 @@
+//! Disk limits the kernel enforces (`--disk`): the block device under a
+//! server's data, the throttle rules of the cgroup a process's block I/O is
+//! counted in (v1 `blkio.throttle.*`, v2 `io.max`), and what it counted.
+//!
+//! Why: beyond memory the disk sets the pace, and the paper's disk was not
+//! this machine's. Its data sat on EBS io1 volumes of 1,000 or 5,000
+//! provisioned IOPS, where a bitmap heap scan's scattered reads (Query A)
+//! cost what the IOPS allow; this machine's disk reads about 8,000 random
+//! pages a second. A throttle on the cgroup the server runs in makes the
+//! kernel hold its reads to the paper's rate, as a memory limit holds its cache.
+//!
+//! `scripts/setup.sh` sets the rules when it starts a server (`GHBENCH_DISK`,
+//! the text [`setup_text`] writes); this module parses `--disk`, finds the
+//! device and reads the rules and counters back for the record.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+pub use ghbench_record::run::{CgroupVersion as Version, DiskLimit, DiskRules, IoCounters};
+
+/// `--disk riops=1000,rbps=437MB`: each key as the kernel's v2 `io.max`
+/// names it (riops, rbps, wiops, wbps), a count of operations or a size a
+/// second (`437MB`, `437MB/s`), comma- or space-separated.
+pub fn parse_rules(text: &str) -> Result<DiskRules, String> {
+    let mut rules = DiskRules::default();
+    let example = "write the limits as riops=N, rbps=SIZE, wiops=N, wbps=SIZE, e.g. --disk riops=1000,rbps=437MB";
+    for part in text.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part.split_once('=').ok_or_else(|| format!("'{part}' is not a disk limit: {example}"))?;
+        let count = || -> Result<u64, String> {
+            match value.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(n),
+                _ => Err(format!("{key}={value}: operations a second are a whole number above 0")),
+            }
+        };
+        let rate = || -> Result<u64, String> {
+            let size = value.trim().trim_end_matches("/s");
+            match ghbench_core::size::parse_size(size) {
+                // Below a page a second nothing would be read at all: a typo.
+                Ok(bytes) if bytes >= 4096 => Ok(bytes),
+                Ok(_) => Err(format!("{key}={value}: a rate under 4 KiB a second reads not one page a second; give a size with its unit, e.g. 437MB")),
+                Err(e) => Err(format!("{key}={value}: {e}")),
+            }
+        };
+        let slot = match key.trim() {
+            "riops" => (&mut rules.read_iops, count()?),
+            "rbps" => (&mut rules.read_bytes_per_second, rate()?),
+            "wiops" => (&mut rules.write_iops, count()?),
+            "wbps" => (&mut rules.write_bytes_per_second, rate()?),
+            other => return Err(format!("'{other}' is not a disk limit: {example}")),
+        };
+        if slot.0.replace(slot.1).is_some() {
+            return Err(format!("{key} is given twice"));
+        }
+    }
+    if rules.is_empty() {
+        return Err(format!("no disk limit given: {example}"));
+    }
+    Ok(rules)
+}
+
+/// The rules as `scripts/setup.sh` takes them in `GHBENCH_DISK`: `riops=1000 rbps=437000000`.
+pub fn setup_text(rules: &DiskRules) -> String {
+    keyed(rules).iter().map(|(key, value)| format!("{key}={value}")).collect::<Vec<_>>().join(" ")
+}
+
+fn keyed(rules: &DiskRules) -> Vec<(&'static str, u64)> {
+    [("riops", rules.read_iops), ("rbps", rules.read_bytes_per_second), ("wiops", rules.write_iops), ("wbps", rules.write_bytes_per_second)]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+        .collect()
+}
+
+/// A whole block device (a throttle is set on a disk, not a partition).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockDevice {
+    pub major: u32,
+    pub minor: u32,
+    /// As the kernel names it (`vda`, `nvme0n1`, `dm-0`).
+    pub name: String,
+}
+
+impl BlockDevice {
+    /// The disk `path` is stored on; Err says why there is none to throttle
+    /// (a tmpfs, an overlay or a network filesystem has no block device of its own).
+    pub fn under(path: &Path) -> Result<BlockDevice, String> {
+        use std::os::unix::fs::MetadataExt as _;
+        let dev = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.dev();
+        // glibc's major(3) and minor(3).
+        let major = (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32;
+        let minor = ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32;
+        if major == 0 {
+            let (fs_type, mounted_at) = mount_of(major, minor).unwrap_or_else(|| ("an unknown filesystem".into(), "?".into()));
+            return Err(format!(
+                "{} is on {fs_type} (mounted at {mounted_at}), which no block device holds: a disk limit throttles the reads of a block device; keep the servers' data on a disk (GHBENCH_HOME on one)",
+                path.display()
+            ));
+        }
+        let sys = fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).map_err(|e| format!("{}: the block device {major}:{minor} is not in /sys/dev/block: {e}", path.display()))?;
+        // A partition's folder sits in its disk's.
+        let disk = match sys.join("partition").exists() {
+            true => sys.parent().map(Path::to_path_buf).unwrap_or(sys),
+            false => sys,
+        };
+        let numbers = fs::read_to_string(disk.join("dev")).map_err(|e| format!("{}: {e}", disk.join("dev").display()))?;
+        let (major, minor) = numbers.trim().split_once(':').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))).ok_or_else(|| format!("{}: '{}' is no device number", disk.display(), numbers.trim()))?;
+        let name = disk.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Ok(BlockDevice { major, minor, name })
+    }
+
+    pub fn number(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
+
+    /// `254:0 (vda)`.
+    pub fn said(&self) -> String {
+        format!("{} ({})", self.number(), self.name)
+    }
+}
+
+/// The filesystem type and mount point of device `major:minor`.
+fn mount_of(major: u32, minor: u32) -> Option<(String, String)> {
+    let infos = procfs::process::Process::myself().ok()?.mountinfo().ok()?;
+    let info = infos.into_iter().find(|i| i.majmin == format!("{major}:{minor}"))?;
+    Some((info.fs_type, info.mount_point.display().to_string()))
+}
+
+/// The cgroup a process's block I/O is throttled and counted in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoCgroup {
+    pub version: Version,
+    /// Its path below its hierarchy's root (`/ghbench/1a2b-postgres`).
+    pub path: String,
+    dir: PathBuf,
+}
+
+/// Where block I/O is controlled on this machine: v1's blkio hierarchy,
+/// else v2's where it offers `io`.
+fn io_hierarchy() -> Option<(Version, PathBuf)> {
+    let infos = procfs::process::Process::myself().ok()?.mountinfo().ok()?;
+    let mut v2 = None;
+    for info in infos {
+        match info.fs_type.as_str() {
+            "cgroup" if info.super_options.contains_key("blkio") => return Some((Version::V1, info.mount_point)),
+            "cgroup2" if v2.is_none() && fs::read_to_string(info.mount_point.join("cgroup.controllers")).is_ok_and(|c| c.split_whitespace().any(|c| c == "io")) => {
+                v2 = Some((Version::V2, info.mount_point));
+            }
+            _ => {}
+        }
+    }
+    v2
+}
+
+/// Why a disk limit cannot be made or read here; each says what to do.
+pub const NO_CONTROLLER: &str = "this machine has no cgroup block I/O controller mounted (no cgroup v1 'blkio' hierarchy, no cgroup v2 offering 'io' in /proc/self/mountinfo): a disk limit needs one; on Linux mount it, or in a container run with the host's cgroups";
+
+impl IoCgroup {
+    /// The cgroup process `pid`'s block I/O is counted in.
+    pub fn of_process(pid: u32) -> Result<IoCgroup, String> {
+        let (version, root) = io_hierarchy().ok_or(NO_CONTROLLER)?;
+        let cgroups = procfs::process::Process::new(pid as i32).and_then(|p| p.cgroups()).map_err(|e| format!("/proc/{pid}/cgroup: {e}"))?;
+        let path = match version {
+            Version::V1 => cgroups.0.iter().find(|c| c.controllers.iter().any(|n| n == "blkio")).map(|c| c.pathname.clone()),
+            Version::V2 => cgroups.0.iter().find(|c| c.hierarchy == 0).map(|c| c.pathname.clone()),
+        }
+        .ok_or_else(|| format!("process {pid} is in no block I/O cgroup"))?;
+        Ok(IoCgroup { version, dir: root.join(path.trim_start_matches('/')), path })
+    }
+
+    /// The cgroup a record names, to read it again (None: gone).
+    pub fn at(version: Version, path: &str) -> Option<IoCgroup> {
+        let (mounted, root) = io_hierarchy()?;
+        let dir = root.join(path.trim_start_matches('/'));
+        (mounted == version && dir.is_dir()).then(|| IoCgroup { version, path: path.to_string(), dir })
+    }
+
+    /// Makes (or takes again) `ghbench/<name>` for processes ghbench starts
+    /// (polars' workers), with no rules yet.
+    pub fn create(name: &str) -> Result<IoCgroup, String> {
+        let (version, root) = io_hierarchy().ok_or(NO_CONTROLLER)?;
+        let path = format!("/ghbench/{name}");
+        let dir = root.join(path.trim_start_matches('/'));
+        let refused = |e: std::io::Error| format!("cannot make the block I/O cgroup {path}: {e}; a disk limit needs root (run ghbench as root, e.g. with sudo) or a cgroup delegated to this user");
+        if version == Version::V2 {
+            // A v2 child gets a controller only when every parent hands it down.
+            for parent in [root.clone(), root.join("ghbench")] {
+                fs::create_dir_all(&parent).map_err(refused)?;
+                write(&parent.join("cgroup.subtree_control"), "+io").map_err(|e| format!("cannot hand the io controller down to {}: {e}", parent.display()))?;
+            }
+        }
+        fs::create_dir_all(&dir).map_err(refused)?;
+        let cgroup = IoCgroup { version, path, dir };
+        cgroup.clear();
+        Ok(cgroup)
+    }
+
+    /// Sets `rules` on `device`, every other rule of this cgroup cleared.
+    pub fn set(&self, device: &BlockDevice, rules: &DiskRules) -> Result<(), String> {
+        self.clear();
+        let failed = |e: std::io::Error| format!("cannot set the disk limit {} on {} in {}: {e}", rules.said(), device.said(), self.path);
+        match self.version {
+            Version::V1 => {
+                for (key, value) in keyed(rules) {
+                    write(&self.dir.join(v1_file(key)), &format!("{} {value}", device.number())).map_err(failed)?;
+                }
+            }
+            Version::V2 => write(&self.dir.join("io.max"), &format!("{} {}", device.number(), setup_text(rules))).map_err(failed)?,
+        }
+        Ok(())
+    }
+
+    /// Every rule of this cgroup removed (best effort: the next read says what stayed).
+    pub fn clear(&self) {
+        for (device, _) in self.rules() {
+            match self.version {
+                Version::V1 => {
+                    for key in ["riops", "rbps", "wiops", "wbps"] {
+                        let _ = write(&self.dir.join(v1_file(key)), &format!("{device} 0"));
+                    }
+                }
+                Version::V2 => {
+                    let _ = write(&self.dir.join("io.max"), &format!("{device} riops=max rbps=max wiops=max wbps=max"));
+                }
+            }
+        }
+    }
+
+    /// Removes the cgroup once nothing runs in it (best effort).
+    pub fn remove(&self) {
+        self.clear();
+        let _ = fs::remove_dir(&self.dir);
+    }
+
+    /// Makes `command`'s process start inside this cgroup (see
+    /// `MemoryCgroup::enter_on_spawn`, which this mirrors).
+    pub fn enter_on_spawn(&self, command: &mut std::process::Command) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd as _;
+        use std::os::unix::process::CommandExt as _;
+        let file = fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?;
+        // SAFETY: between fork and exec only write(2), async-signal-safe, is
+        // called, on a file opened before the fork; "0" names the writer itself.
+        unsafe {
+            command.pre_exec(move || match libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) {
+                1 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+        Ok(())
+    }
+
+    /// The rules in force, by device (`254:0`).
+    pub fn rules(&self) -> Vec<(String, DiskRules)> {
+        let mut by_device: Vec<(String, DiskRules)> = Vec::new();
+        fn of<'a>(by_device: &'a mut Vec<(String, DiskRules)>, device: &str) -> &'a mut DiskRules {
+            let at = match by_device.iter().position(|(d, _)| d == device) {
+                Some(at) => at,
+                None => {
+                    by_device.push((device.to_string(), DiskRules::default()));
+                    by_device.len() - 1
+                }
+            };
+            &mut by_device[at].1
+        }
+        match self.version {
+            Version::V1 => {
+                for key in ["riops", "rbps", "wiops", "wbps"] {
+                    let text = fs::read_to_string(self.dir.join(v1_file(key))).unwrap_or_default();
+                    for line in text.lines() {
+                        let mut fields = line.split_whitespace();
+                        if let (Some(device), Some(Ok(value))) = (fields.next(), fields.next().map(str::parse::<u64>)) {
+                            set_key(of(&mut by_device, device), key, value);
+                        }
+                    }
+                }
+            }
+            Version::V2 => {
+                let text = fs::read_to_string(self.dir.join("io.max")).unwrap_or_default();
+                for line in text.lines() {
+                    let mut fields = line.split_whitespace();
+                    let Some(device) = fields.next() else { continue };
+                    for field in fields {
+                        if let Some((key, Ok(value))) = field.split_once('=').map(|(k, v)| (k, v.parse::<u64>())) {
+                            set_key(of(&mut by_device, device), key, value);
+                        }
+                    }
+                }
+            }
+        }
+        by_device.retain(|(_, rules)| !rules.is_empty());
+        by_device
+    }
+
+    /// The limit in force on this cgroup, with the counters as of now, for
+    /// the record (None: no rule).
+    pub fn limit(&self) -> Option<DiskLimit> {
+        let (device, rules) = self.rules().into_iter().next()?;
+        let named = fs::canonicalize(format!("/sys/dev/block/{device}")).ok().and_then(|p| Some(p.file_name()?.to_string_lossy().into_owned()));
+        Some(DiskLimit {
+            cgroup_version: self.version,
+            cgroup: self.path.clone(),
+            device: named.map_or(device.clone(), |name| format!("{device} ({name})")),
+            enforced_by: self.enforced_by(&rules),
+            before_runs: self.counters(&device),
+            rules,
+            over_runs: None,
+        })
+    }
+
+    /// The kernel files that hold `rules`, and what they leave free.
+    fn enforced_by(&self, rules: &DiskRules) -> String {
+        match self.version {
+            Version::V1 => {
+                let files: Vec<&str> = keyed(rules).iter().map(|(key, _)| v1_file(key)).collect();
+                let writes = match rules.write_iops.is_some() || rules.write_bytes_per_second.is_some() {
+                    true => "; v1 throttles only writes its processes issue themselves (direct I/O, fsync), not the kernel's writeback of their buffered writes",
+                    false => "; writes not limited",
+                };
+                format!("cgroup v1 {} of {}{writes}", files.join(" and "), self.path)
+            }
+            Version::V2 => format!("cgroup v2 io.max of {}", self.path),
+        }
+    }
+
+    /// What the kernel counted on `device` (`254:0`).
+    pub fn counters(&self, device: &str) -> IoCounters {
+        match self.version {
+            Version::V1 => {
+                let of = |file: &str, op: &str| {
+                    let text = fs::read_to_string(self.dir.join(file)).ok()?;
+                    text.lines().find_map(|line| {
+                        let fields: Vec<&str> = line.split_whitespace().collect();
+                        (fields.len() == 3 && fields[0] == device && fields[1] == op).then(|| fields[2].parse().ok()).flatten()
+                    })
+                };
+                IoCounters {
+                    read_bytes: of("blkio.throttle.io_service_bytes_recursive", "Read"),
+                    reads: of("blkio.throttle.io_serviced_recursive", "Read"),
+                    written_bytes: of("blkio.throttle.io_service_bytes_recursive", "Write"),
+                    writes: of("blkio.throttle.io_serviced_recursive", "Write"),
+                }
+            }
+            Version::V2 => {
+                let text = fs::read_to_string(self.dir.join("io.stat")).unwrap_or_default();
+                let line = text.lines().find(|l| l.split_whitespace().next() == Some(device));
+                let of = |key: &str| line?.split_whitespace().find_map(|f| f.strip_prefix(key)?.strip_prefix('=')?.parse().ok());
+                // A device with no I/O yet has no line: nothing counted is 0.
+                let zero = |n: Option<u64>| n.or(line.is_none().then_some(0));
+                IoCounters { read_bytes: zero(of("rbytes")), reads: zero(of("rios")), written_bytes: zero(of("wbytes")), writes: zero(of("wios")) }
+            }
+        }
+    }
+}
+
+/// Removes the cgroups `ghbench/<prefix>-<pid>-<n>` a process that has
+/// ended left (a ghbench killed under `--disk`): their rules would outlive it.
+pub fn remove_abandoned(prefix: &str) {
+    let Some((version, root)) = io_hierarchy() else { return };
+    let Ok(entries) = fs::read_dir(root.join("ghbench")) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('-')?.split('-').next()?.parse::<u32>().ok()) else { continue };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            IoCgroup { version, path: format!("/ghbench/{name}"), dir: entry.path() }.remove();
+        }
+    }
+}
+
+/// Fills what the kernel counted over the runs into `limit` (read again from
+/// the cgroup it names; left None when that is gone).
+pub fn count_over_runs(limit: &mut DiskLimit) {
+    let device = limit.device.split_whitespace().next().unwrap_or_default().to_string();
+    limit.over_runs = IoCgroup::at(limit.cgroup_version, &limit.cgroup).map(|c| c.counters(&device).since(&limit.before_runs));
+}
+
+fn v1_file(key: &str) -> &'static str {
+    match key {
+        "riops" => "blkio.throttle.read_iops_device",
+        "rbps" => "blkio.throttle.read_bps_device",
+        "wiops" => "blkio.throttle.write_iops_device",
+        _ => "blkio.throttle.write_bps_device",
+    }
+}
+
+fn set_key(rules: &mut DiskRules, key: &str, value: u64) {
+    let slot = match key {
+        "riops" => &mut rules.read_iops,
+        "rbps" => &mut rules.read_bytes_per_second,
+        "wiops" => &mut rules.write_iops,
+        "wbps" => &mut rules.write_bytes_per_second,
+        _ => return,
+    };
+    *slot = Some(value);
+}
+
+fn write(path: &Path, value: &str) -> std::io::Result<()> {
+    fs::OpenOptions::new().write(true).open(path)?.write_all(value.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_limits_are_read_with_their_units_and_written_for_setup() {
+        let rules = parse_rules("riops=1000, rbps=437MB/s").unwrap();
+        assert_eq!((rules.read_iops, rules.read_bytes_per_second, rules.write_iops), (Some(1000), Some(437_000_000), None));
+        assert_eq!(setup_text(&rules), "riops=1000 rbps=437000000");
+        assert_eq!(rules.said(), "1,000 read IOPS, 437 MB/s read");
+        for bad in ["", "riops", "riops=0", "riops=1k", "rbps=12", "iops=5", "riops=5,riops=6"] {
+            assert!(parse_rules(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// As root: rules set on a cgroup of its own are read back as set, then cleared.
+    #[test]
+    fn rules_set_on_a_cgroup_are_read_back_and_cleared() {
+        let Ok(cgroup) = IoCgroup::create(&format!("unit-{}", std::process::id())) else {
+            eprintln!("SKIPPED: no block I/O cgroup can be made here (root and a blkio or io controller)");
+            return;
+        };
+        let device = BlockDevice::under(Path::new(env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let rules = parse_rules("riops=1000,rbps=437MB").unwrap();
+        cgroup.set(&device, &rules).unwrap();
+        assert_eq!(cgroup.rules(), vec![(device.number(), rules.clone())]);
+        let limit = cgroup.limit().unwrap();
+        assert_eq!((limit.rules, limit.device.starts_with(&device.number())), (rules, true), "{}", limit.enforced_by);
+        cgroup.clear();
+        assert_eq!(cgroup.rules(), Vec::new());
+        cgroup.remove();
+        assert!(IoCgroup::at(cgroup.version, &cgroup.path).is_none(), "removed");
+    }
+
+    #[test]
+    fn a_tmpfs_has_no_block_device_to_throttle() {
+        if !Path::new("/dev/shm").is_dir() {
+            eprintln!("SKIPPED: no /dev/shm");
+            return;
+        }
+        let error = BlockDevice::under(Path::new("/dev/shm")).unwrap_err();
+        assert!(error.contains("tmpfs") && error.contains("no block device"), "{error}");
+    }
+}

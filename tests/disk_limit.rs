@@ -1,0 +1,212 @@
+//! `bench --disk`: the servers and polars' workers read through a throttle
+//! the kernel enforces on the disk under their data (cgroup v1 blkio or v2
+//! io.max), on servers of the test's own that `scripts/setup.sh` starts. A
+//! cold scan is measurably slower under it than without, side by side in one
+//! test; the record names the device, the rules and what the kernel counted;
+//! no rule stays after the run, nor after a Ctrl-C; and where the throttle
+//! cannot be made (no root, data on a tmpfs) nothing starts.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use ghbench_olap::throttle::IoCgroup;
+use ghbench_testkit::*;
+use serde_json::Value;
+
+use crate::bench::{limited_setup, OwnSetup};
+
+/// The bytes a second the throttled runs may read: the 10,000-event table
+/// (about 16 MiB of jsonb) takes seconds to read at it, a fraction of one free.
+const RATE: u64 = 8_000_000;
+
+fn engine<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list.as_array().unwrap().iter().find(|e| e["engine"] == name).unwrap_or_else(|| panic!("no {name} in {list}"))
+}
+
+/// Query `query`'s cold run on `name`, in seconds.
+fn cold_seconds(run: &Value, query: &str, name: &str) -> f64 {
+    let q = run["queries"].as_array().unwrap().iter().find(|q| q["query"] == query).unwrap();
+    engine(&q["engines"], name)["cold_run"]["seconds"].as_f64().unwrap_or_else(|| panic!("no cold run of {query} on {name}: {q:.400}"))
+}
+
+/// The throttle rules the cgroup of PostgreSQL's backends holds now.
+async fn postgres_rules(setup: &OwnSetup) -> Vec<(String, ghbench_olap::throttle::DiskRules)> {
+    let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
+    let pid: i32 = client.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    IoCgroup::of_process(pid as u32).unwrap().rules()
+}
+
+/// The rules left in any cgroup made for this setup's servers or for the
+/// polars workers of ghbench `pid`, by folder.
+fn rules_left(setup: &OwnSetup, pid: u32) -> Vec<String> {
+    let mut left = Vec::new();
+    let checkout = Command::new("bash").args(["-c", "printf '%s' \"$1\" | md5sum | cut -c1-12", "-", setup.home.to_str().unwrap()]).output().unwrap();
+    let prefixes = [String::from_utf8_lossy(&checkout.stdout).trim().to_string(), format!("polars-io-{pid}-")];
+    for root in ["/sys/fs/cgroup/blkio/ghbench", "/sys/fs/cgroup/ghbench", "/sys/fs/cgroup/unified/ghbench"] {
+        for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+                continue;
+            }
+            for file in ["blkio.throttle.read_bps_device", "blkio.throttle.read_iops_device", "blkio.throttle.write_bps_device", "blkio.throttle.write_iops_device", "io.max"] {
+                let rules = std::fs::read_to_string(entry.path().join(file)).unwrap_or_default();
+                // v2's io.max lists a device with every limit at max once it had a rule.
+                left.extend(rules.lines().filter(|l| !l.trim().is_empty() && l.split_whitespace().skip(1).any(|f| !f.ends_with("=max"))).map(|l| format!("{}/{file}: {l}", entry.path().display())));
+            }
+        }
+    }
+    left
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn under_a_disk_throttle_a_cold_scan_is_slower_the_record_says_so_and_no_rule_stays() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
+    let Some((setup, work)) = limited_setup("--disk") else { return };
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    let common = ["bench", "--gen", "1", "--events-per-hour", "10000", "--engines", "postgres,polars", "--cold", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--quarantine-dir", &path("q")];
+    // Free, then throttled, on the same tables (the second run reuses the load).
+    let (ok, said) = setup.ghbench(&[&common[..], &places[..], &["--output", &path("free")]].concat());
+    assert!(ok, "the free bench failed: {said}");
+    let throttled = format!("rbps={RATE}");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command.args(common).args(places).args(["--output", &path("throttled"), "--disk", &throttled]);
+    command.env("DATABASE_URL", &setup.pg_url).env("MONGODB_URI", &setup.mongo_url).env("MYSQL_URL", &setup.mysql_url).env_remove("GHBENCH_SERVERS");
+    let child = Owned::spawn(command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()));
+    let pid = child.id();
+    let out = child.wait_within(Duration::from_secs(600));
+    let said = text(&out);
+    assert!(out.status.success(), "the throttled bench failed: {said}");
+    assert!(said.contains("inside a disk throttle of 8 MB/s read") && said.contains("restarted as `just setup` left it"), "{said}");
+
+    let (_, free) = bench_record(&work.path().join("free"));
+    let (_, record) = bench_record(&work.path().join("throttled"));
+    let (free, run) = (&free["sizes"][0]["run"], &record["sizes"][0]["run"]);
+    // The scan reads the whole table through the throttle: slower by far,
+    // and no faster than the rate allows.
+    let table = engine(&run["context"]["engines"], "postgres")["storage"]["table_bytes"].as_u64().unwrap();
+    let (was, now) = (cold_seconds(free, "B", "postgres"), cold_seconds(run, "B", "postgres"));
+    assert!(now > 3.0 * was && now > 0.5 * table as f64 / RATE as f64, "B cold: {was:.3} s free, {now:.3} s throttled ({table} bytes at {RATE} B/s)");
+    // Every engine's record: the device, the rules, how, and what the kernel counted.
+    for name in ["postgres", "polars"] {
+        let limit = &engine(&run["context"]["engines"], name)["disk_limit"];
+        assert_eq!(limit["rules"]["read_bytes_per_second"].as_u64(), Some(RATE), "{name}: {limit}");
+        assert!(limit["device"].as_str().unwrap().contains(':'), "{name}: {limit}");
+        let how = limit["enforced_by"].as_str().unwrap();
+        assert!(how.contains("blkio.throttle.read_bps_device") || how.contains("io.max"), "{name}: {how}");
+        assert!(limit["over_runs"]["read_bytes"].as_u64().unwrap() > 0, "{name} read through it: {limit}");
+        assert!(engine(&free["context"]["engines"], name).get("disk_limit").is_none(), "{name} ran free in the first bench");
+    }
+    let postgres_read = engine(&run["context"]["engines"], "postgres")["disk_limit"]["over_runs"]["read_bytes"].as_u64().unwrap();
+    assert!(postgres_read >= table, "the cold runs read the table through the throttle: {postgres_read} of {table} bytes");
+    let label = run["context"]["cold"]["label"].as_str().unwrap();
+    assert!(label.contains("disk throttled: postgres, polars to 8 MB/s read"), "{label}");
+    let actions: Vec<&str> = run["context"]["cold"]["actions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(actions.iter().any(|a| a.contains("postgres back inside its disk throttle of 8 MB/s read")), "{actions:?}");
+    assert!(!actions.iter().any(|a| a.contains("NOT back under")), "{actions:?}");
+    // Afterwards: no rule on the server, nor in any cgroup made for the run.
+    assert_eq!(postgres_rules(&setup).await, Vec::new(), "the server reads free again");
+    assert_eq!(rules_left(&setup, pid), Vec::<String>::new());
+}
+
+/// Ctrl-C while the servers read under `--disk`: ghbench exits 130 and
+/// restarts them as setup left them on its way out, no rule left.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_under_a_disk_throttle_leaves_no_rule() {
+    let _servers = disturbs_servers();
+    let Some((setup, work)) = limited_setup("--disk") else { return };
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    let stderr = work.path().join("stderr");
+    let child = Owned::spawn(
+        Command::new(env!("CARGO_BIN_EXE_ghbench"))
+            .args(["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres,polars", "--disk", "riops=200,rbps=8MB", "--servers", servers.to_str().unwrap()])
+            .args(["--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")])
+            .env("DATABASE_URL", &setup.pg_url)
+            .env("MONGODB_URI", &setup.mongo_url)
+            .env("MYSQL_URL", &setup.mysql_url)
+            .env_remove("GHBENCH_SERVERS")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&stderr).unwrap()),
+    );
+    let pid = child.id();
+    let started = Instant::now();
+    while !std::fs::read_to_string(&stderr).unwrap_or_default().contains("] load into") {
+        assert!(started.elapsed() < Duration::from_secs(300), "no load began: {}", std::fs::read_to_string(&stderr).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let under = postgres_rules(&setup).await;
+    assert!(under.iter().any(|(_, rules)| rules.read_iops == Some(200) && rules.read_bytes_per_second == Some(8_000_000)), "throttled during the load: {under:?}");
+    // SAFETY: kill(2) on a child this test started and has not waited for.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGINT) }, 0);
+    let out = child.wait_within(Duration::from_secs(120));
+    let said = std::fs::read_to_string(&stderr).unwrap();
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(said.contains("postgres restarted as `just setup` left it (it ran under the bench's limits)"), "{said}");
+    assert_eq!(postgres_rules(&setup).await, Vec::new(), "after Ctrl-C the server reads free");
+    assert_eq!(rules_left(&setup, pid), Vec::<String>::new());
+}
+
+/// A server whose data is on a tmpfs has no block device to throttle: the
+/// bench stops before any data is made, saying why.
+#[test]
+fn a_disk_limit_on_data_in_a_tmpfs_is_refused_before_anything_starts() {
+    let shm = Path::new("/dev/shm");
+    if !is_root() || !shm.is_dir() {
+        eprintln!("SKIPPED: needs root and a tmpfs at /dev/shm");
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let in_memory = tempfile::tempdir_in(shm).unwrap();
+    // The shared PostgreSQL, as a servers file would list it were its data on the tmpfs.
+    let address = pg_url().split('@').nth(1).unwrap().split('/').next().unwrap().to_string();
+    let listed = serde_json::json!({"servers": [{"name": "postgres", "address": address, "data_dir": in_memory.path(), "restart": ["false"]}]});
+    let servers = work.path().join("servers.json");
+    std::fs::write(&servers, listed.to_string()).unwrap();
+    let data = work.path().join("data");
+    let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["bench", "--gen", "1", "--engines", "postgres", "--disk", "riops=100", "--servers", servers.to_str().unwrap(), "--data-dir", data.to_str().unwrap()])
+        .args(["--output", work.path().join("results").to_str().unwrap()])
+        .env("DATABASE_URL", pg_url())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("--disk riops=100") && said.contains("is on tmpfs") && said.contains("no block device"), "{said}");
+    assert!(!data.exists(), "nothing was generated before the check");
+}
+
+/// Without root, `--disk` stops before any data is made, saying what it needs.
+#[test]
+fn a_disk_limit_without_root_is_refused_saying_what_it_needs() {
+    if !is_root() || Command::new("id").arg("nobody").output().map_or(true, |o| !o.status.success()) {
+        eprintln!("SKIPPED: needs root to run ghbench as user nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("ghbench");
+    std::fs::copy(env!("CARGO_BIN_EXE_ghbench"), &program).unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    for (path, mode) in [(dir.path(), 0o777), (program.as_path(), 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let data = dir.path().join("data");
+    let out = Command::new("runuser")
+        .args(["-u", "nobody", "--"])
+        .arg(&program)
+        .args(["bench", "--gen", "1", "--engines", "polars", "--disk", "riops=100", "--data-dir"])
+        .arg(&data)
+        .arg("--polars-dir")
+        .arg(dir.path().join("polars"))
+        .arg("--output")
+        .arg(dir.path().join("results"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(!out.status.success(), "an error stopped it: {said}");
+    assert!(said.contains("--disk riops=100") && said.contains("needs root"), "{said}");
+    assert!(!data.exists(), "nothing was generated before the check");
+}
