@@ -210,3 +210,54 @@ fn a_disk_limit_without_root_is_refused_saying_what_it_needs() {
     assert!(said.contains("--disk riops=100") && said.contains("needs root"), "{said}");
     assert!(!data.exists(), "nothing was generated before the check");
 }
+
+/// `--regime-iops`: at one memory limit, a point with the disk free and one
+/// throttled to 100 reads a second, every answer verified, the throttled
+/// point's cold runs slower, its record and chart saying so; then `query
+/// --disk` on the same table, its record and label as bench's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_two_point_disk_sweep_and_a_throttled_query_verify_every_answer() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
+    let Some((setup, work)) = limited_setup("--regime-iops") else { return };
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    // About 48 MiB of jsonb: 0.5× memory is a limit above the 64 MiB floor.
+    let args = ["bench", "--gen", "1", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "0.5", "--regime-iops", "free,100", "--cold", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
+    assert!(ok, "bench --regime-iops failed: {said}");
+    let (json, record) = bench_record(&work.path().join("results"));
+    let points = record["regime"]["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2, "free and 100 IOPS at 0.5×");
+    assert!(points[0].get("disk").is_none() && points[1]["disk"]["read_iops"].as_u64() == Some(100), "the free disk first: {:?}", points.iter().map(|p| &p["disk"]).collect::<Vec<_>>());
+    for point in points {
+        for q in point["run"]["queries"].as_array().unwrap() {
+            assert_eq!(q["verification"]["status"], "agree", "{q:.300}");
+        }
+    }
+    let throttled = &points[1]["run"];
+    for name in ["postgres", "polars"] {
+        let limit = &engine(&throttled["context"]["engines"], name)["disk_limit"];
+        assert_eq!(limit["rules"]["read_iops"].as_u64(), Some(100), "{name}: {limit}");
+        assert!(engine(&points[0]["run"]["context"]["engines"], name).get("disk_limit").is_none(), "{name} read free at the first point");
+    }
+    let (free_b, slow_b) = (cold_seconds(&points[0]["run"], "B", "postgres"), cold_seconds(throttled, "B", "postgres"));
+    assert!(slow_b > 2.0 * free_b, "B cold: {free_b:.3} s free, {slow_b:.3} s at 100 read IOPS");
+    let charts = json.with_file_name(format!("{}-charts", json.file_stem().unwrap().to_str().unwrap()));
+    let svg = std::fs::read_to_string(charts.join("regime-iops-postgres-0_5x.svg")).unwrap();
+    assert!(svg.contains("time against read IOPS") && svg.contains("random reads/s measured"), "{svg:.300}");
+    let md = std::fs::read_to_string(json.with_extension("md")).unwrap();
+    assert!(md.contains("(0.5×), 100 read IOPS") && md.contains("through the disk throttle"), "{md:.800}");
+
+    // The same table queried by `query --disk`.
+    let table = record["sizes"][0]["table"].as_str().unwrap().to_string();
+    let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--cold", "--engines", "postgres", "--disk", "riops=100", "--table", &table, "--servers", servers.to_str().unwrap(), "--output", &path("query")];
+    let (ok, said) = setup.ghbench(&query);
+    assert!(ok, "query --disk failed: {said}");
+    let run = newest_record(&work.path().join("query"), "olap-");
+    let limit = &engine(&run["context"]["engines"], "postgres")["disk_limit"];
+    assert_eq!(limit["rules"]["read_iops"].as_u64(), Some(100), "{limit}");
+    assert!(limit["over_runs"]["reads"].as_u64().unwrap() > 0, "{limit}");
+    assert!(run["context"]["cold"]["label"].as_str().unwrap().contains("disk throttled: postgres to 100 read IOPS"), "{}", run["context"]["cold"]);
+    assert_eq!(postgres_rules(&setup).await, Vec::new(), "the server reads free after the query");
+}

@@ -98,6 +98,15 @@ pub struct TimingArgs {
     #[arg(long)]
     pub rounds: bool,
 
+    /// Throttle the disk the servers `just setup` started and polars' workers
+    /// read from, as the kernel enforces it (cgroup v1 blkio or v2 io.max, on
+    /// the disk under their data; needs root): riops=N (reads a second),
+    /// rbps=SIZE (bytes read a second), wiops, wbps, e.g. riops=1000,rbps=437MB
+    /// (the paper's EBS volume of 1,000 provisioned IOPS). The servers are
+    /// restarted inside it, and as setup left them afterwards.
+    #[arg(long, value_name = "LIMITS")]
+    pub disk: Option<super::bench::disk::DiskArg>,
+
     #[command(flatten)]
     pub managed: ServersArg,
 }

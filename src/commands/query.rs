@@ -26,10 +26,17 @@ Examples:
   ghbench query A C --variant corrected --repeat 5
   ghbench query --all --cold                # a true cold first run: servers restarted, page cache dropped
   ghbench query --all --cold=clear          # page cache and the servers' own caches cleared, no restart
+  ghbench query --all --cold --disk riops=1000,rbps=437MB
+                                            # the servers read through a throttle (root): the paper's EBS io1 volume
   ghbench query --all --json -              # the record on standard output (tables on standard error)
   ghbench query --all --clients 1,4,16 --duration 60
                                             # then 1, 4 and 16 clients at once per engine
   ghbench query --all --query-timeout 2h    # stop any run past two hours (default: no limit)
+
+--disk restarts the servers `just setup` started inside a block I/O cgroup throttling
+the disk under their data (and puts them back afterwards, after a Ctrl-C too); polars'
+workers start inside one of their own; the page cache is dropped first. The record
+names the device, the rules, how the kernel enforced them and what it counted.
 
 No time limit applies unless --query-timeout gives one: ghbench's sessions turn off a
 server's or role's defaults. Ctrl-C cancels what ghbench runs on the servers, says
@@ -95,42 +102,25 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     let screen = args.results.screen(markdown);
     let table = args.conn.table_or(DEFAULT_YEAR);
     let options = args.timing.options(&catalog, args.names.iter().map(|q| q.to_ascii_uppercase()).collect())?;
-    let managed = args.timing.managed_servers(false)?;
+    let managed = args.timing.managed_servers(args.timing.disk.is_some())?;
     let selected = registry.select_reachable(&args.conn, &table).await?;
-    let baseline = match &args.baseline {
-        Some(name) => {
-            let engine = registry.find(name)?;
-            if !selected.iter().any(|s| s.engine() == &engine) {
-                bail!("--baseline {engine} is not among --engines ({})", selected.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(","));
-            }
-            Some(engine)
+    // Checked before a server is touched; then the servers restart inside it.
+    let limits = super::bench::limits::Limits::of(None, args.timing.disk.as_ref(), false);
+    let under_limit = match &limits {
+        Some(limits) => {
+            let disk = limits.disk.as_ref().expect("asked for");
+            super::bench::disk::check_can_throttle(disk, &selected, managed.as_ref())?;
+            super::bench::limits::servers_to_limit(limits, &selected, managed.as_ref())?;
+            Some(super::bench::limits::UnderLimit::start(limits, &selected, managed.as_ref(), &|line| eprintln!("{line}")).await?)
         }
-        None => selected.first().map(|s| s.engine().clone()),
-    };
-    let mut backends = connect_backends(&selected, &table).await?;
-    let progress = QueryProgress::new();
-    // Written after every query (unfinished) and again at the end; a resumed
-    // run finishes the record it went on from.
-    let resume = match &args.resume {
-        Some(path) => Some((super::resume::unfinished(path)?, answers_dir(path))),
         None => None,
     };
-    let json_path = match &args.resume {
-        Some(path) => path.clone(),
-        None => args.results.record_path("olap"),
-    };
-    crate::outcome::written_as_it_goes(&json_path);
-    crate::outcome::written_as_it_goes(&answers_dir(&json_path));
-    let cooler = args.timing.cooler(&selected, managed.as_ref(), &table, None);
-    if options.cold {
-        for line in cooler.describe() {
-            progress.bar.suspend(|| eprintln!("cold: {line}"));
-        }
+    let measured = measure_under(&args, registry, &catalog, options, &selected, managed.as_ref(), limits.as_ref(), &table).await;
+    if let Some(under) = under_limit {
+        under.end(&|line| eprintln!("{line}")).await;
     }
-    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(KeptAsItGoes::at(&json_path)), resume, cold_method: args.timing.cold_method(), before_runs: Vec::new() };
-    let measured = measure(&mut backends, &catalog, plan, &table, &progress, &cooler).await;
-    progress.bar.finish_and_clear();
-    let (record, warning) = measured?;
+    let (record, warning, json_path) = measured?;
+
 
     let json = serde_json::to_string_pretty(&record)?;
     let charts = charts(&record)?;
@@ -152,10 +142,71 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     for line in reconnect_notes(&record).iter().chain(&problems) {
         eprintln!("{line}");
     }
+    Ok(finished.trusted_if(problems.is_empty() && record.no_disagreement()))
+}
+
+/// The run itself, on servers already under `limits` (if any): the
+/// engines connected, the queries timed and verified, the record kept as
+/// it goes; the record, the data warning and where the record is.
+#[allow(clippy::too_many_arguments)]
+async fn measure_under(
+    args: &QueryArgs,
+    registry: &Engines,
+    catalog: &ghbench_olap::Catalog,
+    options: ghbench_olap::runner::QueryOptions,
+    selected: &[crate::options::Selected],
+    managed: Option<&super::servers::ManagedServers>,
+    limits: Option<&super::bench::limits::Limits>,
+    table: &ghbench_core::TableName,
+) -> Result<(ghbench_olap::RunRecord, Vec<String>, PathBuf)> {
+    let baseline = match &args.baseline {
+        Some(name) => {
+            let engine = registry.find(name)?;
+            if !selected.iter().any(|s| s.engine() == &engine) {
+                bail!("--baseline {engine} is not among --engines ({})", selected.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(","));
+            }
+            Some(engine)
+        }
+        None => selected.first().map(|s| s.engine().clone()),
+    };
+    let mut backends = connect_backends(selected, table).await?;
+    let progress = QueryProgress::new();
+    // Written after every query (unfinished) and again at the end; a resumed
+    // run finishes the record it went on from.
+    let resume = match &args.resume {
+        Some(path) => Some((super::resume::unfinished(path)?, answers_dir(path))),
+        None => None,
+    };
+    let json_path = match &args.resume {
+        Some(path) => path.clone(),
+        None => args.results.record_path("olap"),
+    };
+    crate::outcome::written_as_it_goes(&json_path);
+    crate::outcome::written_as_it_goes(&answers_dir(&json_path));
+    let cooler = args.timing.cooler(selected, managed, table, limits.cloned());
+    if options.cold {
+        for line in cooler.describe() {
+            progress.bar.suspend(|| eprintln!("cold: {line}"));
+        }
+    }
+    // Under a throttle what the queries read goes through it, not found
+    // cached from before: the page cache is dropped first, said in the label.
+    let before_runs = match limits {
+        Some(limits) => {
+            let dropped = format!("{} under {}", ghbench_olap::environment::drop_os_page_cache().action, limits.said());
+            progress.bar.suspend(|| eprintln!("limits: {dropped}"));
+            vec![dropped]
+        }
+        None => Vec::new(),
+    };
+    let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(KeptAsItGoes::at(&json_path)), resume, cold_method: args.timing.cold_method(), before_runs };
+    let measured = measure(&mut backends, catalog, plan, table, &progress, &cooler).await;
+    progress.bar.finish_and_clear();
     for backend in &backends {
         backend.close().await;
     }
-    Ok(finished.trusted_if(problems.is_empty() && record.no_disagreement()))
+    let (record, warning) = measured?;
+    Ok((record, warning, json_path))
 }
 
 /// One bar over every run, ticking on its own so the elapsed time moves

@@ -177,6 +177,10 @@ async fn run_restart(server: &ManagedServer, limits: Option<&Limits>) -> Result<
         Some(disk) => command.env("GHBENCH_DISK", disk.setup_text()),
         None => command.env_remove("GHBENCH_DISK"),
     };
+    match limits.is_some_and(|l| l.paper_planner) {
+        true => command.env("GHBENCH_PG_PAPER2019", "1"),
+        false => command.env_remove("GHBENCH_PG_PAPER2019"),
+    };
     // Its standard error goes to a file, not a pipe: a restart whose ghbench
     // stopped reading (a signal) must not die of SIGPIPE half way.
     let said_to = tempfile_for(&server.name);

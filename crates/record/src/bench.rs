@@ -38,6 +38,10 @@ pub struct BenchRecord {
     /// from its data (see [`Regime`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub regime: Option<Regime>,
+    /// `--preset`: the machine the bench's options stand for, written down
+    /// value by value with why and its source (which are inferred, said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preset: Option<ghbench_core::Setup>,
 }
 
 fn finished() -> bool {
@@ -259,6 +263,10 @@ pub struct RegimePoint {
     pub ratio: f64,
     /// The limit: the reference's bytes over the ratio, in whole pages.
     pub memory_bytes: u64,
+    /// The disk throttle the point's servers and workers read through
+    /// (`--disk`, its read IOPS set by `--regime-iops`); None: the disk free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<crate::run::DiskRules>,
     /// The run under it: each engine's memory (its limit and the kernel's
     /// counters), data ÷ memory, cold and hot runs, verification.
     pub run: RunRecord,

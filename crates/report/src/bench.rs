@@ -390,6 +390,14 @@ pub fn bench_markdown(record: &BenchRecord, charts: &BenchCharts, dir: &str) -> 
     for line in partial_lines(record) {
         let _ = writeln!(md, "**{line}**\n");
     }
+    if let Some(preset) = &record.preset {
+        let mut lines = super::setup_said(preset).into_iter();
+        let _ = writeln!(md, "Preset: {}\n", lines.next().unwrap_or_default());
+        for line in lines {
+            let _ = writeln!(md, "- {line}");
+        }
+        md.push('\n');
+    }
     // The answer first: the largest size's summary (its full report follows the sizes).
     let (events, summary) = (run.context.engines.first().and_then(|e| e.data.as_ref()).map_or(0, |d| d.events), summary_table(&ResultsView::of(run)));
     let _ = writeln!(md, "## Summary at the largest size ({events} events)\n\n{}\n", summary.render(Style::Markdown));

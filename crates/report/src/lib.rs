@@ -549,7 +549,12 @@ pub fn server_label(engine: &EngineRecord) -> String {
 /// An engine's setup written out: what it is, then each change with why and
 /// its source (nothing for an engine whose setup is not written down).
 pub fn setup_lines(engine: &EngineRecord) -> Vec<String> {
-    let Some(setup) = &engine.setup else { return Vec::new() };
+    engine.setup.as_ref().map(setup_said).unwrap_or_default()
+}
+
+/// A setup written out (an engine's, or a bench's preset): what it is, then
+/// each change with why and its source.
+pub fn setup_said(setup: &ghbench_core::Setup) -> Vec<String> {
     let flag = if setup.tuned { "tuned" } else { "not tuned" };
     let of = setup.of.as_ref().map(|of| format!(", changing {of}'s")).unwrap_or_default();
     let mut lines = vec![format!("setup {} ({flag}{of}): {}", setup.name, setup.about)];

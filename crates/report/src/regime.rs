@@ -12,21 +12,29 @@ use super::charts::{draw_lines, Chart, ChartError, MIB};
 use super::lines::{Line, Lines, Mark};
 use super::{first_run_notes, median_said, memory_limit_line, query_label, result_for, terminal_width, Style};
 use ghbench_record::bench::{BenchRecord, Regime, RegimePoint};
-use ghbench_record::run::{EngineRecord, MemoryCounters, RunRecord};
+use ghbench_record::run::{EngineRecord, EngineResult, MemoryCounters, QueryRecord, RunRecord};
 use ghbench_core::size::said;
 
 /// Every run of the sweep, memory free first, each with its heading
 /// (`memory free` / `a 320.0 MiB limit (5×)`).
 pub fn runs<'a>(record: &'a BenchRecord, regime: &'a Regime) -> Vec<(String, &'a RunRecord)> {
     let free = record.sizes.last().map(|s| ("memory free".to_string(), &s.run));
-    let limited = regime.points.iter().map(|p| (format!("{} limit ({}×)", said(p.memory_bytes), p.ratio), &p.run));
+    let limited = regime.points.iter().map(|p| (point_heading(p), &p.run));
     free.into_iter().chain(limited).collect()
+}
+
+/// `320.0 MiB limit (5×)`, with its disk throttle where it had one:
+/// `320.0 MiB limit (5×), 1,000 read IOPS, 437 MB/s read`.
+pub fn point_heading(point: &RegimePoint) -> String {
+    let disk = point.disk.as_ref().map_or(String::new(), |d| format!(", {}", d.said()));
+    format!("{} limit ({}×){disk}", said(point.memory_bytes), point.ratio)
 }
 
 /// Printed as each point finishes: its queries, and each engine's limit and counters.
 pub fn point_text(point: &RegimePoint) -> String {
     let width = terminal_width(point.run.context.engines.len());
-    let mut text = format!("Under a {} limit (data ÷ memory {}× for the first engine):\n", said(point.memory_bytes), point.ratio);
+    let disk = point.disk.as_ref().map_or(String::new(), |d| format!(", the disk throttled to {}", d.said()));
+    let mut text = format!("Under a {} limit (data ÷ memory {}× for the first engine){disk}:\n", said(point.memory_bytes), point.ratio);
     text += &query_table(&point.run).render_within(Style::Terminal, width);
     for engine in &point.run.context.engines {
         if let Some(line) = memory_limit_line(engine) {
@@ -122,18 +130,28 @@ fn queries_read(run: &RunRecord, engine: &ghbench_core::Engine) -> Option<u64> {
 /// limit held (peak, OOM kills) and what was read again (refaults: pages
 /// read back after the limit evicted them; the queries' reads from storage).
 pub fn counters_table(regime: &Regime) -> TextTable {
-    let mut table = TextTable::new(&["limit", "engine", "peak", "limit hits", "OOM kills", "refaults", "major faults", "queries read"]);
+    let mut table = TextTable::new(&["limit", "engine", "peak", "limit hits", "OOM kills", "refaults", "major faults", "queries read", "through the disk throttle"]);
     for point in &regime.points {
+        let heading = point_heading(point);
         for engine in &point.run.context.engines {
             let over = engine.memory.as_ref().and_then(|m| m.limit.as_ref()).and_then(|l| l.over_runs.clone());
             let read = queries_read(&point.run, &engine.engine).map_or_else(|| "–".into(), said);
+            // What the throttle let through over the runs: bytes, in how many reads.
+            let throttled = engine.disk_limit.as_ref().and_then(|l| l.over_runs.as_ref()).map_or_else(
+                || "–".to_string(),
+                |o| match (o.read_bytes, o.reads) {
+                    (Some(bytes), Some(reads)) => format!("{} in {reads} reads", said(bytes)),
+                    (Some(bytes), None) => said(bytes),
+                    _ => "not counted".into(),
+                },
+            );
             let Some(MemoryCounters { peak_bytes, limit_hits, oom_kills, refaults, major_faults, .. }) = over else {
-                table.rows.push(vec![said(point.memory_bytes), engine.engine.to_string(), "not counted".into(), "–".into(), "–".into(), "–".into(), "–".into(), read]);
+                table.rows.push(vec![heading.clone(), engine.engine.to_string(), "not counted".into(), "–".into(), "–".into(), "–".into(), "–".into(), read, throttled]);
                 continue;
             };
             let count = |n: Option<u64>| n.map_or_else(|| "–".into(), |n| n.to_string());
             table.rows.push(vec![
-                said(point.memory_bytes),
+                heading.clone(),
                 engine.engine.to_string(),
                 peak_bytes.map_or_else(|| "–".into(), said),
                 count(limit_hits),
@@ -141,6 +159,7 @@ pub fn counters_table(regime: &Regime) -> TextTable {
                 count(refaults),
                 count(major_faults),
                 read,
+                throttled,
             ]);
         }
     }
@@ -151,7 +170,10 @@ pub fn counters_table(regime: &Regime) -> TextTable {
 /// machine's for the free run), log–log, with a dashed line at its stored
 /// size: to the right of it its data fits.
 pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>, ChartError> {
-    let runs = runs(record, regime);
+    // Against memory: the points on one disk (the fastest the sweep has).
+    let memory_axis_disk = regime.points.first().map(|p| p.disk.clone());
+    let on_one_disk = Regime { points: regime.points.iter().filter(|p| Some(&p.disk) == memory_axis_disk.as_ref()).cloned().collect(), ..regime.clone() };
+    let runs = runs(record, &on_one_disk);
     let Some((_, free)) = runs.first() else { return Ok(Vec::new()) };
     let mut drawn = Vec::new();
     for engine in &free.context.engines {
@@ -184,6 +206,53 @@ pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>
             marks,
         };
         drawn.push(draw_lines(&format!("regime-{}", engine.engine), chart)?);
+    }
+    drawn.extend(iops_charts(regime)?);
+    Ok(drawn)
+}
+
+/// Per ratio with two disk points or more, and per engine, each query's time
+/// against the read IOPS its disk allowed (log–log): the free disk at the
+/// random-read rate measured on it, each cold run beside the hot median.
+fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
+    let mut drawn = Vec::new();
+    let mut ratios: Vec<f64> = regime.points.iter().map(|p| p.ratio).collect();
+    ratios.dedup();
+    for ratio in ratios {
+        let points: Vec<&RegimePoint> = regime.points.iter().filter(|p| p.ratio == ratio).collect();
+        if points.len() < 2 {
+            continue;
+        }
+        // Where the free disk goes on the axis: what it measured (None: not drawn).
+        let iops = |p: &RegimePoint| p.disk.as_ref().and_then(|d| d.read_iops).map(|n| n as f64).or(p.run.context.machine.disk.as_ref()?.random_reads_per_second);
+        let free_measured = points.iter().find(|p| p.disk.as_ref().and_then(|d| d.read_iops).is_none()).and_then(|p| iops(p));
+        let Some(first) = points.first() else { continue };
+        for engine in &first.run.context.engines {
+            let mut lines = Vec::new();
+            for (place, q) in first.run.queries.iter().enumerate() {
+                fn of<'a>(p: &'a RegimePoint, q: &QueryRecord, engine: &ghbench_core::Engine) -> Option<&'a EngineResult> {
+                    p.run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant).and_then(|o| result_for(o, engine))
+                }
+                let hot = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.stats?.median))).collect();
+                lines.push(Line { label: query_label(q), place, points: hot });
+                let cold: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.cold_run.as_ref()?.seconds))).collect();
+                if !cold.is_empty() {
+                    lines.push(Line { label: format!("{}, cold", query_label(q)), place: place + first.run.queries.len(), points: cold });
+                }
+            }
+            let marks = free_measured.map(|x| Mark { x, label: format!("free: this disk, {x:.0} random reads/s measured") }).into_iter().collect();
+            let chart = Lines {
+                title: format!("{}: time against read IOPS at {ratio}× memory", engine.engine),
+                subtitle: format!("{} limit; hot median and cold run per query, the disk throttled to each point's read IOPS", said(first.memory_bytes)),
+                x_label: "read IOPS the disk allowed (the throttle; the free disk's measured random-read rate)".into(),
+                y_label: "seconds".into(),
+                x_ticks: Vec::new(),
+                lines,
+                note: None,
+                marks,
+            };
+            drawn.push(draw_lines(&format!("regime-iops-{}-{ratio}x", engine.engine), chart)?);
+        }
     }
     Ok(drawn)
 }

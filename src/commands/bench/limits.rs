@@ -20,29 +20,38 @@ use crate::commands::servers::{restart, ManagedServer, ManagedServers};
 use crate::interrupt::note;
 use crate::options::Selected;
 
-/// What a bench runs its engines under; at least one is given.
+/// What a bench runs its servers under; at least one is given.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Limits {
     pub memory: Option<MemorySize>,
     pub disk: Option<DiskArg>,
+    /// `--preset paper2019`: PostgreSQL with the paper's planner settings
+    /// (`GHBENCH_PG_PAPER2019`: random_page_cost 1.3, default_statistics_target
+    /// 200, effective_cache_size 9/16 of its memory).
+    pub paper_planner: bool,
 }
 
+/// Said where the servers run with the paper's planner settings.
+const PAPER_PLANNER: &str = "the paper's PostgreSQL planner settings";
+
 impl Limits {
-    /// None when neither is asked for.
-    pub fn of(memory: Option<&MemorySize>, disk: Option<&DiskArg>) -> Option<Limits> {
-        (memory.is_some() || disk.is_some()).then(|| Limits { memory: memory.cloned(), disk: disk.cloned() })
+    /// None when nothing is asked for.
+    pub fn of(memory: Option<&MemorySize>, disk: Option<&DiskArg>, paper_planner: bool) -> Option<Limits> {
+        (memory.is_some() || disk.is_some() || paper_planner).then(|| Limits { memory: memory.cloned(), disk: disk.cloned(), paper_planner })
     }
 
     /// `a 96.0 MiB memory cgroup and a disk throttle of 1,000 read IOPS`.
     pub fn said(&self) -> String {
         let memory = self.memory.as_ref().map(|m| format!("a {} memory cgroup", ghbench_core::size::said(m.bytes)));
         let disk = self.disk.as_ref().map(|d| format!("a disk throttle of {}", d.rules.said()));
-        [memory, disk].into_iter().flatten().collect::<Vec<_>>().join(" and ")
+        let planner = self.paper_planner.then(|| PAPER_PLANNER.to_string());
+        [memory, disk, planner].into_iter().flatten().collect::<Vec<_>>().join(" and ")
     }
 
     /// The options that asked for them, as errors name them.
     pub fn asked(&self) -> String {
-        [self.memory.as_ref().map(|m| m.asked.clone()), self.disk.as_ref().map(|d| d.asked.clone())].into_iter().flatten().collect::<Vec<_>>().join(" ")
+        let planner = self.paper_planner.then(|| "--preset paper2019".to_string());
+        [self.memory.as_ref().map(|m| m.asked.clone()), self.disk.as_ref().map(|d| d.asked.clone()), planner].into_iter().flatten().collect::<Vec<_>>().join(" ")
     }
 
     /// The journal's kind of change: a memory limit also scales the settings.

@@ -112,6 +112,21 @@ memory, the kernel's counters under each limit, and per engine a log–log chart
 against memory with a dashed line where its data stops fitting. A limit under 64 MiB (too
 little for a server) or above this machine's memory is refused before the first point.
 
+--preset paper2019: the paper's OLAP machine as one run: --regime 5 --regime-iops
+free,5000,1000 --disk rbps=437MB --rounds (and --cold unless given), PostgreSQL with the
+paper's planner settings (random_page_cost 1.3, default_statistics_target 200,
+effective_cache_size 9/16 of its memory) from before the load on, the published texts
+beside the corrected. The record keeps the preset written down value by value, with
+why, its source and which values are inferred; the reports show each engine's events
+per second beside the paper's.
+
+--regime 5 --regime-iops free,5000,1000: a disk axis. At every ratio, one point per read
+IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
+and a throttle of that many reads a second (--disk's, if given, with its read IOPS
+replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one. The reports
+add per engine and ratio a chart of time against read IOPS, the free disk at its
+measured random-read rate.
+
 Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
 local file loads the lines it holds, and a retried load says so beside its time.
@@ -172,18 +187,24 @@ pub struct BenchArgs {
     #[arg(long, value_name = "SIZE")]
     pub memory: Option<memory::MemorySize>,
 
-    /// Throttle the disk the servers and polars' workers read from: riops=N
-    /// (reads a second), rbps=SIZE (bytes read a second), wiops, wbps, e.g.
-    /// riops=1000,rbps=437MB (see below; needs root).
-    #[arg(long, value_name = "LIMITS")]
-    pub disk: Option<disk::DiskArg>,
-
     /// After the queries with memory free, query the same data again under memory
     /// limits chosen so the first engine's data (table and indexes: postgres's, the
     /// paper's jsonb, by default) is each of these multiples of its memory, e.g.
     /// 0.25,1,5: the paper's regime, charted (see below; needs root).
     #[arg(long, value_delimiter = ',', value_name = "RATIO,...", conflicts_with_all = ["memory", "scale"], value_parser = regime::parse_ratio)]
     pub regime: Vec<f64>,
+
+    /// With --regime, a disk axis: at every ratio one point per read IOPS
+    /// given, `free` for the disk as it is, e.g. free,5000,1000 (the paper's
+    /// two EBS volumes beside this disk); --disk's other limits (rbps) hold at
+    /// each, and its read IOPS are replaced (see below; needs root).
+    #[arg(long, value_delimiter = ',', value_name = "IOPS,...", requires = "regime", value_parser = regime::parse_iops)]
+    pub regime_iops: Vec<regime::ReadIops>,
+
+    /// A machine to reproduce, as the options it stands for (see below):
+    /// `paper2019`, the paper's OLAP machine (needs root).
+    #[arg(long, value_enum, conflicts_with_all = ["regime", "regime_iops", "memory", "disk", "scale", "rounds"])]
+    pub preset: Option<Preset>,
 
     /// Where generated hours are kept (one folder per size of hour and seed).
     #[arg(long, value_name = "DIR", default_value = ".ghbench/bench")]
@@ -238,8 +259,45 @@ impl BenchArgs {
     }
 }
 
+/// A machine `--preset` reproduces: the options it stands for, and the
+/// setup that writes each down with why and its source.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Preset {
+    /// The paper's OLAP machine (`paper2019.json`).
+    Paper2019,
+}
+
+impl Preset {
+    /// Each value with why and its source, as the record keeps it.
+    pub fn setup(self) -> ghbench_core::Setup {
+        match self {
+            Preset::Paper2019 => serde_json::from_str(include_str!("paper2019.json")).expect("paper2019.json is a setup (checked by a test)"),
+        }
+    }
+
+    /// `args` with the options the preset stands for (those it conflicts with
+    /// cannot have been given; --cold stays as asked, a true cold round if not).
+    fn apply(self, mut args: BenchArgs) -> BenchArgs {
+        match self {
+            Preset::Paper2019 => {
+                args.regime = vec![5.0];
+                args.regime_iops = vec![regime::ReadIops(None), regime::ReadIops(Some(5000)), regime::ReadIops(Some(1000))];
+                args.timing.disk = Some("rbps=437MB".parse().expect("a disk limit"));
+                args.timing.rounds = true;
+                args.timing.cold = args.timing.cold.or(Some(super::cold::ColdHow::Restart));
+            }
+        }
+        args
+    }
+}
+
 pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     let started = Instant::now();
+    let args = match args.preset {
+        Some(preset) => preset.apply(args),
+        None => args,
+    };
+    let paper_planner = args.preset == Some(Preset::Paper2019);
     let (first_hour, sizes) = args.sizes()?;
     let catalog = args.catalog.load()?;
     let base: TableName = match &args.conn.table {
@@ -250,17 +308,19 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     registry.select(&args.conn)?;
     let options = args.timing.options(&catalog, Vec::new())?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
-    let managed = args.timing.managed_servers(args.memory.is_some() || args.disk.is_some() || !args.regime.is_empty())?;
+    let managed = args.timing.managed_servers(args.memory.is_some() || args.timing.disk.is_some() || !args.regime.is_empty())?;
     // The sweep's limits come from what is stored; the smallest a point can
     // have stands for them in the checks made before any data.
     let smallest_sweep = (!args.regime.is_empty()).then(|| memory::MemorySize::chosen(ghbench_olap::bench::MIN_REGIME_MEMORY, "--regime (its limits, 64 MiB at least)".into()));
     if let Some(size) = args.memory.as_ref().or(smallest_sweep.as_ref()) {
         memory::check_can_limit(size)?;
     }
-    if let Some(disk) = &args.disk {
+    // --regime-iops' throttled points need what --disk needs.
+    let first_throttled = args.regime_iops.iter().find_map(|&iops| regime::disk_at(args.timing.disk.as_ref(), iops));
+    if let Some(disk) = args.timing.disk.as_ref().or(first_throttled.as_ref()) {
         disk::check_can_throttle(disk, &registry.select(&args.conn)?, managed.as_ref())?;
     }
-    if let Some(limits) = limits::Limits::of(args.memory.as_ref().or(smallest_sweep.as_ref()), args.disk.as_ref()) {
+    if let Some(limits) = limits::Limits::of(args.memory.as_ref().or(smallest_sweep.as_ref()), args.timing.disk.as_ref(), paper_planner) {
         limits::servers_to_limit(&limits, &registry.select(&args.conn)?, managed.as_ref())?;
     }
     args.results.check(args.markdown.markdown.as_ref())?;
@@ -277,7 +337,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
     let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
-    let limits = limits::Limits::of(args.memory.as_ref(), args.disk.as_ref());
+    let limits = limits::Limits::of(args.memory.as_ref(), args.timing.disk.as_ref(), paper_planner);
     // Beyond memory the disk sets the pace: which one, and how fast it reads
     // (measured free, before any throttle).
     let disk = (limits.is_some() || !args.regime.is_empty()).then(|| {
@@ -294,7 +354,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // The servers go back as setup left them however the bench ends (after a
     // signal, `cli` restores them: see `limits::restore_after_signal`).
     let measured = async {
-        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), measuring: None, finished: false, resumed: None, regime: None };
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), measuring: None, finished: false, resumed: None, regime: None, preset: args.preset.map(Preset::setup) };
         // Written after every query and size (unfinished until the report): a
         // bench that stops keeps what it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
@@ -316,7 +376,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 eprintln!("warning: the record of what was measured so far was not written ({e:#}); the bench goes on");
             }
         };
-        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, screen, disk: disk.as_ref(), throttle: args.disk.as_ref() };
+        let queries = Queries { engines: &engines, managed: managed.as_ref(), catalog: &catalog, options: &options, concurrency: &concurrency, timing: &args.timing, screen, disk: disk.as_ref(), throttle: args.timing.disk.as_ref(), paper_planner };
         for (hours, table) in sizes.into_iter().zip(tables) {
             if record.sizes.iter().any(|s| s.hours == hours) {
                 eprintln!("[bench {hours} h] kept from the record it resumes");
@@ -372,7 +432,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             write_record(&record);
         }
         if !args.regime.is_empty() {
-            regime::sweep(&mut record, &args.regime, &queries, &largest_table, &write_record).await?;
+            regime::sweep(&mut record, &args.regime, &args.regime_iops, &queries, &largest_table, &write_record).await?;
         }
         record.growth = growth(&record.sizes);
         record.finished = true;
@@ -401,6 +461,8 @@ struct Queries<'a> {
     disk: Option<&'a ghbench_olap::disk::Disk>,
     /// `--disk`: the throttle every run of the bench reads through, `--regime`'s points too.
     throttle: Option<&'a disk::DiskArg>,
+    /// `--preset paper2019`: every restart keeps the paper's planner settings.
+    paper_planner: bool,
 }
 
 impl Queries<'_> {
@@ -596,6 +658,9 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
     if let Some(text) = ghbench_report::regime::regime_text(record) {
         screen.line(text);
     }
+    if let Some(preset) = &record.preset {
+        screen.line(format!("preset: {}", ghbench_report::setup_said(preset).first().cloned().unwrap_or_default()));
+    }
     screen.lines(server_lines(&run.context));
     screen.line(format!("first runs: {}", run.context.cold.label));
     for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {
@@ -617,4 +682,21 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
 
 fn names(engines: &[Selected]) -> String {
     engines.iter().map(|e| e.engine().to_string()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paper2019_preset_is_written_down_value_by_value_with_sources() {
+        let setup = Preset::Paper2019.setup();
+        assert_eq!(setup.name, "paper2019");
+        assert!(setup.changes.len() >= 6, "{setup:?}");
+        for change in &setup.changes {
+            assert!(!change.why.is_empty() && !change.source.is_empty(), "{change:?}");
+        }
+        // What the paper does not state is said to be inferred.
+        assert!(setup.changes.iter().any(|c| c.source.contains("INFERRED: the OLAP volume's IOPS")), "{setup:?}");
+    }
 }

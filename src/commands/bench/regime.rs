@@ -5,6 +5,9 @@
 //! memory: one load, many memories. Each point restarts the servers inside
 //! its limit (`bench --memory`'s machinery) and is written to the record as
 //! soon as it is measured, so a sweep that stops keeps its points.
+//! `--regime-iops` adds a disk axis: at every ratio, one point per read
+//! IOPS asked (`free`, or a throttle as `--disk` sets one), the servers
+//! restarted inside both limits.
 
 use anyhow::{bail, Context as _, Result};
 use ghbench_olap::bench::{BenchRecord, Regime, RegimePoint, MIN_REGIME_MEMORY};
@@ -12,6 +15,7 @@ use ghbench_report::regime::point_text;
 use ghbench_core::size::said;
 use ghbench_core::TableName;
 
+use super::disk::DiskArg;
 use super::limits::{Limits, UnderLimit};
 use super::memory::MemorySize;
 use super::Queries;
@@ -27,6 +31,34 @@ pub fn parse_ratio(text: &str) -> Result<f64, String> {
         true => Ok(ratio),
         false => Err(format!("'{text}': a ratio of data to memory is above 0")),
     }
+}
+
+/// A disk point of `--regime-iops`: read operations a second, or None for
+/// the disk free (`free`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadIops(pub Option<u64>);
+
+pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
+    match text.trim() {
+        "free" => Ok(ReadIops(None)),
+        n => match n.parse::<u64>() {
+            Ok(iops) if iops > 0 => Ok(ReadIops(Some(iops))),
+            _ => Err(format!("'{text}' is not a disk point: read operations a second (e.g. 1000), or `free` for the disk as it is")),
+        },
+    }
+}
+
+/// The throttle of the disk point `iops` on top of `--disk`'s (its read IOPS
+/// replaced; `free` takes them away); None: nothing left to throttle.
+pub fn disk_at(base: Option<&DiskArg>, iops: ReadIops) -> Option<DiskArg> {
+    let mut rules = base.map(|b| b.rules.clone()).unwrap_or_default();
+    rules.read_iops = iops.0;
+    let asked = match iops.0 {
+        Some(n) => format!("--regime-iops {n}"),
+        None => "--regime-iops free".into(),
+    };
+    let asked = base.map_or(asked.clone(), |b| format!("{} {asked}", b.asked));
+    (!rules.is_empty()).then_some(DiskArg { rules, asked })
 }
 
 /// The sweep's limits, largest memory first, for the reference engine's
@@ -61,7 +93,7 @@ fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<V
 
 /// Measures every ratio the record does not hold yet, writing the record
 /// after each; the servers go back as setup left them however it ends.
-pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'_>, table: &TableName, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
+pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], iops: &[ReadIops], queries: &Queries<'_>, table: &TableName, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
     let size = record.sizes.last().context("--regime: no size was measured to sweep")?;
     let reference = size.run.context.engines.first().context("--regime: the run has no engine")?;
     let Some(storage) = &reference.storage else {
@@ -88,31 +120,39 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
     let say = |line: &str| eprintln!("[regime] {line}");
     let mut under: Option<UnderLimit> = None;
     let swept = async {
-        for (ratio, limit) in limits {
+        // Without --regime-iops one disk point: --disk's throttle, or none.
+        let disks: Vec<Option<DiskArg>> = match iops {
+            [] => vec![queries.throttle.cloned()],
+            points => points.iter().map(|&p| disk_at(queries.throttle, p)).collect(),
+        };
+        for ((ratio, limit), disk) in limits.iter().copied().flat_map(|l| disks.iter().map(move |d| (l, d))) {
             let regime = record.regime.as_ref().expect("made above");
+            let rules = disk.as_ref().map(|d| d.rules.clone());
+            let throttle = rules.as_ref().map_or(String::new(), |r| format!(", {}", r.said()));
             // The same reference bytes and ratio give the same limit: kept.
-            if regime.points.iter().any(|p| p.memory_bytes == limit) {
-                say(&format!("{ratio}×: kept from the record it resumes"));
+            if regime.points.iter().any(|p| p.memory_bytes == limit && p.disk == rules) {
+                say(&format!("{ratio}×{throttle}: kept from the record it resumes"));
                 continue;
             }
             let kept = regime.points.first().map(|p| p.run.context.clone());
             let memory = MemorySize::chosen(limit, format!("--regime {ratio}× (a {} limit)", said(limit)));
-            let phase = |what: &str| eprintln!("[regime {ratio}×, {}] {what}", said(limit));
-            phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit", said(bytes), said(limit)));
+            let phase = |what: &str| eprintln!("[regime {ratio}×, {}{throttle}] {what}", said(limit));
+            phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit{throttle}", said(bytes), said(limit)));
             // The servers move from one limit to the next; `end` once, after the last.
             drop(under.take());
-            let limits = Limits { memory: Some(memory), disk: queries.throttle.cloned() };
+            let limits = Limits { memory: Some(memory), disk: disk.clone(), paper_planner: queries.paper_planner };
             under = Some(UnderLimit::start(&limits, queries.engines, queries.managed, &say).await?);
             let backends = connect_backends(queries.engines, table).await?;
-            let run = queries.run(backends, table, &format!("[regime {ratio}×] "), Some(&limits), &phase, None, None).await?;
+            let run = queries.run(backends, table, &format!("[regime {ratio}×{throttle}] "), Some(&limits), &phase, None, None).await?;
             if let Some(kept) = kept {
                 super::resume::same_sweep(&kept, &run.context)?;
             }
-            let point = RegimePoint { ratio, memory_bytes: limit, run };
+            let point = RegimePoint { ratio, memory_bytes: limit, disk: rules, run };
             queries.screen.line(point_text(&point));
             let points = &mut record.regime.as_mut().expect("made above").points;
             points.push(point);
-            points.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+            // Smallest ratio first; at a ratio the fastest disk first (free, then most IOPS).
+            points.sort_by(|a, b| a.ratio.total_cmp(&b.ratio).then_with(|| iops_order(&a.disk).cmp(&iops_order(&b.disk))));
             write_record(record);
         }
         Ok(())
@@ -122,6 +162,14 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], queries: &Queries<'
         under.end(&say).await;
     }
     swept
+}
+
+/// Free first, then by read IOPS, most first.
+fn iops_order(disk: &Option<ghbench_olap::record::DiskRules>) -> (bool, std::cmp::Reverse<u64>) {
+    match disk.as_ref().and_then(|d| d.read_iops) {
+        None => (false, std::cmp::Reverse(u64::MAX)),
+        Some(n) => (true, std::cmp::Reverse(n)),
+    }
 }
 
 #[cfg(test)]

@@ -79,10 +79,10 @@ pub fn same_run(then: &Context, now: &Context) -> Result<()> {
 }
 
 /// A `--regime` point measured now was measured as the kept ones were: the
-/// same as [`same_run`] asks, on the same table and data; their memory
-/// and memory settings differ with the limit, by design.
+/// same as [`same_run`] asks, on the same table and data; their memory,
+/// memory settings and disk throttle differ with the point, by design.
 pub fn same_sweep(then: &Context, now: &Context) -> Result<()> {
-    same_as_kept(then, now, "points", &["'s settings", "'s memory"])
+    same_as_kept(then, now, "points", &["'s settings", "'s memory", "'s disk limit"])
 }
 
 /// What changed from `then` to `now` refused, but the changes `expected`

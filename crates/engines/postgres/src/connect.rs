@@ -151,7 +151,21 @@ pub async fn describe(spec: &EngineSpec, client: &tokio_postgres::Client, url: &
     let version: String = client.query_one("SHOW server_version", &[]).await?.get(0);
     let mut settings = BTreeMap::new();
     // The index builds' too: `ghbench index` times them.
-    let named = ["shared_buffers", "work_mem", "max_parallel_workers_per_gather", "maintenance_work_mem", "max_parallel_maintenance_workers", "max_wal_size", "jit", "server_encoding", "lc_collate"];
+    // The planner's too: what a plan rests on (`bench --preset paper2019` sets the paper's).
+    let named = [
+        "shared_buffers",
+        "work_mem",
+        "effective_cache_size",
+        "random_page_cost",
+        "default_statistics_target",
+        "max_parallel_workers_per_gather",
+        "maintenance_work_mem",
+        "max_parallel_maintenance_workers",
+        "max_wal_size",
+        "jit",
+        "server_encoding",
+        "lc_collate",
+    ];
     for name in named {
         let value: String = client.query_one(&format!("SHOW {name}"), &[]).await?.get(0);
         settings.insert(name.to_string(), value);
