@@ -12,7 +12,8 @@ repeat=${3:-5}
 work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
 [ -n "${GHBENCH_BENCH_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
 source .ghbench/env
-bin=${CARGO_TARGET_DIR:-$repo/target}/release/ghbench
+# GHBENCH_BIN: another build of ghbench to run (a debug one, say), named in the record by its commit.
+bin=${GHBENCH_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/ghbench}
 [ -x "$bin" ] || cargo build --release
 
 # `ghbench ARGS...` with its output in LOG, shown only when it fails, and its

@@ -70,16 +70,35 @@ remove_memory_cgroups() {
 # on a disk, not a partition. Fails, saying why, where no block device holds
 # it (tmpfs, overlay, a network filesystem: device major 0).
 block_device_under() {
-    local dev sys
-    dev=$(stat -c '%Hd:%Ld' "$1") || { echo "$1 cannot be read"; return 1; }
-    if [ "${dev%%:*}" = 0 ]; then
+    local number major minor dev sys
+    # The device number as glibc's major(3) and minor(3) take it apart (stat's
+    # %Hd and %Ld need coreutils 9).
+    number=$(stat -c '%d' "$1") || { echo "$1 cannot be read"; return 1; }
+    major=$(( ((number >> 8) & 0xfff) | ((number >> 32) & ~0xfff) ))
+    minor=$(( (number & 0xff) | ((number >> 12) & ~0xff) ))
+    dev=$major:$minor
+    if [ "$major" = 0 ]; then
         echo "$1 is on $(stat -f -c %T "$1"), which no block device holds: a disk limit throttles the reads of a block device; keep the servers' data on a disk (GHBENCH_HOME on one)"
         return 1
     fi
-    sys=$(readlink -f "/sys/dev/block/$dev") || { echo "the block device $dev of $1 is not in /sys/dev/block"; return 1; }
+    [ -e "/sys/dev/block/$dev" ] || { echo "the block device $dev of $1 is not in /sys/dev/block"; return 1; }
+    sys=$(readlink -f "/sys/dev/block/$dev")
     if [ -e "$sys/partition" ]; then dev=$(cat "$(dirname "$sys")/dev"); fi
     echo "$dev"
 }
+
+# Hands controllers $2 ("+memory +io") down from the v2 root $1 to its
+# ghbench folder's children: a v2 child gets a controller only when every
+# parent does.
+hand_down() {
+    local parent
+    for parent in "$1" "$1/ghbench"; do
+        mkdir -p "$parent" && echo "$2" >"$parent/cgroup.subtree_control" 2>/dev/null || return 1
+    done
+}
+
+# This machine's memory in MiB (MemTotal).
+machine_mb() { awk '/^MemTotal:/ { printf "%d\n", $2 / 1024 }' /proc/meminfo; }
 
 # Removes every throttle rule of the block I/O cgroup folder $1 (cgroup $2:
 # v1 or v2): v1 drops a rule written as 0, v2 one written as max.

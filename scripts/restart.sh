@@ -11,6 +11,8 @@ case ${1:-} in postgres|mongo|mysql) ;; *) echo "usage: $0 postgres|mongo|mysql"
 export GHBENCH_MEMORY=${GHBENCH_MEMORY-${GHBENCH_SETUP_MEMORY:-}}
 # The disk limit the same way (`ghbench bench --disk` sets GHBENCH_DISK).
 export GHBENCH_DISK=${GHBENCH_DISK-${GHBENCH_SETUP_DISK:-}}
+# And the paper's planner settings (`bench --preset paper2019` sets GHBENCH_PG_PAPER2019).
+export GHBENCH_PG_PAPER2019=${GHBENCH_PG_PAPER2019-${GHBENCH_SETUP_PG_PAPER2019:-}}
 # Both wait as long as the server makes progress (GHBENCH_STUCK_AFTER, see
 # lifecycle.sh) and fail when it does not stop or start: a stop that failed
 # ends this script (set -e) before setup could take the old server, still

@@ -66,10 +66,9 @@ scaled() { [ -n "$MEMORY_BYTES" ] && echo "$(( memory_mb * $1 / $2 ))MB"; }
 # default_statistics_target 200 and effective_cache_size 36GB of its 64 GiB,
 # 9/16 of the limit (of this machine's memory without one).
 PAPER2019=${GHBENCH_PG_PAPER2019:-}
-machine_mb=$(awk '/^MemTotal:/ { printf "%d\n", $2 / 1024 }' /proc/meminfo)
 paper_cache() {
     [ -n "$PAPER2019" ] || return 1
-    local of=$machine_mb; [ -z "$MEMORY_BYTES" ] || of=$memory_mb
+    local of; of=$(machine_mb); [ -z "$MEMORY_BYTES" ] || of=$memory_mb
     echo "$(( of * 9 / 16 ))MB"
 }
 # Settings recorded by every query run; sized for a 24 GiB machine (the paper used
@@ -111,7 +110,7 @@ if [ -n "${GHBENCH_MYSQL_BUFFER_POOL:-}" ]; then
 elif [ -n "$WT_CACHE_MB" ]; then
     MYSQL_BUFFER_POOL=${WT_CACHE_MB}M
 else
-    machine_mb=$(awk '/^MemTotal:/ { printf "%d\n", $2 / 1024 }' /proc/meminfo)
+    machine_mb=$(machine_mb)
     pool_mb=$(( (machine_mb - 1024) / 2 )); [ "$pool_mb" -ge 256 ] || pool_mb=256
     MYSQL_BUFFER_POOL=${pool_mb}M
 fi
@@ -182,12 +181,7 @@ enter_memory_limit() {
         if [ -d "$dir" ] && [ "$(cat "$dir/memory.max")" != "$MEMORY_BYTES" ] && [ -z "$(cat "$dir/cgroup.procs")" ]; then
             rmdir "$dir"
         fi
-        local parent
-        for parent in "$v2" "$v2/ghbench"; do
-            mkdir -p "$parent"
-            echo "+memory +io" >"$parent/cgroup.subtree_control" 2>/dev/null || echo "+memory" >"$parent/cgroup.subtree_control" \
-                || die "cannot hand the memory controller down to $parent's children"
-        done
+        hand_down "$v2" "+memory +io" || hand_down "$v2" "+memory" || die "cannot hand the memory controller down to $v2/ghbench"
         mkdir -p "$dir" || die "cannot make the memory cgroup $dir"
         echo "$MEMORY_BYTES" >"$dir/memory.max" || die "cannot set the limit of $dir"
         if [ -e "$dir/memory.swap.max" ]; then echo 0 >"$dir/memory.swap.max" || die "cannot turn swap off in $dir"; fi
@@ -224,13 +218,15 @@ enter_disk_limit() {
     else
         [ -n "$v2" ] && grep -qw io "$v2/cgroup.controllers" \
             || die "GHBENCH_DISK needs a cgroup block I/O controller, and this machine mounts none (no cgroup v1 'blkio', no cgroup v2 offering 'io')"
-        local parent
-        for parent in "$v2" "$v2/ghbench"; do
-            mkdir -p "$parent"
-            echo "+io" >"$parent/cgroup.subtree_control" || die "cannot hand the io controller down to $parent's children"
-        done
+        hand_down "$v2" "+io" || die "cannot hand the io controller down to $v2/ghbench"
         mkdir -p "$v2/$name" || die "cannot make the cgroup $v2/$name"
         clear_disk_rules "$v2/$name" v2
+        # A disk limit alone: a memory limit a bench left in this cgroup (v2
+        # keeps it across restarts, for its counters) must not hold.
+        if [ -z "$MEMORY_BYTES" ] && [ -e "$v2/$name/memory.max" ]; then
+            echo max >"$v2/$name/memory.max" || die "cannot lift the memory limit left in $v2/$name"
+            if [ -e "$v2/$name/memory.swap.max" ]; then echo max >"$v2/$name/memory.swap.max" || true; fi
+        fi
         echo "$dev $DISK" >"$v2/$name/io.max" || die "cannot set $DISK on $dev in $v2/$name/io.max"
         echo "$mine" >"$v2/$name/cgroup.procs" || die "cannot start inside the cgroup $v2/$name"
     fi
@@ -758,7 +754,7 @@ write_servers_json() {
     done
     # The limits setup ran with, which a restart keeps unless GHBENCH_MEMORY
     # or GHBENCH_DISK says otherwise.
-    restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"GHBENCH_SETUP_DISK=$DISK\", \"bash\", \"$repo/scripts/restart.sh\""
+    restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"GHBENCH_SETUP_DISK=$DISK\", \"GHBENCH_SETUP_PG_PAPER2019=$PAPER2019\", \"bash\", \"$repo/scripts/restart.sh\""
     cat >"$GHBENCH_HOME/servers.json" <<JSON
 {
   "written_by": "scripts/setup.sh",

@@ -42,7 +42,7 @@ async fn postgres_rules(setup: &OwnSetup) -> Vec<(String, ghbench_olap::throttle
 fn rules_left(setup: &OwnSetup, pid: u32) -> Vec<String> {
     let mut left = Vec::new();
     let checkout = Command::new("bash").args(["-c", "printf '%s' \"$1\" | md5sum | cut -c1-12", "-", setup.home.to_str().unwrap()]).output().unwrap();
-    let prefixes = [String::from_utf8_lossy(&checkout.stdout).trim().to_string(), format!("polars-io-{pid}-")];
+    let prefixes = [String::from_utf8_lossy(&checkout.stdout).trim().to_string(), format!("polars-io-{pid}-"), format!("polars-{pid}-")];
     for root in ["/sys/fs/cgroup/blkio/ghbench", "/sys/fs/cgroup/ghbench", "/sys/fs/cgroup/unified/ghbench"] {
         for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
@@ -222,14 +222,15 @@ async fn a_two_point_disk_sweep_and_a_throttled_query_verify_every_answer() {
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
     // About 48 MiB of jsonb: 0.5× memory is a limit above the 64 MiB floor.
-    let args = ["bench", "--gen", "1", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "0.5", "--regime-iops", "free,100", "--cold", "--repeat", "1", "--variant", "corrected"];
+    // The throttled point first: the free one after it must read free again.
+    let args = ["bench", "--gen", "1", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "0.5", "--regime-iops", "100,free", "--cold", "--repeat", "1", "--variant", "corrected"];
     let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
     let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
     assert!(ok, "bench --regime-iops failed: {said}");
     let (json, record) = bench_record(&work.path().join("results"));
     let points = record["regime"]["points"].as_array().unwrap();
     assert_eq!(points.len(), 2, "free and 100 IOPS at 0.5×");
-    assert!(points[0].get("disk").is_none() && points[1]["disk"]["read_iops"].as_u64() == Some(100), "the free disk first: {:?}", points.iter().map(|p| &p["disk"]).collect::<Vec<_>>());
+    assert!(points[0].get("disk").is_none() && points[1]["disk"]["read_iops"].as_u64() == Some(100), "the free disk first in the record: {:?}", points.iter().map(|p| &p["disk"]).collect::<Vec<_>>());
     for point in points {
         for q in point["run"]["queries"].as_array().unwrap() {
             assert_eq!(q["verification"]["status"], "agree", "{q:.300}");
@@ -260,4 +261,43 @@ async fn a_two_point_disk_sweep_and_a_throttled_query_verify_every_answer() {
     assert!(limit["over_runs"]["reads"].as_u64().unwrap() > 0, "{limit}");
     assert!(run["context"]["cold"]["label"].as_str().unwrap().contains("disk throttled: postgres to 100 read IOPS"), "{}", run["context"]["cold"]);
     assert_eq!(postgres_rules(&setup).await, Vec::new(), "the server reads free after the query");
+}
+
+/// `--preset paper2019`'s planner settings as every restart of a bench sets
+/// them (`GHBENCH_PG_PAPER2019`), and gone once restarted as setup left it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_paper_s_planner_settings_hold_across_a_restart_and_go_with_the_next() {
+    let _servers = disturbs_servers();
+    let Some(setup) = OwnSetup::start_with(None) else { return };
+    let servers: Value = serde_json::from_str(&std::fs::read_to_string(setup.servers_file()).unwrap()).unwrap();
+    let restart: Vec<String> = servers["servers"][0]["restart"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    let settings = |paper: bool| {
+        let mut command = Command::new(&restart[0]);
+        command.args(&restart[1..]);
+        match paper {
+            true => command.env("GHBENCH_PG_PAPER2019", "1"),
+            false => command.env_remove("GHBENCH_PG_PAPER2019"),
+        };
+        let out = output_within(&mut command, Duration::from_secs(300));
+        assert!(out.status.success(), "{}", text(&out));
+    };
+    let show = || async {
+        let client = ghbench_postgres::connect::connect(&ghbench_postgres::SPEC, &setup.pg_url).await.unwrap();
+        let mut said = Vec::new();
+        for name in ["random_page_cost", "default_statistics_target"] {
+            said.push(client.query_one(&format!("SHOW {name}"), &[]).await.unwrap().get::<_, String>(0));
+        }
+        let cache: i64 = client.query_one("SELECT pg_size_bytes(current_setting('effective_cache_size')) / 1048576", &[]).await.unwrap().get(0);
+        said.push(cache.to_string());
+        said
+    };
+    settings(true);
+    let paper = show().await;
+    assert_eq!(&paper[..2], ["1.3", "200"], "{paper:?}");
+    // 9/16 of this machine's memory (no limit here), as 36GB stood to 64 GiB.
+    let machine_mb = ghbench_core::size::machine_memory().unwrap() / (1 << 20);
+    let cache_mb: u64 = paper[2].parse().unwrap();
+    assert!(cache_mb.abs_diff(machine_mb * 9 / 16) <= 1, "{paper:?} of {machine_mb} MB");
+    settings(false);
+    assert_eq!(&show().await[..2], ["4", "100"], "PostgreSQL's defaults again");
 }

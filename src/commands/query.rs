@@ -189,16 +189,7 @@ async fn measure_under(
             progress.bar.suspend(|| eprintln!("cold: {line}"));
         }
     }
-    // Under a throttle what the queries read goes through it, not found
-    // cached from before: the page cache is dropped first, said in the label.
-    let before_runs = match limits {
-        Some(limits) => {
-            let dropped = format!("{} under {}", ghbench_olap::environment::drop_os_page_cache().action, limits.said());
-            progress.bar.suspend(|| eprintln!("limits: {dropped}"));
-            vec![dropped]
-        }
-        None => Vec::new(),
-    };
+    let before_runs = super::bench::limits::drop_page_cache_under(limits, &|line| progress.bar.suspend(|| eprintln!("{line}")));
     let plan = RunPlan { queries: options, baseline, concurrency: args.concurrency.options(), record_to: Some(KeptAsItGoes::at(&json_path)), resume, cold_method: args.timing.cold_method(), before_runs };
     let measured = measure(&mut backends, catalog, plan, table, &progress, &cooler).await;
     progress.bar.finish_and_clear();

@@ -42,16 +42,18 @@ pub struct MemoryCgroup {
 
 /// Where this machine's cgroup hierarchies are mounted.
 #[derive(Debug, Clone, Default)]
-struct Mounts {
+pub(crate) struct Mounts {
     /// A cgroup v1 hierarchy with the memory controller.
     v1_memory: Option<PathBuf>,
     v1_blkio: Option<PathBuf>,
     /// The cgroup v2 hierarchy, when its root offers the memory controller.
     v2_memory: Option<PathBuf>,
+    /// The cgroup v2 hierarchy, when its root offers the io controller.
+    v2_io: Option<PathBuf>,
 }
 
 impl Mounts {
-    fn read() -> Mounts {
+    pub(crate) fn read() -> Mounts {
         let mut mounts = Mounts::default();
         let Ok(infos) = procfs::process::Process::myself().and_then(|p| p.mountinfo()) else { return mounts };
         for info in infos {
@@ -60,6 +62,9 @@ impl Mounts {
                 "cgroup" if info.super_options.contains_key("blkio") => mounts.v1_blkio = Some(info.mount_point),
                 "cgroup2" => {
                     let controllers = fs::read_to_string(info.mount_point.join("cgroup.controllers")).unwrap_or_default();
+                    if controllers.split_whitespace().any(|c| c == "io") {
+                        mounts.v2_io = Some(info.mount_point.clone());
+                    }
                     if controllers.split_whitespace().any(|c| c == "memory") {
                         mounts.v2_memory = Some(info.mount_point);
                     }
@@ -68,6 +73,16 @@ impl Mounts {
             }
         }
         mounts
+    }
+
+    /// The hierarchy block I/O is throttled in: v1's blkio controller where
+    /// it is mounted, else v2's where it offers io.
+    pub(crate) fn io(&self) -> Option<(Version, PathBuf)> {
+        match (&self.v1_blkio, &self.v2_io) {
+            (Some(v1), _) => Some((Version::V1, v1.clone())),
+            (None, Some(v2)) => Some((Version::V2, v2.clone())),
+            (None, None) => None,
+        }
     }
 
     /// The hierarchy limits are made in: v1's memory controller where it is
@@ -181,25 +196,11 @@ impl MemoryCgroup {
     /// Makes `command`'s process start inside this cgroup: it moves itself in
     /// between fork and exec, so everything it starts is charged here too.
     pub fn enter_on_spawn(&self, command: &mut std::process::Command) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd as _;
-        use std::os::unix::process::CommandExt as _;
-        let mut files = vec![fs::OpenOptions::new().write(true).open(self.dir.join("cgroup.procs"))?];
+        let mut folders = vec![self.dir.clone()];
         if let (Version::V1, Some(io)) = (self.version, &self.io_dir) {
-            files.extend(fs::OpenOptions::new().write(true).open(io.join("cgroup.procs")));
+            folders.push(io.clone());
         }
-        // SAFETY: between fork and exec only write(2), async-signal-safe, is
-        // called, on files opened before the fork; "0" names the writer itself.
-        unsafe {
-            command.pre_exec(move || {
-                for file in &files {
-                    if libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        Ok(())
+        enter_on_spawn(&folders, command)
     }
 
     /// Removes the cgroup once nothing runs in it (best effort: one still in
@@ -288,7 +289,28 @@ pub fn count_over_runs(limit: &mut crate::record::MemoryLimit) {
     limit.over_runs = MemoryCgroup::at(limit.cgroup_version, &limit.cgroup).map(|c| c.counters().since(&limit.before_runs));
 }
 
-fn write(path: &Path, value: &str) -> std::io::Result<()> {
+/// Makes `command`'s process move itself into the cgroups `folders` between
+/// fork and exec, so everything it starts runs there too.
+pub(crate) fn enter_on_spawn(folders: &[PathBuf], command: &mut std::process::Command) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd as _;
+    use std::os::unix::process::CommandExt as _;
+    let files = folders.iter().map(|f| fs::OpenOptions::new().write(true).open(f.join("cgroup.procs"))).collect::<std::io::Result<Vec<_>>>()?;
+    // SAFETY: between fork and exec only write(2), async-signal-safe, is
+    // called, on files opened before the fork; "0" names the writer itself.
+    unsafe {
+        command.pre_exec(move || {
+            for file in &files {
+                if libc::write(file.as_raw_fd(), b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn write(path: &Path, value: &str) -> std::io::Result<()> {
     fs::OpenOptions::new().write(true).open(path)?.write_all(value.as_bytes())
 }
 

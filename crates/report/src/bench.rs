@@ -372,7 +372,7 @@ pub fn partial_lines(record: &BenchRecord) -> Vec<String> {
 pub fn bench_problems(record: &BenchRecord) -> Vec<String> {
     let sizes = record.sizes.iter().flat_map(|s| s.index_failures().into_iter().chain(super::problems(&s.run)).map(move |p| format!("{} h: {p}", s.hours)));
     let points = record.regime.iter().flat_map(|r| &r.points);
-    let limited = points.flat_map(|p| super::problems(&p.run).into_iter().map(move |line| format!("under a {} limit: {line}", ghbench_core::size::said(p.memory_bytes))));
+    let limited = points.flat_map(|p| super::problems(&p.run).into_iter().map(move |line| format!("under a {}: {line}", super::regime::point_heading(p))));
     partial_lines(record).into_iter().chain(sizes).chain(limited).collect()
 }
 

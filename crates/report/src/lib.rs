@@ -18,7 +18,7 @@ pub mod html;
 mod lines;
 mod overview;
 pub mod markdown;
-mod paper;
+pub mod paper;
 pub mod regime;
 pub mod summary;
 pub mod terminal;

@@ -18,7 +18,11 @@ use ghbench_core::size::said;
 /// Every run of the sweep, memory free first, each with its heading
 /// (`memory free` / `a 320.0 MiB limit (5×)`).
 pub fn runs<'a>(record: &'a BenchRecord, regime: &'a Regime) -> Vec<(String, &'a RunRecord)> {
-    let free = record.sizes.last().map(|s| ("memory free".to_string(), &s.run));
+    // The size's own run: memory free, its disk as --disk left it.
+    let free = record.sizes.last().map(|s| {
+        let disk = s.run.context.engines.iter().find_map(|e| e.disk_limit.as_ref()).map_or(String::new(), |l| format!(", {}", l.rules.said()));
+        (format!("memory free{disk}"), &s.run)
+    });
     let limited = regime.points.iter().map(|p| (point_heading(p), &p.run));
     free.into_iter().chain(limited).collect()
 }
@@ -257,6 +261,25 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
     Ok(drawn)
 }
 
+/// Per run of the sweep, each engine's events per second beside the paper's,
+/// and per query of the first engine where it comes within
+/// [`super::paper::WITHIN`]× of the paper (empty without the paper's numbers).
+fn paper_markdown(record: &BenchRecord, regime: &Regime) -> String {
+    let runs = runs(record, regime);
+    let Some(first) = runs.first().and_then(|(_, run)| run.context.engines.first()).map(|e| e.engine.clone()) else { return String::new() };
+    let within = super::paper::within_lines(&runs, &first);
+    if within.is_empty() {
+        return String::new();
+    }
+    let mut md = format!("### Beside the paper, per event\n\n{}\n\n", within.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n"));
+    for (heading, run) in &runs {
+        if let Some(table) = super::paper::per_event_table(run) {
+            let _ = writeln!(md, "{heading}:\n\n{}\n", table.render(Style::Markdown));
+        }
+    }
+    md
+}
+
 /// What the sweep did, in one paragraph.
 pub fn regime_intro(regime: &Regime) -> String {
     format!(
@@ -272,6 +295,10 @@ pub fn regime_intro(regime: &Regime) -> String {
 pub fn regime_text(record: &BenchRecord) -> Option<String> {
     let regime = record.regime.as_ref()?;
     let width = terminal_width(record.sizes.last().map_or(1, |s| s.run.context.engines.len()));
+    let runs = runs(record, regime);
+    let first = runs.first().and_then(|(_, run)| run.context.engines.first()).map(|e| e.engine.clone());
+    let within = first.map(|engine| super::paper::within_lines(&runs, &engine)).unwrap_or_default();
+    let within = within.iter().map(|l| format!("\n{l}")).collect::<String>();
     Some(format!(
         "Data against memory ({} at {}; {}):\n{}\n{}\n{}",
         regime.reference,
@@ -280,7 +307,7 @@ pub fn regime_text(record: &BenchRecord) -> Option<String> {
         fit_table(record, regime).render_within(Style::Terminal, width),
         times_table(record, regime).render_within(Style::Terminal, width),
         counters_table(regime).render_within(Style::Terminal, width)
-    ))
+    ) + &within)
 }
 
 /// The sweep's section of the Markdown report, charts linked as `<dir>/<name>.svg`.
@@ -289,6 +316,7 @@ pub fn regime_markdown(record: &BenchRecord, regime: &Regime, charts: &[Chart], 
     let _ = writeln!(md, "What each engine stores, and its data ÷ memory in each run:\n\n{}\n", fit_table(record, regime).render(Style::Markdown));
     let _ = writeln!(md, "{}\n", times_table(record, regime).render(Style::Markdown));
     let _ = writeln!(md, "What the kernel counted under each limit, over the runs:\n\n{}\n", counters_table(regime).render(Style::Markdown));
+    md += &paper_markdown(record, regime);
     md += &super::markdown::chart_links(charts, dir);
     md
 }

@@ -130,6 +130,17 @@ pub async fn restore_after_signal() -> Vec<String> {
     restarted
 }
 
+/// Before queries under `limits`: the OS page cache dropped, so what they
+/// read is charged to the memory limit and goes through the disk throttle,
+/// not found cached from before; said with `say` and returned for the
+/// runs' label.
+pub fn drop_page_cache_under(limits: Option<&Limits>, say: &dyn Fn(&str)) -> Vec<String> {
+    let Some(limits) = limits else { return Vec::new() };
+    let dropped = format!("{} under {}", ghbench_olap::environment::drop_os_page_cache().action, limits.said());
+    say(&format!("limits: {dropped}"));
+    vec![dropped]
+}
+
 /// The servers `engines` use, each one `just setup` started (listed in
 /// `managed`): a server it did not start is refused, since a running server
 /// cannot be moved under a limit. Checked before any data is made too.
@@ -189,16 +200,13 @@ impl UnderLimit {
             }
         }
         own_limited().extend(under.engines.iter().cloned());
+        // Each set, or cleared, as this run asks: one left from the run before
+        // (a sweep's earlier point) must not hold here. Memory first: the
+        // disk throttle goes on the memory cgroup where there is one.
         for (engine, config) in &under.engines {
-            let memory = match &limits.memory {
-                Some(size) => engine.limit_memory(Some(size.bytes)),
-                None => Ok(()),
-            };
-            let disk = match &limits.disk {
-                Some(disk) => engine.limit_disk(config, Some(&disk.rules)),
-                None => Ok(()),
-            };
-            if let Err(e) = memory.and(disk) {
+            let memory = engine.limit_memory(limits.memory.as_ref().map(|size| size.bytes));
+            let disk = memory.and_then(|()| engine.limit_disk(config, limits.disk.as_ref().map(|d| &d.rules)));
+            if let Err(e) = disk {
                 under.end(say).await;
                 bail!("{}: {e}", limits.asked());
             }

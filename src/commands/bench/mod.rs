@@ -24,7 +24,6 @@ use ghbench_olap::record::IndexEngineRecord;
 use ghbench_report::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_report::concurrency::concurrency_text;
 use ghbench_report::{bench_html, Style, markdown_with_charts, server_lines, reconnect_notes, seconds};
-use ghbench_olap::environment::drop_os_page_cache;
 use ghbench_olap::concurrency::ConcurrencyOptions;
 use ghbench_olap::record::RunRecord;
 use ghbench_olap::runner::QueryOptions;
@@ -394,7 +393,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             phase("indexes");
             let mut indexes = Vec::new();
             for backend in &backends {
-                indexes.push(build_indexes(backend.as_ref(), &catalog, &|_| {}).await);
+                // Under the paper's planner settings its statistics target
+                // holds for tables loaded before too: ANALYZE again.
+                indexes.push(build_indexes(backend.as_ref(), &catalog, &|_| {}, paper_planner).await);
             }
             let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &before_load)).unwrap_or_default();
             for line in &memory_during_load {
@@ -482,17 +483,7 @@ impl Queries<'_> {
         resume: Option<(RunRecord, PathBuf)>,
     ) -> Result<RunRecord> {
         let cooler = self.timing.cooler(self.engines, self.managed, table, limits.cloned());
-        // Under a limit what the queries read is charged to it (read through
-        // the disk's throttle), not found cached outside it: the page cache is
-        // dropped first, and said in the runs' label.
-        let before_runs = match limits {
-            Some(limits) => {
-                let dropped = format!("{} under {}", drop_os_page_cache().action, limits.said());
-                phase(&format!("limits: {dropped}"));
-                vec![dropped]
-            }
-            None => Vec::new(),
-        };
+        let before_runs = limits::drop_page_cache_under(limits, phase);
         if self.options.cold {
             for line in cooler.describe() {
                 phase(&format!("cold: {line}"));

@@ -23,6 +23,10 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     if then != now {
         bail!("cannot resume {}: the data differs ({then} then, {now} now); start the bench anew", path.display());
     }
+    let preset = |r: &BenchRecord| r.preset.as_ref().map_or_else(|| "none".to_string(), |p| p.name.clone());
+    if preset(&record) != preset(fresh) {
+        bail!("cannot resume {}: its preset was {} then, {} now; give the same --preset", path.display(), preset(&record), preset(fresh));
+    }
     if record.regime.is_some() && !sweeps {
         bail!("cannot resume {}: it holds a --regime sweep this command does not ask for; give the same --regime", path.display());
     }

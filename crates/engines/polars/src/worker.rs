@@ -76,11 +76,24 @@ static DISK_LIMIT: std::sync::Mutex<Option<IoCgroup>> = std::sync::Mutex::new(No
 /// made before is removed once empty).
 pub fn limit_disk(limit: Option<(&BlockDevice, &DiskRules)>) -> Result<(), String> {
     static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    ghbench_engine::throttle::remove_abandoned("polars-io");
+    // A killed ghbench's workers left their cgroups, rules and all.
+    for prefix in ["polars-io", "polars"] {
+        ghbench_engine::throttle::remove_abandoned(prefix);
+    }
     let cgroup = match limit {
         Some((device, rules)) => {
-            let cgroup = IoCgroup::create(&format!("polars-io-{}-{}", std::process::id(), MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))?;
-            cgroup.set(device, rules)?;
+            // Under a memory limit too, the throttle goes on that cgroup (its
+            // blkio twin in v1, the same folder in v2): a process is in one
+            // cgroup per hierarchy, and a second would take it out of the first.
+            let name = match memory_limit() {
+                Some(memory) => memory.path.trim_start_matches("/ghbench/").to_string(),
+                None => format!("polars-io-{}-{}", std::process::id(), MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)),
+            };
+            let cgroup = IoCgroup::create(&name)?;
+            if let Err(e) = cgroup.set(device, rules) {
+                cgroup.remove();
+                return Err(e);
+            }
             Some(cgroup)
         }
         None => None,
