@@ -483,14 +483,15 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
     assert!(!cgroup.contains("/ghbench/"), "after the sweep the server runs outside the limits: {cgroup}");
 }
 
-/// Without root, `--memory` stops before any data is made, saying what it needs.
-#[test]
-fn memory_without_root_is_refused_saying_what_it_needs() {
+/// `ghbench bench --gen 1 --engines polars` plus `limit` as user nobody,
+/// from a copy of ghbench it can run, in a folder it can write: whether it
+/// failed, what it said, and whether any data was made. None (said) where
+/// the test cannot become nobody.
+pub(crate) fn bench_as_nobody(limit: &[&str]) -> Option<(bool, String, bool)> {
     if !is_root() || Command::new("id").arg("nobody").output().map_or(true, |o| !o.status.success()) {
         eprintln!("SKIPPED: needs root to run ghbench as user nobody");
-        return;
+        return None;
     }
-    // A copy of ghbench that user nobody can run, in a folder it can write.
     let dir = tempfile::tempdir().unwrap();
     let program = dir.path().join("ghbench");
     std::fs::copy(env!("CARGO_BIN_EXE_ghbench"), &program).unwrap();
@@ -502,15 +503,25 @@ fn memory_without_root_is_refused_saying_what_it_needs() {
     let out = Command::new("runuser")
         .args(["-u", "nobody", "--"])
         .arg(&program)
-        .args(["bench", "--gen", "1", "--engines", "polars", "--memory", "256MiB", "--data-dir"])
+        .args(["bench", "--gen", "1", "--engines", "polars"])
+        .args(limit)
+        .arg("--data-dir")
         .arg(&data)
+        .arg("--polars-dir")
+        .arg(dir.path().join("polars"))
         .arg("--output")
         .arg(dir.path().join("results"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
-    let said = text(&out);
-    assert!(!out.status.success(), "an error stopped it: {said}");
+    Some((!out.status.success(), text(&out), data.exists()))
+}
+
+/// Without root, `--memory` stops before any data is made, saying what it needs.
+#[test]
+fn memory_without_root_is_refused_saying_what_it_needs() {
+    let Some((failed, said, made)) = bench_as_nobody(&["--memory", "256MiB"]) else { return };
+    assert!(failed, "an error stopped it: {said}");
     assert!(said.contains("--memory 256MiB") && said.contains("needs root"), "{said}");
-    assert!(!data.exists(), "nothing was generated before the check");
+    assert!(!made, "nothing was generated before the check");
 }

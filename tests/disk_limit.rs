@@ -181,34 +181,10 @@ fn a_disk_limit_on_data_in_a_tmpfs_is_refused_before_anything_starts() {
 /// Without root, `--disk` stops before any data is made, saying what it needs.
 #[test]
 fn a_disk_limit_without_root_is_refused_saying_what_it_needs() {
-    if !is_root() || Command::new("id").arg("nobody").output().map_or(true, |o| !o.status.success()) {
-        eprintln!("SKIPPED: needs root to run ghbench as user nobody");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let program = dir.path().join("ghbench");
-    std::fs::copy(env!("CARGO_BIN_EXE_ghbench"), &program).unwrap();
-    use std::os::unix::fs::PermissionsExt as _;
-    for (path, mode) in [(dir.path(), 0o777), (program.as_path(), 0o755)] {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-    }
-    let data = dir.path().join("data");
-    let out = Command::new("runuser")
-        .args(["-u", "nobody", "--"])
-        .arg(&program)
-        .args(["bench", "--gen", "1", "--engines", "polars", "--disk", "riops=100", "--data-dir"])
-        .arg(&data)
-        .arg("--polars-dir")
-        .arg(dir.path().join("polars"))
-        .arg("--output")
-        .arg(dir.path().join("results"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let said = text(&out);
-    assert!(!out.status.success(), "an error stopped it: {said}");
+    let Some((failed, said, made)) = crate::bench::bench_as_nobody(&["--disk", "riops=100"]) else { return };
+    assert!(failed, "an error stopped it: {said}");
     assert!(said.contains("--disk riops=100") && said.contains("needs root"), "{said}");
-    assert!(!data.exists(), "nothing was generated before the check");
+    assert!(!made, "nothing was generated before the check");
 }
 
 /// `--regime-iops`: at one memory limit, a point with the disk free and one
