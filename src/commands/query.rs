@@ -109,8 +109,8 @@ pub async fn run(args: QueryArgs, registry: &Engines) -> Result<Finished> {
     let under_limit = match &limits {
         Some(limits) => {
             let disk = limits.disk.as_ref().expect("asked for");
+            // `start` refuses a server `just setup` did not start before it touches any.
             super::bench::disk::check_can_throttle(disk, &selected, managed.as_ref())?;
-            super::bench::limits::servers_to_limit(limits, &selected, managed.as_ref())?;
             Some(super::bench::limits::UnderLimit::start(limits, &selected, managed.as_ref(), &|line| eprintln!("{line}")).await?)
         }
         None => None,

@@ -304,7 +304,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
         None => DEFAULT_BASE.parse()?,
     };
     // Checked before any data is made: a typo must not cost a long generation.
-    registry.select(&args.conn)?;
+    let selected = registry.select(&args.conn)?;
     let options = args.timing.options(&catalog, Vec::new())?;
     let concurrency = plan_concurrency(&catalog, &options, args.concurrency.options())?;
     let managed = args.timing.managed_servers(args.memory.is_some() || args.timing.disk.is_some() || !args.regime.is_empty())?;
@@ -317,10 +317,10 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // --regime-iops' throttled points need what --disk needs.
     let first_throttled = args.regime_iops.iter().find_map(|&iops| regime::disk_at(args.timing.disk.as_ref(), iops));
     if let Some(disk) = args.timing.disk.as_ref().or(first_throttled.as_ref()) {
-        disk::check_can_throttle(disk, &registry.select(&args.conn)?, managed.as_ref())?;
+        disk::check_can_throttle(disk, &selected, managed.as_ref())?;
     }
     if let Some(limits) = limits::Limits::of(args.memory.as_ref().or(smallest_sweep.as_ref()), args.timing.disk.as_ref(), paper_planner) {
-        limits::servers_to_limit(&limits, &registry.select(&args.conn)?, managed.as_ref())?;
+        limits::servers_to_limit(&limits, &selected, managed.as_ref())?;
     }
     args.results.check(args.markdown.markdown.as_ref())?;
     let screen = args.results.screen(args.markdown.markdown.as_ref());
