@@ -188,7 +188,8 @@ fn a_disk_limit_without_root_is_refused_saying_what_it_needs() {
 }
 
 /// `--regime-iops`: at one memory limit, a point with the disk free and one
-/// throttled to 100 reads a second, every answer verified, the throttled
+/// throttled to 100 reads a second (of 512 KiB at most: `--iops-size`),
+/// every answer verified, the throttled
 /// point's cold runs slower, its record and chart saying so; then `query
 /// --disk` on the same table, its record and label as bench's.
 #[tokio::test(flavor = "multi_thread")]
@@ -199,7 +200,7 @@ async fn a_two_point_disk_sweep_and_a_throttled_query_verify_every_answer() {
     let servers = setup.servers_file();
     // About 48 MiB of jsonb: 0.5× memory is a limit above the 64 MiB floor.
     // The throttled point first: the free one after it must read free again.
-    let args = ["bench", "--gen", "1", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "0.5", "--regime-iops", "100,free", "--cold", "--repeat", "1", "--variant", "corrected"];
+    let args = ["bench", "--gen", "1", "--events-per-hour", "30000", "--engines", "postgres,polars", "--regime", "0.5", "--regime-iops", "100,free", "--iops-size", "512KiB", "--cold", "--repeat", "1", "--variant", "corrected"];
     let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
     let (ok, said) = setup.ghbench(&[&args[..], &places[..]].concat());
     assert!(ok, "bench --regime-iops failed: {said}");
@@ -216,6 +217,8 @@ async fn a_two_point_disk_sweep_and_a_throttled_query_verify_every_answer() {
     for name in ["postgres", "polars"] {
         let limit = &engine(&throttled["context"]["engines"], name)["disk_limit"];
         assert_eq!(limit["rules"]["read_iops"].as_u64(), Some(100), "{name}: {limit}");
+        // --iops-size: at most 100 reads of 512 KiB a second; the free point has no cap.
+        assert_eq!(limit["rules"]["read_bytes_per_second"].as_u64(), Some(100 * 512 * 1024), "{name}: {limit}");
         assert!(engine(&points[0]["run"]["context"]["engines"], name).get("disk_limit").is_none(), "{name} read free at the first point");
     }
     let (free_b, slow_b) = (cold_seconds(&points[0]["run"], "B", "postgres"), cold_seconds(throttled, "B", "postgres"));

@@ -112,7 +112,8 @@ against memory with a dashed line where its data stops fitting. A limit under 64
 little for a server) or above this machine's memory is refused before the first point.
 
 --preset paper2019: the paper's OLAP machine as one run: --regime 5 --regime-iops
-free,5000,1000 --disk rbps=437MB --rounds (and --cold unless given), PostgreSQL with the
+free,5000,1000 --iops-size 256KiB --disk rbps=437MB --rounds (and --cold unless given),
+PostgreSQL with the
 paper's planner settings (random_page_cost 1.3, default_statistics_target 200,
 effective_cache_size 9/16 of its memory) from before the load on, the published texts
 beside the corrected. The record keeps the preset written down value by value, with
@@ -122,9 +123,11 @@ per second beside the paper's.
 --regime 5 --regime-iops free,5000,1000: a disk axis. At every ratio, one point per read
 IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
 and a throttle of that many reads a second (--disk's, if given, with its read IOPS
-replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one. The reports
-add per engine and ratio a chart of time against read IOPS, the free disk at its
-measured random-read rate.
+replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one. The kernel
+counts a request as one read whatever its size; --iops-size 256KiB caps each throttled
+point's bandwidth at IOPS x 256 KiB, as EBS meters its volumes. The reports add per
+engine and ratio a chart of time against read IOPS, the free disk at its measured
+random-read rate.
 
 Damaged input (empty, truncated or corrupt files, quarantined lines) is shown under
 each load table and in every report, as `ghbench ingest` shows it; as there, a damaged
@@ -200,9 +203,17 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "IOPS,...", requires = "regime", value_parser = regime::parse_iops)]
     pub regime_iops: Vec<regime::ReadIops>,
 
+    /// With --regime-iops, the largest read a throttled point counts as one
+    /// operation: its read bandwidth is then at most its IOPS times SIZE, as a
+    /// volume metered that way delivers (EBS counts an I/O of up to 256 KiB
+    /// as one, so 1,000 IOPS give at most 262 MB/s). --disk's rbps still
+    /// caps it where lower (see below).
+    #[arg(long, value_name = "SIZE", requires = "regime_iops", value_parser = parse_io_size)]
+    pub iops_size: Option<u64>,
+
     /// A machine to reproduce, as the options it stands for (see below):
     /// `paper2019`, the paper's OLAP machine (needs root).
-    #[arg(long, value_enum, conflicts_with_all = ["regime", "regime_iops", "memory", "disk", "scale", "rounds"])]
+    #[arg(long, value_enum, conflicts_with_all = ["regime", "regime_iops", "iops_size", "memory", "disk", "scale", "rounds"])]
     pub preset: Option<Preset>,
 
     /// Where generated hours are kept (one folder per size of hour and seed).
@@ -250,11 +261,26 @@ impl BenchArgs {
         Ok((first, sizes))
     }
 
+    fn disk_points(&self) -> regime::DiskPoints {
+        regime::DiskPoints { iops: self.regime_iops.clone(), io_size: self.iops_size }
+    }
+
     fn origin(&self) -> Origin {
         match &self.source {
             Some(location) => Origin::Source(location.clone()),
             None => Origin::Generated { seed: self.seed, events_per_hour: self.events_per_hour },
         }
+    }
+}
+
+/// The largest I/O EBS counts as one operation on an SSD volume (io1, gp2).
+const EBS_IO_SIZE: u64 = 256 * 1024;
+
+/// `--iops-size`: a size, of one sector (512 bytes) at least.
+fn parse_io_size(text: &str) -> Result<u64, String> {
+    match ghbench_core::size::parse_size(text)? {
+        size if size >= 512 => Ok(size),
+        size => Err(format!("--iops-size {text}: {size} bytes is less than one disk sector (512 bytes); give the largest I/O counted as one operation, e.g. 256KiB")),
     }
 }
 
@@ -281,6 +307,7 @@ impl Preset {
             Preset::Paper2019 => {
                 args.regime = vec![5.0];
                 args.regime_iops = vec![regime::ReadIops(None), regime::ReadIops(Some(5000)), regime::ReadIops(Some(1000))];
+                args.iops_size = Some(EBS_IO_SIZE);
                 args.timing.disk = Some("rbps=437MB".parse().expect("a disk limit"));
                 args.timing.rounds = true;
                 args.timing.cold = args.timing.cold.or(Some(super::cold::ColdHow::Restart));
@@ -315,7 +342,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
         memory::check_can_limit(size)?;
     }
     // --regime-iops' throttled points need what --disk needs.
-    let first_throttled = args.regime_iops.iter().find_map(|&iops| regime::disk_at(args.timing.disk.as_ref(), iops));
+    let first_throttled = args.disk_points().throttles(args.timing.disk.as_ref()).into_iter().flatten().next();
     if let Some(disk) = args.timing.disk.as_ref().or(first_throttled.as_ref()) {
         disk::check_can_throttle(disk, &selected, managed.as_ref())?;
     }
@@ -433,7 +460,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             write_record(&record);
         }
         if !args.regime.is_empty() {
-            regime::sweep(&mut record, &args.regime, &args.regime_iops, &queries, &largest_table, &write_record).await?;
+            regime::sweep(&mut record, &args.regime, &args.disk_points(), &queries, &largest_table, &write_record).await?;
         }
         record.growth = growth(&record.sizes);
         record.finished = true;

@@ -48,17 +48,43 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
     }
 }
 
-/// The throttle of the disk point `iops` on top of `--disk`'s (its read IOPS
-/// replaced; `free` takes them away); None: nothing left to throttle.
-pub fn disk_at(base: Option<&DiskArg>, iops: ReadIops) -> Option<DiskArg> {
-    let mut rules = base.map(|b| b.rules.clone()).unwrap_or_default();
-    rules.read_iops = iops.0;
-    let asked = match iops.0 {
-        Some(n) => format!("--regime-iops {n}"),
-        None => "--regime-iops free".into(),
-    };
-    let asked = base.map_or(asked.clone(), |b| format!("{} {asked}", b.asked));
-    (!rules.is_empty()).then_some(DiskArg { rules, asked })
+/// The disk points of `--regime-iops`, and `--iops-size`: the largest I/O a
+/// throttled point counts as one operation, so its read bandwidth is at most
+/// its IOPS times that (as EBS counts an io1 volume's I/Os of up to 256 KiB).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiskPoints {
+    pub iops: Vec<ReadIops>,
+    pub io_size: Option<u64>,
+}
+
+impl DiskPoints {
+    /// The throttle of each point on top of `--disk`'s; without points, one:
+    /// `--disk`'s throttle, or none.
+    pub fn throttles(&self, base: Option<&DiskArg>) -> Vec<Option<DiskArg>> {
+        match &self.iops[..] {
+            [] => vec![base.cloned()],
+            points => points.iter().map(|&p| self.disk_at(base, p)).collect(),
+        }
+    }
+
+    /// The throttle of the disk point `iops` on top of `--disk`'s (its read
+    /// IOPS replaced; `free` takes them away; its read bandwidth the lesser of
+    /// `--disk`'s and IOPS × `--iops-size`); None: nothing left to throttle.
+    pub fn disk_at(&self, base: Option<&DiskArg>, iops: ReadIops) -> Option<DiskArg> {
+        let mut rules = base.map(|b| b.rules.clone()).unwrap_or_default();
+        rules.read_iops = iops.0;
+        let mut asked = match iops.0 {
+            Some(n) => format!("--regime-iops {n}"),
+            None => "--regime-iops free".into(),
+        };
+        if let (Some(n), Some(io_size)) = (iops.0, self.io_size) {
+            let bandwidth = n.saturating_mul(io_size);
+            rules.read_bytes_per_second = Some(rules.read_bytes_per_second.map_or(bandwidth, |b| b.min(bandwidth)));
+            asked.push_str(&format!(" --iops-size {}", said(io_size)));
+        }
+        let asked = base.map_or(asked.clone(), |b| format!("{} {asked}", b.asked));
+        (!rules.is_empty()).then_some(DiskArg { rules, asked })
+    }
 }
 
 /// The sweep's limits, largest memory first, for the reference engine's
@@ -93,7 +119,7 @@ fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<V
 
 /// Measures every ratio the record does not hold yet, writing the record
 /// after each; the servers go back as setup left them however it ends.
-pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], iops: &[ReadIops], queries: &Queries<'_>, table: &TableName, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
+pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskPoints, queries: &Queries<'_>, table: &TableName, write_record: &dyn Fn(&BenchRecord)) -> Result<()> {
     let size = record.sizes.last().context("--regime: no size was measured to sweep")?;
     let reference = size.run.context.engines.first().context("--regime: the run has no engine")?;
     let Some(storage) = &reference.storage else {
@@ -120,11 +146,7 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], iops: &[ReadIops], 
     let say = |line: &str| eprintln!("[regime] {line}");
     let mut under: Option<UnderLimit> = None;
     let swept = async {
-        // Without --regime-iops one disk point: --disk's throttle, or none.
-        let disks: Vec<Option<DiskArg>> = match iops {
-            [] => vec![queries.throttle.cloned()],
-            points => points.iter().map(|&p| disk_at(queries.throttle, p)).collect(),
-        };
+        let disks = disk_points.throttles(queries.throttle);
         for ((ratio, limit), disk) in limits.iter().copied().flat_map(|l| disks.iter().map(move |d| (l, d))) {
             let regime = record.regime.as_ref().expect("made above");
             let rules = disk.as_ref().map(|d| d.rules.clone());
@@ -175,6 +197,23 @@ fn iops_order(disk: &Option<ghbench_olap::record::DiskRules>) -> (bool, std::cmp
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disk_points_replace_the_read_iops_and_cap_the_bandwidth_at_iops_times_the_io_size() {
+        let base: DiskArg = "rbps=437MB".parse().unwrap();
+        let points = DiskPoints { iops: vec![ReadIops(None), ReadIops(Some(5000)), ReadIops(Some(1000))], io_size: Some(256 * 1024) };
+        let got = points.throttles(Some(&base));
+        let rules: Vec<(Option<u64>, Option<u64>)> = got.iter().map(|d| d.as_ref().map_or((None, None), |d| (d.rules.read_iops, d.rules.read_bytes_per_second))).collect();
+        // free keeps --disk's bandwidth; 5,000 × 256 KiB is above it; 1,000 × 256 KiB below.
+        assert_eq!(rules, vec![(None, Some(437_000_000)), (Some(5000), Some(437_000_000)), (Some(1000), Some(262_144_000))]);
+        assert_eq!(got[2].as_ref().unwrap().asked, "--disk rbps=437MB --regime-iops 1000 --iops-size 256.0 KiB");
+        // Without --iops-size the points replace the IOPS alone; without --disk `free` is no throttle.
+        let plain = DiskPoints { iops: vec![ReadIops(None), ReadIops(Some(1000))], io_size: None };
+        let got = plain.throttles(None);
+        assert!(got[0].is_none());
+        assert_eq!(got[1].as_ref().unwrap().rules.read_bytes_per_second, None);
+        assert_eq!(DiskPoints::default().throttles(Some(&base)), vec![Some(base)]);
+    }
 
     #[test]
     fn ratios_read_as_written_and_refuse_nonsense() {
