@@ -101,9 +101,10 @@ pub struct TimingArgs {
     /// Throttle the disk the servers `just setup` started and polars' workers
     /// read from, as the kernel enforces it (cgroup v1 blkio or v2 io.max, on
     /// the disk under their data; needs root): riops=N (reads a second),
-    /// rbps=SIZE (bytes read a second), wiops, wbps, e.g. riops=1000,rbps=437MB
-    /// (the paper's EBS volume of 1,000 provisioned IOPS). The servers are
-    /// restarted inside it, and as setup left them afterwards.
+    /// rbps=SIZE (bytes read a second), wiops, wbps, e.g. riops=1000,rbps=262MB
+    /// (an EBS volume of 1,000 provisioned IOPS, which counts a read of up to
+    /// 256 KiB as one: 262 MB/s at most). The servers are restarted inside
+    /// it, and as setup left them afterwards.
     #[arg(long, value_name = "LIMITS")]
     pub disk: Option<super::bench::disk::DiskArg>,
 

@@ -26,8 +26,8 @@ Examples:
   ghbench query A C --variant corrected --repeat 5
   ghbench query --all --cold                # a true cold first run: servers restarted, page cache dropped
   ghbench query --all --cold=clear          # page cache and the servers' own caches cleared, no restart
-  ghbench query --all --cold --disk riops=1000,rbps=437MB
-                                            # the servers read through a throttle (root): the paper's EBS io1 volume
+  ghbench query --all --cold --disk riops=1000,rbps=262MB
+                                            # the servers read through a throttle (root): an EBS io1 volume of 1,000 IOPS
   ghbench query --all --json -              # the record on standard output (tables on standard error)
   ghbench query --all --clients 1,4,16 --duration 60
                                             # then 1, 4 and 16 clients at once per engine

@@ -173,9 +173,11 @@ async fn run_restart(server: &ManagedServer, limits: Option<&Limits>) -> Result<
         Some(size) => command.env("GHBENCH_MEMORY", &size.text),
         None => command.env_remove("GHBENCH_MEMORY"),
     };
-    match limits.and_then(|l| l.disk.as_ref()) {
-        Some(disk) => command.env("GHBENCH_DISK", disk.setup_text()),
-        None => command.env_remove("GHBENCH_DISK"),
+    match limits.map(|l| (l.disk.as_ref(), l.free_disk)) {
+        Some((Some(disk), _)) => command.env("GHBENCH_DISK", disk.setup_text()),
+        // Set and empty: restart.sh then does not fall back to setup's throttle.
+        Some((None, true)) => command.env("GHBENCH_DISK", ""),
+        _ => command.env_remove("GHBENCH_DISK"),
     };
     match limits.is_some_and(|l| l.paper_planner) {
         true => command.env("GHBENCH_PG_PAPER2019", "1"),

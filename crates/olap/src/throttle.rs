@@ -20,6 +20,10 @@ pub use ghbench_record::run::{CgroupVersion as Version, DiskLimit, DiskRules, Io
 
 use crate::cgroup::write;
 
+/// The most operations a second a throttle takes: cgroup v1 stores them in
+/// 32 bits, so a larger number would wrap to a small one.
+pub const MOST_IOPS: u64 = u32::MAX as u64;
+
 /// `--disk riops=1000,rbps=437MB`: each key as the kernel's v2 `io.max`
 /// names it (riops, rbps, wiops, wbps), a count of operations or a size a
 /// second (`437MB`, `437MB/s`), comma- or space-separated.
@@ -30,8 +34,9 @@ pub fn parse_rules(text: &str) -> Result<DiskRules, String> {
         let (key, value) = part.split_once('=').ok_or_else(|| format!("'{part}' is not a disk limit: {example}"))?;
         let count = || -> Result<u64, String> {
             match value.trim().parse::<u64>() {
-                Ok(n) if n > 0 => Ok(n),
-                _ => Err(format!("{key}={value}: operations a second are a whole number above 0")),
+                // cgroup v1 keeps them in 32 bits: more would wrap, not free the disk.
+                Ok(n) if n > 0 && n <= MOST_IOPS => Ok(n),
+                _ => Err(format!("{key}={value}: operations a second are a whole number from 1 to {MOST_IOPS}")),
             }
         };
         let rate = || -> Result<u64, String> {
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!((rules.read_iops, rules.read_bytes_per_second, rules.write_iops), (Some(1000), Some(437_000_000), None));
         assert_eq!(setup_text(&rules), "riops=1000 rbps=437000000");
         assert_eq!(rules.said(), "1,000 read IOPS, 437 MB/s read");
-        for bad in ["", "riops", "riops=0", "riops=1k", "rbps=12", "iops=5", "riops=5,riops=6"] {
+        for bad in ["riops=4294967296", "", "riops", "riops=0", "riops=1k", "rbps=12", "iops=5", "riops=5,riops=6"] {
             assert!(parse_rules(bad).is_err(), "{bad}");
         }
     }

@@ -293,6 +293,16 @@ pub struct EngineRecord {
     pub disk_limit: Option<DiskLimit>,
 }
 
+/// `262 MB/s` (262,144,000 bytes), `4.2 MB/s`, `410 kB/s`: to the nearest
+/// MB, with a decimal under 10 MB where it is not a whole number of them.
+fn megabytes_a_second(bytes: u64) -> String {
+    match bytes {
+        b if b < 1_000_000 => format!("{} kB/s", thousands((b + 500) / 1000)),
+        b if b >= 10_000_000 || b.is_multiple_of(1_000_000) => format!("{} MB/s", thousands((b + 500_000) / 1_000_000)),
+        b => format!("{:.1} MB/s", b as f64 / 1e6),
+    }
+}
+
 /// A throttle on a disk: read and write operations and bytes a second, as
 /// the kernel takes them (`--disk riops=1000,rbps=437MB`). None: not limited.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -314,12 +324,11 @@ impl DiskRules {
 
     /// `1,000 read IOPS, 437 MB/s read`.
     pub fn said(&self) -> String {
-        let rate = |bytes: u64| format!("{} MB/s", thousands(bytes.div_ceil(1_000_000)));
         let parts: Vec<String> = [
             self.read_iops.map(|n| format!("{} read IOPS", thousands(n))),
-            self.read_bytes_per_second.map(|b| format!("{} read", rate(b))),
+            self.read_bytes_per_second.map(|b| format!("{} read", megabytes_a_second(b))),
             self.write_iops.map(|n| format!("{} write IOPS", thousands(n))),
-            self.write_bytes_per_second.map(|b| format!("{} written", rate(b))),
+            self.write_bytes_per_second.map(|b| format!("{} written", megabytes_a_second(b))),
         ]
         .into_iter()
         .flatten()
@@ -1134,6 +1143,16 @@ pub enum CgroupVersion {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn disk_rates_are_said_to_the_nearest_megabyte_with_a_decimal_when_small() {
+        let read = |bytes: u64| DiskRules { read_bytes_per_second: Some(bytes), ..Default::default() }.said();
+        assert_eq!(read(262_144_000), "262 MB/s read", "1,000 reads of 256 KiB");
+        assert_eq!(read(437_000_000), "437 MB/s read");
+        assert_eq!(read(8_000_000), "8 MB/s read");
+        assert_eq!(read(4 << 20), "4.2 MB/s read");
+        assert_eq!(read(409_600), "410 kB/s read", "100 reads of 4 KiB");
+    }
 
     #[test]
     fn stats_take_the_middle_of_sorted_runs() {

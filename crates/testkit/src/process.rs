@@ -35,7 +35,22 @@ pub fn wait_within(mut child: Child, limit: Duration) -> Output {
 pub struct Owned(Option<Child>);
 
 impl Owned {
+    /// Started with Ctrl-C, SIGTERM and SIGHUP doing what they do by
+    /// default, however the tests were started: from a background job
+    /// (`cargo test &`) every child starts ignoring SIGINT, which ghbench
+    /// honours (as under `nohup`), and a test that signals its child would
+    /// fail for how it was run.
     pub fn spawn(command: &mut Command) -> Owned {
+        use std::os::unix::process::CommandExt as _;
+        // SAFETY: between fork and exec only signal(2), which is async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                for number in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                    libc::signal(number, libc::SIG_DFL);
+                }
+                Ok(())
+            });
+        }
         Owned(Some(command.spawn().expect("run the program")))
     }
 

@@ -29,6 +29,10 @@ pub struct Limits {
     /// (`GHBENCH_PG_PAPER2019`: random_page_cost 1.3, default_statistics_target
     /// 200, effective_cache_size 9/16 of its memory).
     pub paper_planner: bool,
+    /// The disk read free whatever setup ran with (`GHBENCH_SETUP_DISK`): a
+    /// `--regime-iops free` point. Otherwise no `disk` leaves the disk as
+    /// setup left it.
+    pub free_disk: bool,
 }
 
 /// Said where the servers run with the paper's planner settings.
@@ -37,7 +41,7 @@ const PAPER_PLANNER: &str = "the paper's PostgreSQL planner settings";
 impl Limits {
     /// None when nothing is asked for.
     pub fn of(memory: Option<&MemorySize>, disk: Option<&DiskArg>, paper_planner: bool) -> Option<Limits> {
-        (memory.is_some() || disk.is_some() || paper_planner).then(|| Limits { memory: memory.cloned(), disk: disk.cloned(), paper_planner })
+        (memory.is_some() || disk.is_some() || paper_planner).then(|| Limits { memory: memory.cloned(), disk: disk.cloned(), paper_planner, free_disk: false })
     }
 
     /// `a 96.0 MiB memory cgroup and a disk throttle of 1,000 read IOPS`.

@@ -11,6 +11,7 @@
 
 use anyhow::{bail, Context as _, Result};
 use ghbench_olap::bench::{BenchRecord, Regime, RegimePoint, MIN_REGIME_MEMORY};
+use ghbench_olap::record::DiskRules;
 use ghbench_report::regime::point_text;
 use ghbench_core::size::said;
 use ghbench_core::TableName;
@@ -21,8 +22,12 @@ use super::memory::MemorySize;
 use super::Queries;
 use crate::options::connect_backends;
 
-/// Said in the record: the sweep loads before it knows its limits.
-const LOAD_MEMORY: &str = "the load and the index builds ran without a limit (the sweep's limits are chosen from what they stored)";
+/// Said in the record: the sweep loads before it knows its memory limits
+/// (under `--disk`'s throttle, when one is asked).
+fn load_memory(disk: Option<&DiskArg>) -> String {
+    let throttle = disk.map_or(String::new(), |d| format!(", under the disk throttle of {} ({})", d.rules.said(), d.asked));
+    format!("the load and the index builds ran without a memory limit{throttle} (the sweep's limits are chosen from what they stored)")
+}
 
 /// A ratio of data to memory, as `--regime` takes it: positive and finite.
 pub fn parse_ratio(text: &str) -> Result<f64, String> {
@@ -42,7 +47,7 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
     match text.trim() {
         "free" => Ok(ReadIops(None)),
         n => match n.parse::<u64>() {
-            Ok(iops) if iops > 0 => Ok(ReadIops(Some(iops))),
+            Ok(iops) if iops > 0 && iops <= ghbench_olap::throttle::MOST_IOPS => Ok(ReadIops(Some(iops))),
             _ => Err(format!("'{text}' is not a disk point: read operations a second (e.g. 1000), or `free` for the disk as it is")),
         },
     }
@@ -50,7 +55,8 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
 
 /// The disk points of `--regime-iops`, and `--iops-size`: the largest I/O a
 /// throttled point counts as one operation, so its read bandwidth is at most
-/// its IOPS times that (as EBS counts an io1 volume's I/Os of up to 256 KiB).
+/// its IOPS times that (as EBS counts an io1 volume's I/Os of up to 256 KiB,
+/// and a kernel reading ahead 128 KiB issues a scan's reads that large).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskPoints {
     pub iops: Vec<ReadIops>,
@@ -61,10 +67,18 @@ impl DiskPoints {
     /// The throttle of each point on top of `--disk`'s; without points, one:
     /// `--disk`'s throttle, or none.
     pub fn throttles(&self, base: Option<&DiskArg>) -> Vec<Option<DiskArg>> {
-        match &self.iops[..] {
+        let mut throttles: Vec<Option<DiskArg>> = Vec::new();
+        let all = match &self.iops[..] {
             [] => vec![base.cloned()],
             points => points.iter().map(|&p| self.disk_at(base, p)).collect(),
+        };
+        // A point asked twice is measured once.
+        for throttle in all {
+            if !throttles.iter().any(|t| t.as_ref().map(|d| &d.rules) == throttle.as_ref().map(|d| &d.rules)) {
+                throttles.push(throttle);
+            }
         }
+        throttles
     }
 
     /// The throttle of the disk point `iops` on top of `--disk`'s (its read
@@ -133,7 +147,7 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
         reference: reference.clone(),
         reference_bytes: bytes,
         ratios: limits.iter().map(|l| l.0).collect(),
-        load_memory: LOAD_MEMORY.into(),
+        load_memory: load_memory(queries.throttle),
         points: Vec::new(),
     });
     if regime.reference != reference || regime.reference_bytes != bytes {
@@ -147,6 +161,10 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
     let mut under: Option<UnderLimit> = None;
     let swept = async {
         let disks = disk_points.throttles(queries.throttle);
+        if let Some(regime) = &record.regime {
+            let kept: Vec<(u64, Option<&DiskRules>)> = regime.points.iter().map(|p| (p.memory_bytes, p.disk.as_ref())).collect();
+            same_disk_points(&kept, &limits, &disks)?;
+        }
         for ((ratio, limit), disk) in limits.iter().copied().flat_map(|l| disks.iter().map(move |d| (l, d))) {
             let regime = record.regime.as_ref().expect("made above");
             let rules = disk.as_ref().map(|d| d.rules.clone());
@@ -162,7 +180,9 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
             phase(&format!("{reference}'s {} of data at {ratio}× memory: a {} limit{throttle}", said(bytes), said(limit)));
             // The servers move from one limit to the next; `end` once, after the last.
             drop(under.take());
-            let limits = Limits { memory: Some(memory), disk: disk.clone(), paper_planner: queries.paper_planner };
+            // A `free` point of --regime-iops reads free whatever setup's throttle.
+            let free_disk = disk.is_none() && !disk_points.iops.is_empty();
+            let limits = Limits { memory: Some(memory), disk: disk.clone(), paper_planner: queries.paper_planner, free_disk };
             under = Some(UnderLimit::start(&limits, queries.engines, queries.managed, &say).await?);
             let backends = connect_backends(queries.engines, table).await?;
             let run = queries.run(backends, table, &format!("[regime {ratio}×{throttle}] "), Some(&limits), &phase, None, None).await?;
@@ -186,8 +206,32 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
     swept
 }
 
+/// A resumed sweep's points asked as its kept ones were: at a memory limit
+/// and read IOPS a kept point has, the same throttle (its bandwidth too:
+/// `--disk`'s rbps, `--iops-size`), or two points would stand at one place
+/// of the chart measured on different disks.
+/// `kept`: each kept point's memory limit and throttle.
+fn same_disk_points(kept: &[(u64, Option<&DiskRules>)], limits: &[(f64, u64)], disks: &[Option<DiskArg>]) -> Result<()> {
+    let read_iops = |rules: Option<&DiskRules>| rules.and_then(|r| r.read_iops);
+    for &(ratio, limit) in limits {
+        for disk in disks {
+            let rules = disk.as_ref().map(|d| &d.rules);
+            let differs = kept.iter().find(|(memory, then)| *memory == limit && read_iops(*then) == read_iops(rules) && *then != rules);
+            if let Some((_, then)) = differs {
+                let said = |r: Option<&DiskRules>| r.map_or("the disk free".to_string(), |r| r.said());
+                bail!(
+                    "cannot resume the sweep: its point at {ratio}× was measured with {}, and is now asked with {}; give the --disk, --regime-iops and --iops-size it was started with, or start the bench anew",
+                    said(*then),
+                    said(rules)
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Free first, then by read IOPS, most first.
-fn iops_order(disk: &Option<ghbench_olap::record::DiskRules>) -> (bool, std::cmp::Reverse<u64>) {
+fn iops_order(disk: &Option<DiskRules>) -> (bool, std::cmp::Reverse<u64>) {
     match disk.as_ref().and_then(|d| d.read_iops) {
         None => (false, std::cmp::Reverse(u64::MAX)),
         Some(n) => (true, std::cmp::Reverse(n)),
@@ -212,7 +256,30 @@ mod tests {
         let got = plain.throttles(None);
         assert!(got[0].is_none());
         assert_eq!(got[1].as_ref().unwrap().rules.read_bytes_per_second, None);
-        assert_eq!(DiskPoints::default().throttles(Some(&base)), vec![Some(base)]);
+        assert_eq!(DiskPoints::default().throttles(Some(&base)), vec![Some(base.clone())]);
+        // A point asked twice is measured once.
+        let twice = DiskPoints { iops: vec![ReadIops(None), ReadIops(None)], io_size: None };
+        assert_eq!(twice.throttles(Some(&base)).len(), 1);
+    }
+
+    #[test]
+    fn a_resumed_sweep_refuses_a_kept_point_asked_on_another_disk() {
+        let limit = 340 << 20;
+        let then: DiskRules = ghbench_olap::throttle::parse_rules("riops=1000,rbps=262144000").unwrap();
+        let kept = [(limit, None), (limit, Some(&then))];
+        let points = |io_size: u64| DiskPoints { iops: vec![ReadIops(None), ReadIops(Some(1000))], io_size: Some(io_size) };
+        let base: DiskArg = "rbps=437MB".parse().unwrap();
+        let free = DiskRules { read_bytes_per_second: Some(437_000_000), ..Default::default() };
+        let kept_free = [(limit, Some(&free)), (limit, Some(&then))];
+        // The same throttles: resumed.
+        same_disk_points(&kept_free, &[(5.0, limit)], &points(256 * 1024).throttles(Some(&base))).unwrap();
+        // Another --iops-size: the 1,000 IOPS point would stand twice.
+        let error = same_disk_points(&kept_free, &[(5.0, limit)], &points(128 * 1024).throttles(Some(&base))).unwrap_err().to_string();
+        assert!(error.contains("1,000 read IOPS, 262 MB/s read") && error.contains("131 MB/s") && error.contains("--iops-size"), "{error}");
+        // Without --disk the free point is another disk than the kept one's 437 MB/s.
+        assert!(same_disk_points(&kept_free, &[(5.0, limit)], &points(256 * 1024).throttles(None)).is_err());
+        // Another memory limit is another point.
+        same_disk_points(&kept, &[(1.0, limit * 5)], &points(128 * 1024).throttles(None)).unwrap();
     }
 
     #[test]
