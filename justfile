@@ -68,8 +68,9 @@ bench-regime hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-regime.sh {{hours}} {{events}} {{repeat}}
 
 # The paper's OLAP machine: `bench --preset paper2019` at 1M generated events on
-# postgres: 5x memory with the disk free, at 5,000 and at 1,000 read IOPS (437 MB/s),
-# the paper's planner settings, rounds; events per second beside the paper's. Root.
+# postgres and polars (GHBENCH_PAPER_ENGINES for the other layouts): 5x memory with
+# the disk free, at 5,000 and at 1,000 read IOPS (437 and 131 MB/s), the paper's
+# planner settings, rounds; events per second beside the paper's. Root.
 bench-paper2019 hours="40" events="25000" rounds="3": setup build
     bash scripts/bench-paper2019.sh {{hours}} {{events}} {{rounds}}
 

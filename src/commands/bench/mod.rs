@@ -87,14 +87,15 @@ exceed this machine's memory. A server ghbench did not start is refused before a
 is made (a running server cannot be moved under a limit). Afterwards the servers are
 restarted as setup left them, after a Ctrl-C too.
 
---disk riops=1000,rbps=437MB: the servers `just setup` started are restarted inside a
+--disk riops=1000,rbps=262MB: the servers `just setup` started are restarted inside a
 block I/O cgroup whose throttle holds their reads on the disk under their data to that
 many operations (riops) and bytes (rbps) a second, and writes where the kernel enforces
 it (wiops, wbps: cgroup v2 throttles buffered writes, v1 only those a process issues
 itself); polars' workers start inside one too, and the page cache is dropped before the
-queries so what they read goes through the throttle. It models a slower disk, such as
-the paper's EBS volumes of 1,000 and 5,000 provisioned IOPS (this machine's disk reads
-about 8,000 random pages a second). Every cold restart goes back inside and is checked;
+queries so what they read goes through the throttle, the load and index builds too. It
+models a slower disk, such as an EBS volume of 1,000 provisioned IOPS (which counts a
+read of up to 256 KiB as one: 262 MB/s at most); the record says what this machine's
+disk reads free, in random pages a second. Every cold restart goes back inside and is checked;
 the record keeps each engine's device, rules, how the kernel enforced them and the bytes
 and reads it counted over the runs, and every label says so. Needs root, a blkio (v1) or
 io (v2) controller and data on a block device (not a tmpfs); refused before any data is
@@ -112,7 +113,7 @@ against memory with a dashed line where its data stops fitting. A limit under 64
 little for a server) or above this machine's memory is refused before the first point.
 
 --preset paper2019: the paper's OLAP machine as one run: --regime 5 --regime-iops
-free,5000,1000 --iops-size 256KiB --disk rbps=437MB --rounds (and --cold unless given),
+free,5000,1000 --iops-size 128KiB --disk rbps=437MB --rounds (and --cold unless given),
 PostgreSQL with the
 paper's planner settings (random_page_cost 1.3, default_statistics_target 200,
 effective_cache_size 9/16 of its memory) from before the load on, the published texts
@@ -124,8 +125,10 @@ per second beside the paper's.
 IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
 and a throttle of that many reads a second (--disk's, if given, with its read IOPS
 replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one. The kernel
-counts a request as one read whatever its size; --iops-size 256KiB caps each throttled
-point's bandwidth at IOPS x 256 KiB, as EBS meters its volumes. The reports add per
+counts a request as one read whatever its size (here readahead makes a scan's requests
+megabytes large); --iops-size 128KiB caps each throttled point's bandwidth at IOPS x 128
+KiB, as a volume metered per I/O delivers to a kernel reading ahead 128 KiB at a time
+(Linux's default; EBS counts up to 256 KiB as one I/O). The reports add per
 engine and ratio a chart of time against read IOPS, the free disk at its measured
 random-read rate.
 
@@ -203,11 +206,12 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "IOPS,...", requires = "regime", value_parser = regime::parse_iops)]
     pub regime_iops: Vec<regime::ReadIops>,
 
-    /// With --regime-iops, the largest read a throttled point counts as one
-    /// operation: its read bandwidth is then at most its IOPS times SIZE, as a
-    /// volume metered that way delivers (EBS counts an I/O of up to 256 KiB
-    /// as one, so 1,000 IOPS give at most 262 MB/s). --disk's rbps still
-    /// caps it where lower (see below).
+    /// With --regime-iops, the most one read operation carries: a throttled
+    /// point's read bandwidth is then at most its IOPS times SIZE, as a volume
+    /// metered per I/O delivers to a kernel whose reads are that large (EBS
+    /// counts an I/O of up to 256 KiB as one; Linux reads ahead 128 KiB by
+    /// default: 1,000 IOPS give at most 131 MB/s). --disk's rbps still caps it
+    /// where lower (see below).
     #[arg(long, value_name = "SIZE", requires = "regime_iops", value_parser = parse_io_size)]
     pub iops_size: Option<u64>,
 
@@ -273,14 +277,15 @@ impl BenchArgs {
     }
 }
 
-/// The largest I/O EBS counts as one operation on an SSD volume (io1, gp2).
-const EBS_IO_SIZE: u64 = 256 * 1024;
+/// The most one read carried on the paper's volume: Linux's default
+/// readahead window (`VM_READAHEAD_PAGES`), under EBS's 256 KiB unit.
+const PAPER_READ_SIZE: u64 = 128 * 1024;
 
 /// `--iops-size`: a size, of one sector (512 bytes) at least.
 fn parse_io_size(text: &str) -> Result<u64, String> {
     match ghbench_core::size::parse_size(text)? {
         size if size >= 512 => Ok(size),
-        size => Err(format!("--iops-size {text}: {size} bytes is less than one disk sector (512 bytes); give the largest I/O counted as one operation, e.g. 256KiB")),
+        size => Err(format!("--iops-size {text}: {size} bytes is less than one disk sector (512 bytes); give the most one read operation carries, e.g. 128KiB")),
     }
 }
 
@@ -307,7 +312,7 @@ impl Preset {
             Preset::Paper2019 => {
                 args.regime = vec![5.0];
                 args.regime_iops = vec![regime::ReadIops(None), regime::ReadIops(Some(5000)), regime::ReadIops(Some(1000))];
-                args.iops_size = Some(EBS_IO_SIZE);
+                args.iops_size = Some(PAPER_READ_SIZE);
                 args.timing.disk = Some("rbps=437MB".parse().expect("a disk limit"));
                 args.timing.rounds = true;
                 args.timing.cold = args.timing.cold.or(Some(super::cold::ColdHow::Restart));
