@@ -67,14 +67,14 @@ impl DiskPoints {
     /// The throttle of each point on top of `--disk`'s; without points, one:
     /// `--disk`'s throttle, or none.
     pub fn throttles(&self, base: Option<&DiskArg>) -> Vec<Option<DiskArg>> {
-        let mut throttles: Vec<Option<DiskArg>> = Vec::new();
-        let all = match &self.iops[..] {
-            [] => vec![base.cloned()],
-            points => points.iter().map(|&p| self.disk_at(base, p)).collect(),
-        };
-        // A point asked twice is measured once.
-        for throttle in all {
-            if !throttles.iter().any(|t| t.as_ref().map(|d| &d.rules) == throttle.as_ref().map(|d| &d.rules)) {
+        if self.iops.is_empty() {
+            return vec![base.cloned()];
+        }
+        let mut throttles = Vec::new();
+        for &point in &self.iops {
+            let throttle = self.disk_at(base, point);
+            // A point asked twice is measured once.
+            if !throttles.contains(&throttle) {
                 throttles.push(throttle);
             }
         }
