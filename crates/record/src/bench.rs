@@ -252,6 +252,10 @@ pub struct Regime {
     /// Whether the limits held during the load and the index builds: the
     /// sweep loads without one, since its limits come from what was stored.
     pub load_memory: String,
+    /// `--iops-size`: the most one read carried at the throttled disk points
+    /// (their bandwidth at most their IOPS times it); None: not asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iops_size: Option<u64>,
     /// One per ratio measured, in that order.
     pub points: Vec<RegimePoint>,
 }

@@ -148,11 +148,14 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
         reference_bytes: bytes,
         ratios: limits.iter().map(|l| l.0).collect(),
         load_memory: load_memory(queries.throttle),
+        iops_size: disk_points.io_size,
         points: Vec::new(),
     });
     if regime.reference != reference || regime.reference_bytes != bytes {
         bail!("cannot resume the sweep: its limits were chosen from {}'s {} bytes, the data now holds {bytes} bytes of {reference}; start the bench anew", regime.reference, regime.reference_bytes);
     }
+    same_io_size(regime.iops_size, disk_points.io_size, !regime.points.is_empty())?;
+    regime.iops_size = disk_points.io_size;
     // A resumed sweep may ask for more ratios than it kept: all are listed, smallest first.
     regime.ratios.extend(limits.iter().map(|l| l.0));
     regime.ratios.sort_by(f64::total_cmp);
@@ -230,6 +233,17 @@ fn same_disk_points(kept: &[(u64, Option<&DiskRules>)], limits: &[(f64, u64)], d
     Ok(())
 }
 
+/// A resumed sweep's `--iops-size` as its kept points were measured with: a
+/// point not yet measured would otherwise read at another bandwidth than
+/// the record's command says (a kept free point alone would not show it).
+fn same_io_size(then: Option<u64>, now: Option<u64>, points_kept: bool) -> Result<()> {
+    if !points_kept || then == now {
+        return Ok(());
+    }
+    let asked = |size: Option<u64>| size.map_or("no --iops-size".to_string(), |s| format!("--iops-size {}", said(s)));
+    bail!("cannot resume the sweep: its points were measured with {}, and it is now asked with {}; give the options it was started with, or start the bench anew", asked(then), asked(now))
+}
+
 /// Free first, then by read IOPS, most first.
 fn iops_order(disk: &Option<DiskRules>) -> (bool, std::cmp::Reverse<u64>) {
     match disk.as_ref().and_then(|d| d.read_iops) {
@@ -280,6 +294,18 @@ mod tests {
         assert!(same_disk_points(&kept_free, &[(5.0, limit)], &points(256 * 1024).throttles(None)).is_err());
         // Another memory limit is another point.
         same_disk_points(&kept, &[(1.0, limit * 5)], &points(128 * 1024).throttles(None)).unwrap();
+    }
+
+    #[test]
+    fn a_resumed_sweep_refuses_another_iops_size_once_a_point_is_kept() {
+        let (kib256, kib128) = (Some(256 * 1024), Some(128 * 1024));
+        // Nothing kept: any size goes.
+        same_io_size(kib256, kib128, false).unwrap();
+        same_io_size(kib256, kib256, true).unwrap();
+        same_io_size(None, None, true).unwrap();
+        let error = same_io_size(kib256, kib128, true).unwrap_err().to_string();
+        assert!(error.contains("--iops-size 256.0 KiB") && error.contains("--iops-size 128.0 KiB") && error.contains("start the bench anew"), "{error}");
+        assert!(same_io_size(kib256, None, true).unwrap_err().to_string().contains("no --iops-size"));
     }
 
     #[test]
