@@ -206,6 +206,9 @@ fn ran_to_its_end(result: anyhow::Result<Finished>, cancelled: &[String]) -> Exi
     }
     match result {
         Ok(finished) => {
+            if let Some(line) = finished.untrusted_line() {
+                note(&line);
+            }
             // Last, so a script finds it with `tail -n 1`.
             if let Some(line) = finished.wrote_line() {
                 note(&line);

@@ -29,6 +29,8 @@ pub mod status {
 #[must_use]
 pub struct Finished {
     untrusted: bool,
+    /// Why it is not to be trusted, in words, when the command said.
+    why: Vec<String>,
     wrote: Vec<PathBuf>,
 }
 
@@ -42,6 +44,25 @@ impl Finished {
     pub fn trusted_if(mut self, trusted: bool) -> Finished {
         self.untrusted |= !trusted;
         self
+    }
+
+    /// Trusted only if `problems` (the loud lines a run printed: `RESUMED: …`,
+    /// `40 h: MISMATCH …`) is empty and `verified`; if not, why is kept for
+    /// the line that explains the exit status.
+    pub fn trusted_unless(mut self, problems: &[String], verified: bool) -> Finished {
+        if let Some(why) = why_untrusted(problems, verified) {
+            self.untrusted = true;
+            self.why.push(why);
+        }
+        self
+    }
+
+    /// The line saying why the exit status is 1, when it is.
+    pub fn untrusted_line(&self) -> Option<String> {
+        self.untrusted.then(|| {
+            let why = if self.why.is_empty() { "see the lines above".to_string() } else { self.why.join("; ") };
+            format!("exit status {}, its results not to be trusted as they stand: {why}", status::UNTRUSTED)
+        })
     }
 
     /// Adds a file or folder it wrote (kept in the order written).
@@ -58,8 +79,10 @@ impl Finished {
 
     /// This and `then` (a step run after it): trusted only if both are,
     /// with everything both wrote.
-    pub fn and(self, then: Finished) -> Finished {
-        self.trusted_if(then.is_trusted()).wrote_all(then.wrote)
+    pub fn and(mut self, then: Finished) -> Finished {
+        let trusted = then.is_trusted();
+        self.why.extend(then.why);
+        self.trusted_if(trusted).wrote_all(then.wrote)
     }
 
     pub fn is_trusted(&self) -> bool {
@@ -78,6 +101,54 @@ impl Finished {
 
     pub fn exit_code(&self) -> ExitCode {
         ExitCode::from(if self.untrusted { status::UNTRUSTED } else { status::OK })
+    }
+}
+
+/// What the loud lines of a run say is wrong, by kind, in words (None:
+/// nothing, and every query verified). A line is read past the size or
+/// limit it is about (`40 h: `, `under a … limit …: `); indented lines go
+/// on the line above; a line of no known kind is pointed to.
+fn why_untrusted(problems: &[String], verified: bool) -> Option<String> {
+    // Longer marks first: `MISMATCH under load` is not `MISMATCH`.
+    const KINDS: [(&str, &str); 9] = [
+        ("UNFINISHED", "it stopped before the end (UNFINISHED)"),
+        ("RESUMED", "its numbers come from more than one run (RESUMED: a resumed run always says so, by its exit status too)"),
+        ("MISMATCH under load", "an answer under load was wrong (MISMATCH under load)"),
+        ("FAILED under load", "a phase of many clients failed (FAILED under load)"),
+        ("ERRORS under load", "queries failed under load (ERRORS under load)"),
+        ("MISMATCH", "the engines' answers disagree (MISMATCH)"),
+        ("TIMED OUT", "a query was cut by --query-timeout (TIMED OUT)"),
+        ("FAILED", "a query failed (FAILED)"),
+        ("indexes failed", "an engine's indexes failed (indexes failed)"),
+    ];
+    let mut said: Vec<&str> = Vec::new();
+    let mut unknown = false;
+    for line in problems.iter().filter(|line| !line.starts_with(char::is_whitespace)) {
+        let about = past_where(line);
+        let kind = KINDS.iter().find(|(mark, _)| about.starts_with(mark) || (*mark == "indexes failed" && about.contains(": indexes failed: ")));
+        match kind {
+            Some((_, why)) if !said.contains(why) => said.push(why),
+            Some(_) => {}
+            None => unknown = true,
+        }
+    }
+    let answers_said = said.iter().any(|why| why.contains("(MISMATCH)") || why.contains("(FAILED)") || why.contains("(TIMED OUT)"));
+    if !verified && !answers_said {
+        said.push("not every query was verified: see the report");
+    }
+    if unknown {
+        said.push("see the lines above");
+    }
+    (!said.is_empty()).then(|| said.join("; "))
+}
+
+/// A loud line past the size (`40 h: `) or limit (`under a … limit …: `) it is about.
+fn past_where(line: &str) -> &str {
+    let sized = line.split_once(" h: ").filter(|(hours, _)| !hours.is_empty() && hours.bytes().all(|b| b.is_ascii_digit()));
+    let line = sized.map_or(line, |(_, rest)| rest);
+    match line.strip_prefix("under a ") {
+        Some(rest) => rest.split_once(": ").map_or(line, |(_, about)| about),
+        None => line,
     }
 }
 
@@ -156,6 +227,35 @@ mod tests {
         assert!(!f.is_trusted());
         assert_eq!(f.exit_code(), ExitCode::from(status::UNTRUSTED));
         assert_eq!(Finished::ok().exit_code(), ExitCode::from(status::OK));
+    }
+
+    #[test]
+    fn an_untrusted_run_says_why_by_the_kinds_of_its_loud_lines() {
+        assert_eq!(Finished::ok().trusted_unless(&[], true).untrusted_line(), None);
+        let resumed = ["RESUMED: sizes 40 h measured by the bench started 2026-11-29T10:00:00Z, which stopped; the rest by this one".to_string()];
+        let line = Finished::ok().trusted_unless(&resumed, true).untrusted_line().unwrap();
+        assert!(line.starts_with("exit status 1,") && line.contains("more than one run (RESUMED"), "{line}");
+        let two = ["40 h: MISMATCH B corrected: polars disagrees".to_string(), "under a 1 GiB limit (5×): FAILED A corrected on postgres: gone".to_string()];
+        let line = Finished::ok().trusted_unless(&two, true).untrusted_line().unwrap();
+        assert!(line.contains("answers disagree (MISMATCH)") && line.contains("a query failed (FAILED)"), "{line}");
+        let line = Finished::ok().trusted_unless(&[], false).untrusted_line().unwrap();
+        assert!(line.contains("not every query was verified"), "{line}");
+        let line = Finished::ok().trusted_unless(&["something new".to_string()], true).untrusted_line().unwrap();
+        assert!(line.ends_with("see the lines above"), "{line}");
+        // Under load is its own kind; a known kind does not hide an unknown one or an unverified query.
+        let load = ["40 h: MISMATCH under load B corrected on postgres (2 clients; client 1 at 3.0 s): rows differ".to_string(), "    first difference".to_string(), "40 h: something new".to_string()];
+        let line = Finished::ok().trusted_unless(&load, false).untrusted_line().unwrap();
+        assert!(line.contains("answer under load was wrong") && !line.contains("answers disagree (MISMATCH)"), "{line}");
+        assert!(line.contains("not every query was verified") && line.ends_with("see the lines above"), "{line}");
+        // An engine's error text is not read as a kind: a time-out whose message says FAILED is one.
+        let timed_out = ["TIMED OUT A corrected on polars: FAILED to answer within 1 s".to_string()];
+        let line = Finished::ok().trusted_unless(&timed_out, false).untrusted_line().unwrap();
+        assert!(line.contains("(TIMED OUT)") && !line.contains("(FAILED)"), "{line}");
+        let indexes = ["40 h: postgres: indexes failed: out of disk".to_string()];
+        assert!(Finished::ok().trusted_unless(&indexes, true).untrusted_line().unwrap().contains("indexes failed"));
+        assert_eq!(past_where("under a 323.9 MiB limit (5×), 1,000 read IOPS, 131 MB/s read: FAILED A"), "FAILED A");
+        // A step that said no reason still explains the status.
+        assert!(Finished::ok().trusted_if(false).untrusted_line().unwrap().contains("see the lines above"));
     }
 
     #[test]

@@ -70,10 +70,16 @@ impl OwnSetup {
         self.home.join("servers.json")
     }
 
-    pub(crate) fn ghbench(&self, args: &[&str]) -> (bool, String) {
+    /// ghbench with `args` on these servers alone (not yet started).
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
         command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env("MYSQL_URL", &self.mysql_url).env_remove("GHBENCH_SERVERS");
-        let out = output_within(&mut command, Duration::from_secs(600));
+        command
+    }
+
+    /// ghbench with `args` on these servers, run to its end: whether it succeeded, and what it said.
+    pub(crate) fn ghbench(&self, args: &[&str]) -> (bool, String) {
+        let out = output_within(&mut self.command(args), Duration::from_secs(600));
         let said = text(&out);
         eprintln!("ghbench {}:\n{said}", args.join(" "));
         (out.status.success(), said)
@@ -351,17 +357,7 @@ async fn ctrl_c_under_memory_puts_the_servers_back_as_setup_left_them() {
     let stderr = work.path().join("stderr");
     let args = ["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres", "--memory", "128MiB", "--servers", servers.to_str().unwrap()];
     let places = ["--data-dir", &path("data"), "--output", &path("results"), "--quarantine-dir", &path("q")];
-    let child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-        .args(args)
-        .args(places)
-        .env("DATABASE_URL", &setup.pg_url)
-        .env("MONGODB_URI", &setup.mongo_url)
-        .env("MYSQL_URL", &setup.mysql_url)
-        .env_remove("GHBENCH_SERVERS")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(&stderr).unwrap())
-        .spawn()
-        .unwrap();
+    let child = setup.command(&[&args[..], &places[..]].concat()).stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
     // The load starts once the server runs under the limit.
     let started = std::time::Instant::now();
     while !std::fs::read_to_string(&stderr).unwrap_or_default().contains("] load into") {
@@ -481,6 +477,49 @@ async fn a_regime_sweep_queries_under_each_limit_and_charts_every_point() {
     // Afterwards: as setup left it, under no limit.
     let cgroup = setup.postgres_cgroup().await;
     assert!(!cgroup.contains("/ghbench/"), "after the sweep the server runs outside the limits: {cgroup}");
+}
+
+/// A sweep stopped by Ctrl-C in its second point keeps its size and first
+/// point; the same command with `--resume` measures the second point alone,
+/// names the kept point in its RESUMED line, and says why it exits 1.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sweep_stopped_in_its_second_point_resumes_keeping_the_first_and_says_why_it_exits_1() {
+    let _servers = disturbs_servers(); // as root it drops the OS page cache
+    let Some((setup, work)) = limited_setup("--regime") else { return };
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let servers = setup.servers_file();
+    let stderr = work.path().join("stderr");
+    // About 100 MB of jsonb and indexes: 0.5× is the first point (the most memory), 1.5× the second.
+    let args = ["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres", "--regime", "1.5,0.5", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--servers", servers.to_str().unwrap(), "--data-dir", &path("data"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let child = Owned::spawn(setup.command(&[&args[..], &places[..]].concat()).stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()));
+    let started = std::time::Instant::now();
+    while !std::fs::read_to_string(&stderr).unwrap_or_default().contains("[regime 1.5×") {
+        assert!(started.elapsed() < Duration::from_secs(300), "the second point never began: {}", std::fs::read_to_string(&stderr).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill(2) on a child this test started and has not waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let out = child.wait_within(Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(130), "{}", std::fs::read_to_string(&stderr).unwrap());
+    let (json, stopped) = bench_record(Path::new(&path("results")));
+    assert_eq!(stopped["finished"], false);
+    let kept = stopped["regime"]["points"].as_array().unwrap().clone();
+    assert_eq!(kept.iter().map(|p| p["ratio"].as_f64().unwrap()).collect::<Vec<_>>(), [0.5], "the first point kept, the second not");
+
+    let (ok, said) = setup.ghbench(&[&args[..], &places[..], &["--resume", json.to_str().unwrap()]].concat());
+    assert!(!ok, "a bench made in two runs exits 1: {said}");
+    assert!(said.contains("0.5×: kept from the record it resumes"), "{said}");
+    assert!(said.contains("RESUMED: sizes 2 h, the sweep's point under a ") && said.contains("(0.5×)"), "the kept point is named: {said}");
+    assert!(said.contains("exit status 1, its results not to be trusted as they stand: its numbers come from more than one run (RESUMED"), "{said}");
+    let (_, finished) = bench_record(Path::new(&path("results")));
+    assert_eq!(finished["finished"], true);
+    let points = finished["regime"]["points"].as_array().unwrap();
+    assert_eq!(points.iter().map(|p| p["ratio"].as_f64().unwrap()).collect::<Vec<_>>(), [0.5, 1.5]);
+    assert_eq!(points[0], kept[0], "the kept point as it was measured");
+    for q in points[1]["run"]["queries"].as_array().unwrap() {
+        assert!(q["engines"][0]["stats"]["median"].as_f64().is_some(), "the second point measured: {q:.300}");
+    }
 }
 
 /// `ghbench bench --gen 1 --engines polars` plus `limit` as user nobody,

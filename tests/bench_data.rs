@@ -459,6 +459,7 @@ async fn a_bench_killed_during_its_second_size_keeps_the_first_and_resumes() {
     let said = text(&resumed);
     assert_eq!(resumed.status.code(), Some(1), "a bench made in two runs is said by the exit status: {said}");
     assert!(said.contains("RESUMED: sizes 1 h measured by the bench started"), "{said}");
+    assert!(said.contains("exit status 1, its results not to be trusted as they stand: its numbers come from more than one run (RESUMED"), "why 1, said: {said}");
     assert_eq!(finished["finished"], true);
     let hours: Vec<u64> = finished["sizes"].as_array().unwrap().iter().map(|s| s["hours"].as_u64().unwrap()).collect();
     assert_eq!(hours, [1, 2]);

@@ -71,9 +71,7 @@ async fn under_a_disk_throttle_a_cold_scan_is_slower_the_record_says_so_and_no_r
     let (ok, said) = setup.ghbench(&[&common[..], &places[..], &["--output", &path("free")]].concat());
     assert!(ok, "the free bench failed: {said}");
     let throttled = format!("rbps={RATE}");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-    command.args(common).args(places).args(["--output", &path("throttled"), "--disk", &throttled]);
-    command.env("DATABASE_URL", &setup.pg_url).env("MONGODB_URI", &setup.mongo_url).env("MYSQL_URL", &setup.mysql_url).env_remove("GHBENCH_SERVERS");
+    let mut command = setup.command(&[&common[..], &places[..], &["--output", &path("throttled"), "--disk", &throttled]].concat());
     let child = Owned::spawn(command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()));
     let pid = child.id();
     let out = child.wait_within(Duration::from_secs(600));
@@ -120,17 +118,9 @@ async fn ctrl_c_under_a_disk_throttle_leaves_no_rule() {
     let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
     let servers = setup.servers_file();
     let stderr = work.path().join("stderr");
-    let child = Owned::spawn(
-        Command::new(env!("CARGO_BIN_EXE_ghbench"))
-            .args(["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres,polars", "--disk", "riops=200,rbps=8MB", "--servers", servers.to_str().unwrap()])
-            .args(["--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")])
-            .env("DATABASE_URL", &setup.pg_url)
-            .env("MONGODB_URI", &setup.mongo_url)
-            .env("MYSQL_URL", &setup.mysql_url)
-            .env_remove("GHBENCH_SERVERS")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap()),
-    );
+    let args = ["bench", "--gen", "2", "--events-per-hour", "30000", "--engines", "postgres,polars", "--disk", "riops=200,rbps=8MB", "--servers", servers.to_str().unwrap()];
+    let places = ["--data-dir", &path("data"), "--polars-dir", &path("polars"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let child = Owned::spawn(setup.command(&[&args[..], &places[..]].concat()).stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()));
     let pid = child.id();
     let started = Instant::now();
     while !std::fs::read_to_string(&stderr).unwrap_or_default().contains("] load into") {

@@ -56,7 +56,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
         differs(&format!("{}'s indexes", a.engine), indexes(a), indexes(b));
         differs(&format!("{}'s memory", a.engine), memory(a), memory(b));
         // The rules as the kernel holds them, not as said (rounded to whole MB/s).
-        let disk = |e: &EngineRecord| e.disk_limit.as_ref().map_or_else(|| "free".to_string(), |l| format!("{:?} on {}", l.rules, l.device));
+        let disk = |e: &EngineRecord| e.disk_limit.as_ref().map_or_else(|| "free".to_string(), |l| format!("{} on {}", ghbench_olap::throttle::setup_text(&l.rules), l.device));
         differs(&format!("{}'s disk limit", a.engine), disk(a), disk(b));
     }
     changed

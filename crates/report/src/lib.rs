@@ -244,16 +244,57 @@ pub fn terminal_width(engines: usize) -> u16 {
     }
 }
 
+/// The widest a leading text column is kept whole in a terminal: a name
+/// (an engine, a query) is narrower; a label wider than this (`323.9 MiB
+/// limit (5×), 5,000 read IOPS, 437 MB/s read`) is wrapped to it at its words.
+const WIDEST_NAME: u16 = 24;
+
+/// The longest word a terminal table keeps whole in a column of numbers:
+/// a median (`31.7181`), a count (`10911686`), a header's word (`throttle`);
+/// a longer one (a path in an error) may be split.
+const LONGEST_WHOLE_WORD: u16 = 16;
+
+/// comfy-table's padding: a space either side of every cell.
+const PADDING: u16 = 2;
+
 /// A terminal table wraps its cells to `width` columns, but never its first
-/// `text_columns` (names: `postgres-tuned` split over two lines reads as two
-/// engines). A Markdown table is never wrapped: a line break ends its row.
+/// `text_columns` when they hold names (`postgres-tuned` split over two
+/// lines reads as two engines; longer labels wrap, see [`WIDEST_NAME`]),
+/// nor a word of the others (a number split over two lines reads as two):
+/// a table that cannot fit `width` so is laid out wider. A Markdown table is
+/// never wrapped: a line break ends its row.
 pub(crate) fn fit(table: &mut Table, style: Style, width: u16, text_columns: usize) {
     if let Style::Terminal = style {
-        table.set_content_arrangement(ContentArrangement::Dynamic).set_width(width);
-        for column in table.column_iter_mut().take(text_columns) {
-            column.set_constraint(ColumnConstraint::ContentWidth);
+        let widths = table.column_max_content_widths();
+        let words = longest_words(table, widths.len());
+        // Borders: one left of every column and one at the right end.
+        let mut needed = widths.len() as u16 + 1;
+        for (place, (column, (&widest, &word))) in table.column_iter_mut().zip(widths.iter().zip(&words)).enumerate() {
+            let (constraint, least) = match (place < text_columns, widest <= WIDEST_NAME) {
+                (true, true) => (ColumnConstraint::ContentWidth, widest),
+                (true, false) => (ColumnConstraint::Absolute(comfy_table::Width::Fixed(WIDEST_NAME + PADDING)), WIDEST_NAME),
+                (false, _) => {
+                    let word = word.min(LONGEST_WHOLE_WORD);
+                    (ColumnConstraint::LowerBoundary(comfy_table::Width::Fixed(word + PADDING)), word)
+                }
+            };
+            column.set_constraint(constraint);
+            needed += least + PADDING;
+        }
+        table.set_content_arrangement(ContentArrangement::Dynamic).set_width(width.max(needed));
+    }
+}
+
+/// Per column, the longest word of its header and cells.
+fn longest_words(table: &Table, columns: usize) -> Vec<u16> {
+    let mut longest = vec![0u16; columns];
+    for row in table.header().into_iter().chain(table.row_iter()) {
+        for (column, cell) in row.cell_iter().enumerate().take(columns) {
+            let word = cell.content().split_whitespace().map(|w| w.chars().count()).max().unwrap_or(0);
+            longest[column] = longest[column].max(u16::try_from(word).unwrap_or(u16::MAX));
         }
     }
+    longest
 }
 
 /// An engine's name as a column header: in a terminal broken after its
@@ -584,6 +625,25 @@ mod tests {
         assert_eq!(retries_note(3).as_deref(), Some("includes 3 retries"));
         assert_eq!(retries_note(1).as_deref(), Some("includes 1 retry"));
         assert_eq!(retries_note(0), None, "no retries, nothing said");
+    }
+
+    #[test]
+    fn a_long_label_wraps_at_its_words_and_leaves_the_numbers_whole() {
+        let header = ["limit", "engine", "peak", "limit hits", "OOM kills", "refaults", "major faults", "queries read", "through the disk throttle"];
+        let mut table = bench::TextTable::new(&header);
+        let row = ["323.9 MiB limit (5×), 5,000 read IOPS, 437 MB/s read", "postgres-tuned", "323.9 MiB", "0", "0", "1089849", "48195", "49.2 GiB", "54.8 GiB in 551722 reads"];
+        table.rows.push(row.iter().map(|c| c.to_string()).collect());
+        let text = table.with_text_columns(2).render(Style::Terminal);
+        // Before, the label took its whole width and the numbers one digit a line.
+        for whole in ["postgres-tuned", "1089849", "48195", "551722"] {
+            assert!(text.contains(whole), "{whole} is split:\n{text}");
+        }
+        // Laid out wider than 100 columns rather than squeezed: nine columns of
+        // numbers and a label do not fit it.
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!((100..=130).contains(&widest), "{widest} columns:\n{text}");
+        assert!(text.contains("323.9 MiB limit (5×),") && !text.contains("323.9 MiB limit (5×), 5,000 read IOPS, 437 MB/s read"), "the label wrapped at its words:\n{text}");
+        assert!(text.lines().count() <= 12, "{} lines:\n{text}", text.lines().count());
     }
 
     #[test]

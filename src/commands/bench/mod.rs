@@ -124,7 +124,8 @@ per second beside the paper's.
 --regime 5 --regime-iops free,5000,1000: a disk axis. At every ratio, one point per read
 IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
 and a throttle of that many reads a second (--disk's, if given, with its read IOPS
-replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one. The kernel
+replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one; a point
+given twice is measured once. The kernel
 counts a request as one read whatever its size (here readahead makes a scan's requests
 megabytes large); --iops-size 128KiB caps each throttled point's bandwidth at IOPS x 128
 KiB, as a volume metered per I/O delivers to a kernel reading ahead 128 KiB at a time
@@ -203,7 +204,7 @@ pub struct BenchArgs {
     /// given, `free` for the disk as it is, e.g. free,5000,1000 (the paper's
     /// two EBS volumes beside this disk); --disk's other limits (rbps) hold at
     /// each, and its read IOPS are replaced (see below; needs root).
-    #[arg(long, value_delimiter = ',', value_name = "IOPS,...", requires = "regime", value_parser = regime::parse_iops)]
+    #[arg(long, value_delimiter = ',', value_name = "IOPS,...", value_parser = regime::parse_iops)]
     pub regime_iops: Vec<regime::ReadIops>,
 
     /// With --regime-iops, the most one read operation carries: a throttled
@@ -212,12 +213,12 @@ pub struct BenchArgs {
     /// counts an I/O of up to 256 KiB as one; Linux reads ahead 128 KiB by
     /// default: 1,000 IOPS give at most 131 MB/s). --disk's rbps still caps it
     /// where lower (see below).
-    #[arg(long, value_name = "SIZE", requires = "regime_iops", value_parser = parse_io_size)]
+    #[arg(long, value_name = "SIZE", value_parser = parse_io_size)]
     pub iops_size: Option<u64>,
 
     /// A machine to reproduce, as the options it stands for (see below):
     /// `paper2019`, the paper's OLAP machine (needs root).
-    #[arg(long, value_enum, conflicts_with_all = ["regime", "regime_iops", "iops_size", "memory", "disk", "scale", "rounds"])]
+    #[arg(long, value_enum)]
     pub preset: Option<Preset>,
 
     /// Where generated hours are kept (one folder per size of hour and seed).
@@ -241,8 +242,9 @@ pub struct BenchArgs {
     /// query, the rest is measured, the record finished in place. Give the
     /// same command; refused, saying what changed, when the data, the engines,
     /// ghbench, the timing options, the query texts, the servers and their
-    /// settings, the indexes or the memory limits differ, or when the stopped
-    /// size's tables had to be loaded or indexed again.
+    /// settings, the indexes, the memory limits or the disk's (--disk,
+    /// --regime-iops, --iops-size) differ, or when the stopped size's tables
+    /// had to be loaded or indexed again.
     #[arg(long, value_name = "RECORD")]
     pub resume: Option<PathBuf>,
 }
@@ -263,6 +265,18 @@ impl BenchArgs {
         sizes.sort_unstable();
         sizes.dedup();
         Ok((first, sizes))
+    }
+
+    /// The disk axis asked with what it belongs to (checked here, after a
+    /// preset, so a preset's conflicts are said as such).
+    fn check_disk_axis(&self) -> Result<()> {
+        if !self.regime_iops.is_empty() && self.regime.is_empty() {
+            bail!("--regime-iops gives the disk points of a --regime sweep: add --regime (e.g. --regime 5), or use --disk for one throttle");
+        }
+        if self.iops_size.is_some() && self.regime_iops.is_empty() {
+            bail!("--iops-size caps each --regime-iops point's read bandwidth: add --regime-iops (e.g. --regime 5 --regime-iops free,1000), or give --disk rbps= for one throttle");
+        }
+        Ok(())
     }
 
     fn disk_points(&self) -> regime::DiskPoints {
@@ -305,9 +319,28 @@ impl Preset {
         }
     }
 
-    /// `args` with the options the preset stands for (those it conflicts with
-    /// cannot have been given; --cold stays as asked, a true cold round if not).
-    fn apply(self, mut args: BenchArgs) -> BenchArgs {
+    /// `args` with the options the preset stands for (--cold stays as asked,
+    /// a true cold round if not); refused, naming them, when any of those
+    /// options was given too: the preset would silently replace it.
+    fn apply(self, mut args: BenchArgs) -> Result<BenchArgs> {
+        let given = [
+            ("--regime", !args.regime.is_empty()),
+            ("--regime-iops", !args.regime_iops.is_empty()),
+            ("--iops-size", args.iops_size.is_some()),
+            ("--memory", args.memory.is_some()),
+            ("--disk", args.timing.disk.is_some()),
+            ("--scale", !args.scale.is_empty()),
+            ("--rounds", args.timing.rounds),
+        ];
+        let given: Vec<&str> = given.iter().filter(|(_, given)| *given).map(|(option, _)| *option).collect();
+        if !given.is_empty() {
+            bail!(
+                "--preset {} stands for {} (--memory and --scale do not go with --regime): leave out {}, or give the options it stands for instead of --preset to vary one (`ghbench bench --help` lists them)",
+                self.name(),
+                self.sets(),
+                given.join(" and ")
+            );
+        }
         match self {
             Preset::Paper2019 => {
                 args.regime = vec![5.0];
@@ -318,16 +351,30 @@ impl Preset {
                 args.timing.cold = args.timing.cold.or(Some(super::cold::ColdHow::Restart));
             }
         }
-        args
+        Ok(args)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Preset::Paper2019 => "paper2019",
+        }
+    }
+
+    /// The options it stands for, as the user would give them.
+    fn sets(self) -> &'static str {
+        match self {
+            Preset::Paper2019 => "--regime 5 --regime-iops free,5000,1000 --iops-size 128KiB --disk rbps=437MB --rounds",
+        }
     }
 }
 
 pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     let started = Instant::now();
     let args = match args.preset {
-        Some(preset) => preset.apply(args),
+        Some(preset) => preset.apply(args)?,
         None => args,
     };
+    args.check_disk_axis()?;
     let paper_planner = args.preset == Some(Preset::Paper2019);
     let (first_hour, sizes) = args.sizes()?;
     let catalog = args.catalog.load()?;
@@ -700,7 +747,7 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
     }
     let verified = record.sizes.iter().all(|s| s.verdict().1);
     eprintln!("bench took {:.0} s", took.as_secs_f64());
-    Ok(finished.trusted_if(problems.is_empty() && verified))
+    Ok(finished.trusted_unless(&problems, verified))
 }
 
 fn names(engines: &[Selected]) -> String {
@@ -710,6 +757,45 @@ fn names(engines: &[Selected]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
+
+    #[derive(clap::Parser)]
+    struct Bench {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+
+    fn bench(args: &[&str]) -> BenchArgs {
+        Bench::try_parse_from(std::iter::once("bench").chain(args.iter().copied())).unwrap().args
+    }
+
+    #[test]
+    fn a_preset_refuses_the_options_it_sets_naming_them() {
+        let applied = Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap();
+        assert_eq!(applied.regime, vec![5.0]);
+        assert_eq!(applied.iops_size, Some(PAPER_READ_SIZE));
+        // What --help and the refusal say the preset sets is what it sets.
+        let (said, set) = (Preset::Paper2019.sets(), bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,5000,1000", "--iops-size", "128KiB", "--disk", "rbps=437MB", "--rounds"]));
+        assert_eq!((set.regime, set.regime_iops, set.iops_size, set.timing.rounds), (applied.regime, applied.regime_iops, applied.iops_size, applied.timing.rounds), "{said}");
+        assert_eq!(set.timing.disk.map(|d| d.rules), applied.timing.disk.map(|d| d.rules));
+        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--memory", "1GiB", "--rounds"])).unwrap_err().to_string();
+        assert!(error.contains("--preset paper2019 stands for --regime 5") && error.contains("leave out --memory and --rounds"), "{error}");
+        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime", "1", "--regime-iops", "1000"])).unwrap_err().to_string();
+        assert!(error.contains("leave out --regime and --regime-iops"), "{error}");
+        // Without --regime, clap lets --regime-iops through for the preset to name it.
+        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "1000"])).unwrap_err().to_string();
+        assert!(error.contains("leave out --regime-iops"), "{error}");
+    }
+
+    #[test]
+    fn a_disk_axis_without_the_sweep_it_belongs_to_is_refused_saying_what_to_add() {
+        let error = bench(&["--hours", "1", "--regime-iops", "1000"]).check_disk_axis().unwrap_err().to_string();
+        assert!(error.contains("add --regime"), "{error}");
+        let error = bench(&["--hours", "1", "--regime", "5", "--iops-size", "128KiB"]).check_disk_axis().unwrap_err().to_string();
+        assert!(error.contains("add --regime-iops"), "{error}");
+        bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,1000", "--iops-size", "128KiB"]).check_disk_axis().unwrap();
+        Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap().check_disk_axis().unwrap();
+    }
 
     #[test]
     fn the_paper2019_preset_is_written_down_value_by_value_with_sources() {

@@ -48,7 +48,10 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
         "free" => Ok(ReadIops(None)),
         n => match n.parse::<u64>() {
             Ok(iops) if iops > 0 && iops <= ghbench_olap::throttle::MOST_IOPS => Ok(ReadIops(Some(iops))),
-            _ => Err(format!("'{text}' is not a disk point: read operations a second (e.g. 1000), or `free` for the disk as it is")),
+            _ => Err(format!(
+                "'{text}' is not a disk point: read operations a second, from 1 to {} (e.g. 1000), or `free` for the disk as it is",
+                ghbench_olap::throttle::MOST_IOPS
+            )),
         },
     }
 }
@@ -316,6 +319,18 @@ mod tests {
         assert!(parse_ratio("0").unwrap_err().contains("above 0"));
         assert!(parse_ratio("inf").unwrap_err().contains("above 0"));
         assert!(parse_ratio("half").unwrap_err().contains("not a ratio"));
+    }
+
+    #[test]
+    fn disk_points_read_as_written_and_say_their_range_when_refused() {
+        assert_eq!(parse_iops(" free "), Ok(ReadIops(None)));
+        assert_eq!(parse_iops("1000"), Ok(ReadIops(Some(1000))));
+        let most = ghbench_olap::throttle::MOST_IOPS;
+        assert_eq!(parse_iops(&most.to_string()), Ok(ReadIops(Some(most))));
+        for wrong in ["0", "-5", "fast", &(most + 1).to_string()] {
+            let error = parse_iops(wrong).unwrap_err();
+            assert!(error.contains(&format!("from 1 to {most}")) && error.contains("free"), "{wrong}: {error}");
+        }
     }
 
     #[test]

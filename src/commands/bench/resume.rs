@@ -47,7 +47,11 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
             bail!("cannot resume {}: the engines were {} then, {} now", path.display(), then.join(","), now.join(","));
         }
     }
-    let kept: Vec<String> = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
+    // The sizes kept, then the sweep's points: a bench stopped in its sweep
+    // goes on with its size and points kept, and says so.
+    let mut kept: Vec<String> = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
+    let points = record.regime.iter().flat_map(|r| &r.points);
+    kept.extend(points.map(|p| format!("the sweep's point under a {}", ghbench_report::regime::point_heading(p))));
     // When the bench this record was made by started: its first size's run
     // (a resumed one's first size of its own, the ones before kept from earlier).
     let earlier = record.resumed.as_ref().map(|r| r.kept.clone()).unwrap_or_default();
