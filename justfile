@@ -47,6 +47,12 @@ bench-polars hours="40" events="25000" repeat="5": setup build
     bash scripts/bench-polars.sh {{hours}} {{events}} {{repeat}}
 
 # (The MongoDB-wire setups run at 250,000 events; GHBENCH_TUNED_MONGO_HOURS=40 for 1M.)
+# What a file per hour costs polars: the same 175,000 generated events as 7, 876 and
+# 8,760 hour files, ghbench's part (ledger, listing, checks) and polars' part of a
+# query split, hot and cold (root), then `ghbench query` end to end on each.
+bench-polars-hours hours="7" events="25000" repeat="5": build
+    bash scripts/bench-polars-hours.sh {{hours}} {{events}} {{repeat}}
+
 # Paper setups against tuned ones, 1M events, true cold and hot, verified: ratios, load, size.
 bench-tuned hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-tuned.sh {{hours}} {{events}} {{repeat}}

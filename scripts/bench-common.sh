@@ -11,7 +11,8 @@ events=${2:-25000}
 repeat=${3:-5}
 work=${GHBENCH_BENCH_WORK:-$(mktemp -d)}
 [ -n "${GHBENCH_BENCH_WORK:-}" ] || trap 'rm -rf "$work"' EXIT
-source .ghbench/env
+# The servers' URLs, once `just setup` ran (polars alone needs none).
+if [ -f .ghbench/env ]; then source .ghbench/env; fi
 # GHBENCH_BIN: another build of ghbench to run (a debug one, say), named in the record by its commit.
 bin=${GHBENCH_BIN:-${CARGO_TARGET_DIR:-$repo/target}/release/ghbench}
 [ -x "$bin" ] || cargo build --release

@@ -369,3 +369,55 @@ fn a_polars_table_of_the_struct_layout_is_refused_with_how_to_reload_and_never_m
     let entry: Value = serde_json::from_slice(&std::fs::read(table_dir.join("2015-01-01-1.ledger.json")).unwrap()).unwrap();
     assert_eq!(entry["layout"], layout, "each hour's entry records its layout");
 }
+
+/// Every engine's rows per query of the one `query` run in `output`, from
+/// the answers folder kept beside its record (`olap-<time>.answers/`), by file name.
+fn answers(output: &Path) -> std::collections::BTreeMap<String, Value> {
+    let record = std::fs::read_dir(output).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "json")).expect("a results file");
+    let folder = record.with_extension("answers");
+    let read = |p: PathBuf| (p.file_name().unwrap().to_string_lossy().into_owned(), serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap());
+    std::fs::read_dir(&folder).unwrap_or_else(|e| panic!("{}: {e}", folder.display())).map(|e| read(e.unwrap().path())).collect()
+}
+
+/// The real hour's events split (`gen --split`) into one hour file and into
+/// 48: polars holds them in as many files and answers A–D the same.
+#[test]
+fn the_same_events_in_one_hour_file_and_in_forty_eight_give_polars_the_same_answers() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let data = work.path().join("polars");
+    let mut seen = Vec::new();
+    for hours in [1usize, 48] {
+        let split = work.path().join(format!("split-{hours}"));
+        let n = hours.to_string();
+        let hour_range = ["--from", "2015-01-01T00", "--hours", &n];
+        let mut gen = vec!["gen", "--split", real.to_str().unwrap(), "--data-dir", split.to_str().unwrap()];
+        gen.extend(hour_range);
+        assert!(ghbench_with(&[], &gen).status.success());
+        let manifest: Value = serde_json::from_slice(&std::fs::read(split.join("split-manifest.json")).unwrap()).unwrap();
+        let shares: Vec<u64> = manifest["hours"].as_array().unwrap().iter().map(|h| h["lines"].as_u64().unwrap()).collect();
+        assert_eq!(shares.len(), hours);
+        assert!(shares.iter().max().unwrap() - shares.iter().min().unwrap() <= 1, "spread evenly: {shares:?}");
+        assert_eq!(shares.iter().sum::<u64>(), manifest["lines"].as_u64().unwrap());
+
+        let table = format!("hours_{hours}");
+        let common = ["--engines", "polars", "--table", &table, "--polars-dir", data.to_str().unwrap()];
+        let quarantine = work.path().join("q");
+        let mut ingest = vec!["ingest", "--source", split.to_str().unwrap(), "--quarantine-dir", quarantine.to_str().unwrap()];
+        ingest.extend(hour_range);
+        ingest.extend(common);
+        assert!(ghbench_with(&[], &ingest).status.success());
+        let stored = files(&data.join(&table)).into_iter().filter(|f| f.ends_with(".parquet")).count();
+        assert_eq!(stored, hours, "a file per hour");
+
+        let output = work.path().join(format!("results-{hours}"));
+        let mut query = vec!["query", "--all", "--variant", "corrected", "--repeat", "1", "--output", output.to_str().unwrap()];
+        query.extend(common);
+        assert!(ghbench_with(&[], &query).status.success());
+        seen.push((engine(&results(&output), "polars")["data"]["events"].clone(), answers(&output)));
+    }
+    let (few, many) = (&seen[0], &seen[1]);
+    assert_eq!(few.0, many.0, "the same events");
+    assert_eq!(few.1.keys().collect::<Vec<_>>(), ["A-corrected.json", "B-corrected.json", "C-corrected.json", "D-corrected.json"]);
+    assert_eq!(few.1, many.1, "the same answers");
+}

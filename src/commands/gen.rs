@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use ghbench_core::HourRange;
 use ghbench_gen::{calibrate, DefectOptions, Generator, Manifest, Profile, RunOptions};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -19,6 +20,8 @@ Examples:
   ghbench gen --from 2015-01-01T00 --hours 4 --events 20000 --defects 0.001 --data-dir ./faulty
   ghbench ingest --source ./synthetic --from 2015-01-01T00 --to 2015-01-01T23
   ghbench gen --calibrate real/2015-01-01-*.json.gz --json my-profile.json
+  ghbench gen --split ./synthetic/2015-01-01-{0..6}.json.gz --year 2015 --data-dir ./year
+      # the same events as 8,760 hour files
 
 The same seed, hour, profile and --events give byte-identical files on any machine
 and thread count. DIR/gen-manifest.json records the seed, the profile, and per hour
@@ -66,6 +69,14 @@ pub struct GenArgs {
     #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile"])]
     pub calibrate: Vec<PathBuf>,
 
+    /// Instead of drawing events: every event (line) of these hour files, in
+    /// hour order, spread over the hours asked as evenly as possible (the
+    /// first hours one more), byte for byte: the same events in another
+    /// number of files, e.g. 7 real or generated hours as the year's 8,760.
+    /// Writes DIR/split-manifest.json; the same split asked again is kept.
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["calibrate", "events", "defects", "truncate_prob", "profile", "threads", "seed"], requires = "data_dir")]
+    pub split: Vec<PathBuf>,
+
     /// Where --calibrate writes the profile (JSON, `"format": 1`) [default: -,
     /// standard output].
     #[arg(long, value_name = "FILE", alias = "profile-out", requires = "calibrate")]
@@ -78,6 +89,9 @@ pub fn run(args: GenArgs) -> Result<Finished> {
     }
     let out = args.data_dir.clone().context("--data-dir DIR is required")?;
     let range = args.hours.range()?;
+    if !args.split.is_empty() {
+        return run_split(&args.split, range, &out);
+    }
     if args.events == Some(0) {
         bail!("--events must be at least 1");
     }
@@ -102,6 +116,20 @@ pub fn run(args: GenArgs) -> Result<Finished> {
     bar.finish_and_clear();
     print_summary(&manifest, &options.out, range.len(), started.elapsed().as_secs_f64());
     Ok(Finished::ok().wrote(&options.out))
+}
+
+fn run_split(sources: &[PathBuf], range: HourRange, out: &Path) -> Result<Finished> {
+    let started = Instant::now();
+    let done = ghbench_gen::split(sources, range, out)?;
+    let m = &done.manifest;
+    let (fewest, most) = (m.hours.iter().map(|h| h.lines).min().unwrap_or(0), m.hours.iter().map(|h| h.lines).max().unwrap_or(0));
+    let per_hour = if fewest == most { format!("{most} an hour") } else { format!("{fewest} to {most} an hour") };
+    let what = format!("{} events of {} file(s) as {} hours ({per_hour}) in {}", m.lines, m.sources.len(), m.hours.len(), out.display());
+    match done.kept {
+        true => println!("already split: {what} (its {} names the same sources, whole); nothing written", ghbench_gen::SPLIT_MANIFEST),
+        false => println!("split {what} in {:.1} s: {:.1} MB gzip", started.elapsed().as_secs_f64(), m.hours.iter().map(|h| h.bytes).sum::<u64>() as f64 / 1e6),
+    }
+    Ok(Finished::ok().wrote(out))
 }
 
 fn run_calibrate(files: &[PathBuf], target: &Target) -> Result<Finished> {

@@ -16,6 +16,7 @@ pub mod profile;
 pub mod run;
 pub mod shape;
 pub mod skew;
+pub mod split;
 pub mod text;
 
 pub use calibrate::{calibrate, Calibration, CalibrateError};
@@ -23,6 +24,7 @@ pub use defects::{DefectOptions, Expected, Injected};
 pub use event::Generator;
 pub use profile::{Profile, ProfileError};
 pub use run::{generate_hour, run, GenError, HourManifest, Manifest, RunOptions, MANIFEST};
+pub use split::{split, Split, SplitManifest, SPLIT_MANIFEST};
 
 /// One clean hour as GH Archive serves it (gzip of JSON lines), for benches and tests.
 pub fn generate_hour_gzip(profile: Profile, seed: u64, hour: ghbench_core::Hour, events: u64) -> Result<Vec<u8>, ProfileError> {

@@ -43,6 +43,14 @@ pub enum GenError {
          one manifest cannot describe both; generate into another folder, or with their settings, or remove those hours' files and the manifest first"
     )]
     OtherSettings { path: PathBuf, hours: String, theirs: String, ours: String },
+    #[error("{lines} events cannot fill {hours} hours (a split gives every hour one at least: an empty hour file reads as damaged input); ask fewer hours, or give more hour files")]
+    TooFewLines { lines: u64, hours: u64 },
+    #[error("{path} holds {other}, which this split would not write: split into an empty folder (or one holding this same split)")]
+    NotASplitFolder { path: PathBuf, other: String },
+    #[error("{path} is a source of the split and lies in the folder it writes: its hours would be written over before they are read; split into another folder")]
+    SourceInSplitFolder { path: PathBuf },
+    #[error("{path} changed while it was split (its digest differs from the one counted first); split again once it is whole")]
+    SourceChanged { path: PathBuf },
 }
 
 /// One hour's file.

@@ -31,6 +31,9 @@ pub const ENGINE: Engine = Engine::Streaming;
 
 pub struct PolarsBackend {
     table: TableDir,
+    /// The table's files as its ledger listed them, read once per backend
+    /// (see [`PolarsBackend::table_files`]); shared with its clients.
+    files: Arc<std::sync::Mutex<Option<Arc<TableFiles>>>>,
     /// `--query-timeout`: the query is stopped past it (in this process,
     /// only waited for no longer).
     limit: Option<Duration>,
@@ -42,6 +45,22 @@ pub struct PolarsBackend {
 enum RunsIn {
     Worker { program: &'static std::path::Path, worker: tokio::sync::Mutex<Option<Worker>> },
     ThisProcess,
+}
+
+/// The table's hour files, in hour order, and the layout they hold.
+pub struct TableFiles {
+    paths: Vec<PlRefPath>,
+    schema: Schema,
+}
+
+impl TableFiles {
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
 }
 
 /// A query planned against the table's files, ready to collect (here) or
@@ -60,12 +79,12 @@ impl PolarsBackend {
             Some(program) => RunsIn::Worker { program, worker: tokio::sync::Mutex::new(None) },
             None => RunsIn::ThisProcess,
         };
-        Ok(PolarsBackend { table: TableDir::new(dir, table), limit: None, runs_in })
+        Ok(PolarsBackend { table: TableDir::new(dir, table), files: Arc::default(), limit: None, runs_in })
     }
 
     /// The table's backend with its queries in this process: the worker's own.
     pub fn open_here(dir: &std::path::Path, table: &TableName) -> anyhow::Result<PolarsBackend> {
-        Ok(PolarsBackend { table: TableDir::new(dir, table), limit: None, runs_in: RunsIn::ThisProcess })
+        Ok(PolarsBackend { table: TableDir::new(dir, table), files: Arc::default(), limit: None, runs_in: RunsIn::ThisProcess })
     }
 
     /// A query's rows, computed in this process (the worker's side).
@@ -81,7 +100,7 @@ impl PolarsBackend {
             RunsIn::Worker { program, .. } => RunsIn::Worker { program, worker: tokio::sync::Mutex::new(None) },
             RunsIn::ThisProcess => RunsIn::ThisProcess,
         };
-        PolarsBackend { table: self.table.clone(), limit: self.limit, runs_in }
+        PolarsBackend { table: self.table.clone(), files: self.files.clone(), limit: self.limit, runs_in }
     }
 
     /// The worker, started if it is not running (not timed: from `prepare`).
@@ -124,24 +143,44 @@ impl PolarsBackend {
         answered.map_err(anyhow::Error::msg)
     }
 
-    /// Every loaded hour's file, as one lazy frame of the declared layout.
+    /// The table's files and layout, from its ledger: read once per backend
+    /// (a worker does it before it says it is ready), so no timed run pays
+    /// ghbench's bookkeeping (over the year's 8,760 hours, parsing every
+    /// entry, listing the folder and a `stat` per file took longer than a
+    /// query), and every run of a backend reads the files its ledger listed.
     /// A file of another size than its ledger entry recorded, or of another
-    /// layout, stops the query (a `stat` per file: a damaged file is not read
-    /// as if it were data).
-    fn scan(&self) -> anyhow::Result<LazyFrame> {
+    /// layout, is refused (a damaged file is not read as if it were data);
+    /// one damaged later fails the query that reads it, named by
+    /// [`PolarsBackend::explain_failure`]. Nothing is kept from a failure:
+    /// the next query tries again. A backend kept across a load (ghbench as a
+    /// library) reads what was there when it first planned: open another.
+    pub fn table_files(&self) -> anyhow::Result<Arc<TableFiles>> {
+        let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = files.as_ref() {
+            return Ok(known.clone());
+        }
         let ledger = self.table.ledger()?;
         let layout = self.layout(&ledger)?;
-        let files = self.table.hour_files()?;
+        let hour_files = self.table.hour_files()?;
         if let Some(damage) = self.find_damage(&ledger, Check::Size)? {
             return Err(damaged(&damage));
         }
-        let schema = layout.schema();
-        if files.is_empty() {
-            return Ok(DataFrame::empty_with_schema(&schema).lazy());
+        let paths = hour_files.values().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
+        let known = Arc::new(TableFiles { paths, schema: layout.schema() });
+        *files = Some(known.clone());
+        Ok(known)
+    }
+
+    /// Every loaded hour's file, as one lazy frame of the declared layout:
+    /// made anew for every plan, so polars' own work on the files (listing
+    /// them, the first footer) is in every timed run, as before.
+    fn scan(&self) -> anyhow::Result<LazyFrame> {
+        let files = self.table_files()?;
+        if files.paths.is_empty() {
+            return Ok(DataFrame::empty_with_schema(&files.schema).lazy());
         }
-        let paths: Vec<PlRefPath> = files.values().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
-        let args = ScanArgsParquet { schema: Some(Arc::new(schema)), ..ScanArgsParquet::default() };
-        Ok(LazyFrame::scan_parquet_files(paths.into(), args)?)
+        let args = ScanArgsParquet { schema: Some(Arc::new(files.schema.clone())), ..ScanArgsParquet::default() };
+        Ok(LazyFrame::scan_parquet_files(files.paths.clone().into(), args)?)
     }
 
     fn plan(&self, query: &QueryFile) -> anyhow::Result<LazyFrame> {
