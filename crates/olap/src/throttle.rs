@@ -418,6 +418,40 @@ mod tests {
         assert!(IoCgroup::at(cgroup.version, &cgroup.path).is_none(), "removed");
     }
 
+    /// cgroup v2, which this machine's kernel (v1) cannot show: rules and
+    /// counters read from `io.max` and `io.stat` shaped as the kernel's
+    /// documentation shows them (Documentation/admin-guide/cgroup-v2.rst,
+    /// "IO Interface Files"), and the line `set` writes there.
+    #[test]
+    fn v2_rules_and_counters_read_as_the_kernel_documents_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let cgroup = IoCgroup { version: Version::V2, path: "/ghbench/unit".into(), dir: dir.path().to_path_buf() };
+        // `max` is no limit; a device appears once a rule was set on it.
+        fs::write(dir.path().join("io.max"), "8:16 rbps=2097152 wbps=max riops=max wiops=120\n").unwrap();
+        let stat = "8:16 rbytes=1459200 wbytes=314773504 rios=192 wios=353 dbytes=0 dios=0\n8:0 rbytes=90430464 wbytes=299008000 rios=8950 wios=1252 dbytes=50331648 dios=3021\n";
+        fs::write(dir.path().join("io.stat"), stat).unwrap();
+        let expected = DiskRules { read_bytes_per_second: Some(2_097_152), write_iops: Some(120), ..DiskRules::default() };
+        assert_eq!(cgroup.rules(), vec![("8:16".to_string(), expected)]);
+        let counted = cgroup.counters("8:16");
+        assert_eq!((counted.read_bytes, counted.reads, counted.written_bytes, counted.writes), (Some(1_459_200), Some(192), Some(314_773_504), Some(353)));
+        // A device with no line has had no I/O: nothing counted is 0, not unknown.
+        let none = cgroup.counters("8:32");
+        assert_eq!((none.read_bytes, none.reads), (Some(0), Some(0)));
+        assert!(cgroup.enforced_by(&DiskRules::default()).starts_with("cgroup v2 io.max"));
+        // What `set` writes: one line, the device and its keys, as the kernel
+        // takes it (a plain file, emptied first: the kernel's replaces a rule
+        // where a file's write overwrites its start).
+        fs::write(dir.path().join("io.max"), "").unwrap();
+        let device = BlockDevice { major: 8, minor: 16, name: "sdb".into() };
+        cgroup.set(&device, &parse_rules("riops=1000,rbps=437MB").unwrap()).unwrap();
+        assert_eq!(fs::read_to_string(dir.path().join("io.max")).unwrap().trim_end(), "8:16 riops=1000 rbps=437000000");
+        assert_eq!(cgroup.rules()[0].1.read_iops, Some(1000));
+        // `clear` sets every key of the device back to `max`: no rule left.
+        cgroup.clear();
+        assert_eq!(fs::read_to_string(dir.path().join("io.max")).unwrap(), "8:16 riops=max rbps=max wiops=max wbps=max");
+        assert_eq!(cgroup.rules(), Vec::new());
+    }
+
     #[test]
     fn a_tmpfs_has_no_block_device_to_throttle() {
         if !Path::new("/dev/shm").is_dir() {
