@@ -125,10 +125,11 @@ fn run_split(sources: &[PathBuf], range: HourRange, out: &Path) -> Result<Finish
     let (fewest, most) = (m.hours.iter().map(|h| h.lines).min().unwrap_or(0), m.hours.iter().map(|h| h.lines).max().unwrap_or(0));
     let per_hour = if fewest == most { format!("{most} an hour") } else { format!("{fewest} to {most} an hour") };
     let what = format!("{} events of {} file(s) as {} hours ({per_hour}) in {}", m.lines, m.sources.len(), m.hours.len(), out.display());
-    match done.kept {
-        true => println!("already split: {what} (its {} names the same sources, whole); nothing written", ghbench_gen::SPLIT_MANIFEST),
-        false => println!("split {what} in {:.1} s: {:.1} MB gzip", started.elapsed().as_secs_f64(), m.hours.iter().map(|h| h.bytes).sum::<u64>() as f64 / 1e6),
+    if done.kept {
+        println!("already split: {what} (its {} names the same sources, whole); nothing written", ghbench_gen::SPLIT_MANIFEST);
+        return Ok(Finished::ok());
     }
+    println!("split {what} in {:.1} s: {:.1} MB gzip", started.elapsed().as_secs_f64(), m.hours.iter().map(|h| h.bytes).sum::<u64>() as f64 / 1e6);
     Ok(Finished::ok().wrote(out))
 }
 

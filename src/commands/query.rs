@@ -49,8 +49,8 @@ standard error names them.
 
 Exit status: 0 every answer verified; 1 finished, files written, but not to be trusted
 as it stands: the engines' results disagree or they hold different data, a query failed
-or was cut by --query-timeout, or an answer under load is wrong or a phase of clients
-failed; 2 an error stopped it (bad options, a server that cannot be reached, a table
+or was cut by --query-timeout, an answer under load is wrong or a phase of clients
+failed, or the record was resumed (said by the line before the last); 2 an error stopped it (bad options, a server that cannot be reached, a table
 that does not exist); 130 on Ctrl-C.")]
 pub struct QueryArgs {
     #[command(flatten)]

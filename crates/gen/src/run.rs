@@ -49,6 +49,8 @@ pub enum GenError {
     NotASplitFolder { path: PathBuf, other: String },
     #[error("{path} is a source of the split and lies in the folder it writes: its hours would be written over before they are read; split into another folder")]
     SourceInSplitFolder { path: PathBuf },
+    #[error("{path} is given twice (the same file under two names, or overlapping globs): its events would be split twice; give each hour file once")]
+    SourceTwice { path: PathBuf },
     #[error("{path} changed while it was split (its digest differs from the one counted first); split again once it is whole")]
     SourceChanged { path: PathBuf },
 }

@@ -66,6 +66,14 @@ pub struct Split {
 pub fn split(sources: &[PathBuf], range: HourRange, out: &Path) -> Result<Split, GenError> {
     let mut sources = sources.to_vec();
     sources.sort_by_key(|path| file_name(path).as_deref().and_then(Hour::from_file_name).map_or((1, None), |hour| (0, Some(hour))));
+    // The same file given twice (overlapping globs) would give its events twice.
+    let mut seen = std::collections::HashSet::new();
+    for path in &sources {
+        let file = fs::canonicalize(path).map_err(|source| GenError::Read { path: path.clone(), source })?;
+        if !seen.insert(file) {
+            return Err(GenError::SourceTwice { path: path.clone() });
+        }
+    }
     let mut counted = Vec::with_capacity(sources.len());
     for path in &sources {
         let bytes = fs::read(path).map_err(|source| GenError::Read { path: path.clone(), source })?;
@@ -292,6 +300,8 @@ mod tests {
         assert!(error.contains("2 events cannot fill 3 hours"), "{error}");
         let whole = fs::read(&source).unwrap();
         fs::write(&source, &whole[..whole.len() - 6]).unwrap();
+        let twice = split(&[source.clone(), dir.path().join(".").join("2015-01-01-0.json.gz")], range("2015-01-01T00", 1), &out).unwrap_err().to_string();
+        assert!(twice.contains("given twice"), "{twice}");
         let error = split(&[source], range("2015-01-01T00", 1), &out).unwrap_err();
         assert!(matches!(error, GenError::Read { .. }), "{error}");
         assert!(!out.exists(), "nothing written");

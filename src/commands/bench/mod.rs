@@ -143,9 +143,11 @@ the last line on standard error names them.
 Exit status: 0 all measured and verified (damaged input is shown, its readable lines
 loaded); 1 finished but not to be trusted as it stands: an engine's indexes or a query
 failed (or was cut by --query-timeout), the answers disagree, or an answer under load
-(--clients) is wrong or a phase of clients failed; 2 an error stopped it (bad options, a
-server that cannot be reached, an hour missing at the source or that failed to load:
-nothing is measured then); 130 on Ctrl-C, after cancelling what ran on the servers.")]
+(--clients) is wrong or a phase of clients failed, or the record was resumed (its numbers
+come from more than one run: said by the line before the last); 2 an error stopped it
+(bad options, a server that cannot be reached, an hour missing at the source or that
+failed to load: nothing is measured then); 130 on Ctrl-C, after cancelling what ran on
+the servers.")]
 pub struct BenchArgs {
     #[command(flatten)]
     pub conn: ConnOptions,
@@ -273,8 +275,8 @@ impl BenchArgs {
         if !self.regime_iops.is_empty() && self.regime.is_empty() {
             bail!("--regime-iops gives the disk points of a --regime sweep: add --regime (e.g. --regime 5), or use --disk for one throttle");
         }
-        if self.iops_size.is_some() && self.regime_iops.is_empty() {
-            bail!("--iops-size caps each --regime-iops point's read bandwidth: add --regime-iops (e.g. --regime 5 --regime-iops free,1000), or give --disk rbps= for one throttle");
+        if self.iops_size.is_some() && self.regime_iops.iter().all(|point| point.0.is_none()) {
+            bail!("--iops-size caps each throttled --regime-iops point's read bandwidth: add --regime-iops with read IOPS (e.g. --regime 5 --regime-iops free,1000), or give --disk rbps= for one throttle");
         }
         Ok(())
     }
@@ -299,7 +301,7 @@ const PAPER_READ_SIZE: u64 = 128 * 1024;
 fn parse_io_size(text: &str) -> Result<u64, String> {
     match ghbench_core::size::parse_size(text)? {
         size if size >= 512 => Ok(size),
-        size => Err(format!("--iops-size {text}: {size} bytes is less than one disk sector (512 bytes); give the most one read operation carries, e.g. 128KiB")),
+        size => Err(format!("{size} bytes is less than one disk sector (512 bytes); give the most one read operation carries, e.g. 128KiB")),
     }
 }
 
@@ -331,11 +333,18 @@ impl Preset {
             ("--disk", args.timing.disk.is_some()),
             ("--scale", !args.scale.is_empty()),
             ("--rounds", args.timing.rounds),
+            // Its record says both texts ran, and a true cold round first.
+            ("--variant", args.timing.variant != super::olap::EVERY_VARIANT),
+            ("--cold=clear", args.timing.cold == Some(super::cold::ColdHow::Clear)),
         ];
         let given: Vec<&str> = given.iter().filter(|(_, given)| *given).map(|(option, _)| *option).collect();
         if !given.is_empty() {
+            let why = match given.iter().any(|o| ["--memory", "--scale"].contains(o)) {
+                true => " (--memory and --scale do not go with --regime)",
+                false => "",
+            };
             bail!(
-                "--preset {} stands for {} (--memory and --scale do not go with --regime): leave out {}, or give the options it stands for instead of --preset to vary one (`ghbench bench --help` lists them)",
+                "--preset {} stands for {}, both query texts and true cold runs{why}: leave out {}, or give the options it stands for instead of --preset to vary one (`ghbench bench --help` lists them)",
                 self.name(),
                 self.sets(),
                 given.join(" and ")
@@ -780,6 +789,11 @@ mod tests {
         assert_eq!(set.timing.disk.map(|d| d.rules), applied.timing.disk.map(|d| d.rules));
         let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--memory", "1GiB", "--rounds"])).unwrap_err().to_string();
         assert!(error.contains("--preset paper2019 stands for --regime 5") && error.contains("leave out --memory and --rounds"), "{error}");
+        assert!(error.contains("do not go with --regime"), "{error}");
+        // What its record says ran: both texts, true cold runs.
+        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--variant", "corrected", "--cold=clear"])).unwrap_err().to_string();
+        assert!(error.contains("leave out --variant and --cold=clear") && !error.contains("do not go with --regime"), "{error}");
+        assert!(Preset::Paper2019.apply(bench(&["--hours", "1", "--cold=restart", "--variant", "both"])).is_ok());
         let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime", "1", "--regime-iops", "1000"])).unwrap_err().to_string();
         assert!(error.contains("leave out --regime and --regime-iops"), "{error}");
         // Without --regime, clap lets --regime-iops through for the preset to name it.
@@ -794,6 +808,9 @@ mod tests {
         let error = bench(&["--hours", "1", "--regime", "5", "--iops-size", "128KiB"]).check_disk_axis().unwrap_err().to_string();
         assert!(error.contains("add --regime-iops"), "{error}");
         bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,1000", "--iops-size", "128KiB"]).check_disk_axis().unwrap();
+        // Only `free`: no point for the size to cap.
+        let error = bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free", "--iops-size", "128KiB"]).check_disk_axis().unwrap_err().to_string();
+        assert!(error.contains("with read IOPS"), "{error}");
         Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap().check_disk_axis().unwrap();
     }
 
