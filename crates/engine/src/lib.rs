@@ -103,7 +103,7 @@ pub mod record {
 /// Memory cgroups, for an engine that starts processes of its own under a
 /// limit (polars' workers).
 pub mod cgroup {
-    pub use ghbench_olap::cgroup::{CgroupError, MemoryCgroup};
+    pub use ghbench_olap::cgroup::{remove_abandoned, CgroupError, MemoryCgroup};
 }
 
 /// Disk throttles, for an engine that starts processes of its own under a

@@ -310,6 +310,27 @@ pub(crate) fn enter_on_spawn(folders: &[PathBuf], command: &mut std::process::Co
     Ok(())
 }
 
+/// The process that made the cgroup `<prefix>-<pid>-<n>` (`polars-4242-0`).
+pub(crate) fn owner_pid(name: &str, prefix: &str) -> Option<u32> {
+    name.strip_prefix(prefix)?.strip_prefix('-')?.split('-').next()?.parse().ok()
+}
+
+/// Removes the memory cgroups `ghbench/<prefix>-<pid>-<n>` a process that
+/// has ended left (a ghbench killed while its polars workers ran under a
+/// limit): empty, but their limits would be taken for a live run's. One
+/// still holding a process stays (the kernel refuses to remove it).
+pub fn remove_abandoned(prefix: &str) {
+    let mounts = Mounts::read();
+    let Some((_, root)) = mounts.memory() else { return };
+    let Ok(entries) = fs::read_dir(root.join("ghbench")) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if owner_pid(&name, prefix).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists()) {
+            let _ = fs::remove_dir(entry.path());
+        }
+    }
+}
+
 pub(crate) fn write(path: &Path, value: &str) -> std::io::Result<()> {
     fs::OpenOptions::new().write(true).open(path)?.write_all(value.as_bytes())
 }
@@ -350,6 +371,30 @@ fn machine_has_no_swap() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// As root: the memory cgroup a process that has ended left is removed,
+    /// one of a live process kept, another prefix's left alone.
+    #[test]
+    fn a_cgroup_whose_maker_has_ended_is_removed_and_a_live_one_kept() {
+        let mut ended = std::process::Command::new("true").spawn().unwrap();
+        let gone = ended.id();
+        ended.wait().unwrap();
+        let prefix = format!("unit{}", std::process::id());
+        let (Ok(dead), Ok(live)) = (MemoryCgroup::create(&format!("{prefix}-{gone}-0"), 64 << 20), MemoryCgroup::create(&format!("{prefix}-{}-0", std::process::id()), 64 << 20)) else {
+            eprintln!("SKIPPED: no memory cgroup can be made here (root and a memory controller)");
+            return;
+        };
+        assert!(dead.dir.is_dir() && live.dir.is_dir());
+        remove_abandoned("other");
+        assert!(dead.dir.is_dir(), "another prefix's left alone");
+        remove_abandoned(&prefix);
+        assert!(!dead.dir.exists(), "its maker ended: removed");
+        assert!(live.dir.is_dir(), "its maker runs: kept");
+        live.remove();
+        dead.remove();
+        assert_eq!(owner_pid("polars-io-12-0", "polars"), None, "polars-io's are not polars'");
+        assert_eq!(owner_pid("polars-12-3", "polars"), Some(12));
+    }
 
     #[test]
     fn this_process_s_cgroup_is_found_and_read() {

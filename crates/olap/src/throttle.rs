@@ -345,7 +345,7 @@ pub fn remove_abandoned(prefix: &str) {
     let Ok(entries) = fs::read_dir(root.join("ghbench")) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name.strip_prefix(prefix).and_then(|rest| rest.strip_prefix('-')?.split('-').next()?.parse::<u32>().ok()) else { continue };
+        let Some(pid) = crate::cgroup::owner_pid(&name, prefix) else { continue };
         if !Path::new(&format!("/proc/{pid}")).exists() {
             IoCgroup { version, path: format!("/ghbench/{name}"), dir: entry.path() }.remove();
         }

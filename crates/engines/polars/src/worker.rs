@@ -54,6 +54,10 @@ static MEMORY_LIMIT: std::sync::Mutex<Option<MemoryCgroup>> = std::sync::Mutex::
 /// its peak is about that limit alone and removing the last one spares it.
 pub fn limit_memory(bytes: Option<u64>) -> Result<(), CgroupError> {
     static MADE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    // A killed ghbench's workers left their cgroups, empty but limited (and
+    // in v1 their blkio twins).
+    ghbench_engine::cgroup::remove_abandoned("polars");
+    ghbench_engine::throttle::remove_abandoned("polars");
     let name = |n: u32| format!("polars-{}-{n}", std::process::id());
     let cgroup = bytes.map(|bytes| MemoryCgroup::create(&name(MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)), bytes)).transpose()?;
     let mut slot = MEMORY_LIMIT.lock().unwrap_or_else(|e| e.into_inner());
