@@ -509,3 +509,27 @@ async fn a_one_size_bench_killed_after_two_queries_resumes_at_the_third() {
     answers.sort();
     assert_eq!(answers, ["A-corrected.json", "B-corrected.json", "C-corrected.json", "D-corrected.json"], "every query's answers kept beside the record");
 }
+
+/// A sweep whose limit cannot be had (too little data for its ratio) is
+/// refused once the data is loaded, before any query runs, with the
+/// numbers; no record is left to resume (a resume would fail the same way).
+#[test]
+fn a_sweep_too_small_for_its_ratio_is_refused_before_any_query_runs() {
+    let _servers = shared_servers();
+    if !is_root() {
+        eprintln!("SKIPPED: --regime needs root");
+        return;
+    }
+    let bench = Bench::new("regime_small");
+    let results = bench.path("results");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command.args(["bench", "--gen", "1", "--events-per-hour", "2000", "--engines", "postgres", "--table", &bench.base, "--regime", "40", "--repeat", "1", "--variant", "corrected"]);
+    command.arg("--data-dir").arg(bench.path("data")).arg("--quarantine-dir").arg(bench.path("q")).arg("--output").arg(&results).env("DATABASE_URL", pg_url());
+    let out = output_within(&mut command, Duration::from_secs(300));
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("--regime 40: postgres's") && said.contains("of data at least"), "the numbers: {said}");
+    assert!(!said.contains("run 1/1") && !said.contains("--resume"), "no query ran, nothing to resume: {said}");
+    let records = std::fs::read_dir(&results).map(|d| d.flatten().filter(|e| e.file_name().to_string_lossy().ends_with(".json")).count()).unwrap_or(0);
+    assert_eq!(records, 0, "no record");
+}

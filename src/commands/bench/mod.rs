@@ -485,6 +485,14 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 // holds for tables loaded before too: ANALYZE again.
                 indexes.push(build_indexes(backend.as_ref(), &catalog, &|_| {}, paper_planner).await);
             }
+            // A sweep whose limits cannot be had is refused now, not after the size's queries.
+            if let (false, Some(reference)) = (args.regime.is_empty(), backends.first()) {
+                if table == largest_table {
+                    if let Ok(stored) = reference.sizes().await {
+                        regime::reachable(&args.regime, &reference.spec().engine.to_string(), stored.table_bytes + stored.index_bytes)?;
+                    }
+                }
+            }
             let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &before_load)).unwrap_or_default();
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));

@@ -104,6 +104,14 @@ impl DiskPoints {
     }
 }
 
+/// Whether every ratio's limit can be had for the reference engine's
+/// `bytes`: checked once the data is loaded, before its queries, so a sweep
+/// that cannot run stops before the hour they take.
+pub fn reachable(ratios: &[f64], reference: &str, bytes: u64) -> Result<()> {
+    let machine = ghbench_core::size::machine_memory().context("--regime: this machine's memory (MemTotal in /proc/meminfo) could not be read")?;
+    limits(ratios, reference, bytes, machine).map(|_| ())
+}
+
 /// The sweep's limits, largest memory first, for the reference engine's
 /// stored bytes; refused, before any is measured, when one would not let a
 /// server start or is more than this machine has.
@@ -116,9 +124,11 @@ fn limits(ratios: &[f64], reference: &str, bytes: u64, machine: u64) -> Result<V
         .map(|ratio| {
             let Some(limit) = Regime::limit_for(bytes, ratio) else {
                 bail!(
-                    "--regime {ratio}: {reference}'s {} of data at {ratio}× memory is a limit under {}, too little for a server to start; load more data (--gen, --events-per-hour) or ask a smaller ratio",
+                    "--regime {ratio}: {reference}'s {} of data at {ratio}× memory is a limit of {}, under the {} a server needs to start; at {ratio}× it needs {} of data at least: load more (--hours, --events-per-hour) or ask a smaller ratio",
                     said(bytes),
-                    said(MIN_REGIME_MEMORY)
+                    said((bytes as f64 / ratio) as u64),
+                    said(MIN_REGIME_MEMORY),
+                    said((MIN_REGIME_MEMORY as f64 * ratio) as u64)
                 )
             };
             if limit > machine {
@@ -342,7 +352,7 @@ mod tests {
         assert_eq!(got[1].1, 2 * gib);
         assert!(got.iter().all(|l| l.1 % 4096 == 0), "{got:?}");
         let small = limits(&[40.0], "postgres", 2 * gib, 24 * gib).unwrap_err().to_string();
-        assert!(small.contains("too little for a server") && small.contains("load more data"), "{small}");
+        assert!(small.contains("a limit of 51.2 MiB, under the 64.0 MiB a server needs") && small.contains("needs 2.5 GiB of data at least"), "{small}");
         let large = limits(&[0.05], "postgres", 2 * gib, 24 * gib).unwrap_err().to_string();
         assert!(large.contains("more than this machine's"), "{large}");
     }
