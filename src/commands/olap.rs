@@ -103,8 +103,9 @@ pub struct TimingArgs {
     /// the disk under their data; needs root): riops=N (reads a second),
     /// rbps=SIZE (bytes read a second), wiops, wbps, e.g. riops=1000,rbps=262MB
     /// (an EBS volume of 1,000 provisioned IOPS, which counts a read of up to
-    /// 256 KiB as one: 262 MB/s at most). The servers are restarted inside
-    /// it, and as setup left them afterwards.
+    /// 256 KiB as one: 262 MB/s at most; a kernel reading 128 KiB at a time
+    /// gets half that, as `bench --iops-size` models). The servers are
+    /// restarted inside it, and as setup left them afterwards.
     #[arg(long, value_name = "LIMITS")]
     pub disk: Option<super::bench::disk::DiskArg>,
 

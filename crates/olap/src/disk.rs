@@ -162,7 +162,7 @@ mod tests {
         assert!(disk.random_reads_per_second.unwrap() > 0.0, "{disk:?}");
         assert!(disk.device.as_deref().is_some_and(|d| d.contains('(')), "the mount's source and filesystem: {disk:?}");
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "the probe is removed");
-        assert!(disk.said().contains("MB/s sequential read, ") && disk.said().contains(" random 8 KiB reads/s one at a time, measured"), "{}", disk.said());
+        assert!(disk.said().contains("; measured ") && disk.said().contains("MB/s sequential read, ") && disk.said().ends_with(" random 8 KiB reads/s one at a time"), "{}", disk.said());
     }
 
     #[test]

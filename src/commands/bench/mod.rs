@@ -94,7 +94,8 @@ it (wiops, wbps: cgroup v2 throttles buffered writes, v1 only those a process is
 itself); polars' workers start inside one too, and the page cache is dropped before the
 queries so what they read goes through the throttle, the load and index builds too. It
 models a slower disk, such as an EBS volume of 1,000 provisioned IOPS (which counts a
-read of up to 256 KiB as one: 262 MB/s at most); the record says what this machine's
+read of up to 256 KiB as one: 262 MB/s at most, 131 MB/s for a kernel reading 128 KiB
+at a time, see --iops-size); the record says what this machine's
 disk reads free, in random pages a second. Every cold restart goes back inside and is checked;
 the record keeps each engine's device, rules, how the kernel enforced them and the bytes
 and reads it counted over the runs, and every label says so. Needs root, a blkio (v1) or
