@@ -175,7 +175,13 @@ pub fn written_as_it_goes(path: &Path) {
 /// For a command that did not finish: what it kept of its run, said in two
 /// lines, the second the `wrote …` line (empty when nothing is on disk yet).
 pub fn kept_so_far() -> Vec<String> {
-    let kept: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).iter().filter(|p| p.exists()).cloned().collect();
+    let registered: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    // A name claimed and never written (stopped before its first query): its
+    // claim goes, or it would stay beside the results for good.
+    for path in registered.iter().filter(|p| !p.exists()) {
+        let _ = std::fs::remove_file(crate::commands::olap::claim_of(path));
+    }
+    let kept: Vec<PathBuf> = registered.into_iter().filter(|p| p.exists()).collect();
     let Some(record) = kept.first() else { return Vec::new() };
     // One written whole (the error came after it): nothing to go on with.
     if unfinished(record) == Some(false) {

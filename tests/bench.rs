@@ -506,6 +506,8 @@ async fn a_sweep_stopped_in_its_second_point_resumes_keeping_the_first_and_says_
     assert_eq!(stopped["finished"], false);
     let kept = stopped["regime"]["points"].as_array().unwrap().clone();
     assert_eq!(kept.iter().map(|p| p["ratio"].as_f64().unwrap()).collect::<Vec<_>>(), [0.5], "the first point kept, the second not");
+    let (_, shown) = setup.ghbench(&["report", json.to_str().unwrap()]);
+    assert!(shown.contains("UNFINISHED: the bench stopped after size(s) 2 h and 1 point of its sweep (") && shown.contains("(0.5×)"), "the kept point is said: {shown}");
 
     let (ok, said) = setup.ghbench(&[&args[..], &places[..], &["--resume", json.to_str().unwrap()]].concat());
     assert!(!ok, "a bench made in two runs exits 1: {said}");

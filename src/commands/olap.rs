@@ -470,7 +470,7 @@ pub fn output_path(dir: &Path, kind: &str, ext: &str) -> PathBuf {
 }
 
 /// The file that claims `path`'s name until it is first written.
-fn claim_of(path: &Path) -> PathBuf {
+pub fn claim_of(path: &Path) -> PathBuf {
     let mut claim = path.as_os_str().to_owned();
     claim.push(".claim");
     PathBuf::from(claim)

@@ -359,9 +359,15 @@ pub fn partial_lines(record: &BenchRecord) -> Vec<String> {
         let queries: Vec<String> = m.run.queries.iter().map(|q| format!("{} {}", q.query, q.variant)).collect();
         format!(" (of the {} h size it stopped in, {} finished: {}, kept to go on from)", m.hours, queries.len(), queries.join(", "))
     });
+    // A sweep stopped part way: the points it measured are kept too.
+    let points: Vec<String> = record.regime.iter().flat_map(|r| &r.points).map(super::regime::point_heading).collect();
+    let swept = match points.as_slice() {
+        [] => String::new(),
+        points => format!(" and {} of its sweep ({})", ghbench_core::count_of(points.len(), "point"), points.join("; ")),
+    };
     let unfinished = (!record.finished).then(|| match record.sizes.is_empty() {
         true => format!("UNFINISHED: the bench stopped before its first size was measured{stopped_in}"),
-        false => format!("UNFINISHED: the bench stopped after size(s) {sizes}; this record holds those alone{stopped_in}"),
+        false => format!("UNFINISHED: the bench stopped after size(s) {sizes}{swept}; this record holds those alone{stopped_in}"),
     });
     unfinished.into_iter().chain(resumed_line(record)).collect()
 }
