@@ -337,7 +337,8 @@ impl DiskRules {
     }
 }
 
-fn thousands(n: u64) -> String {
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -1101,6 +1102,10 @@ pub struct Disk {
     /// when it could not be (`error`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential_read_bytes_per_second: Option<f64>,
+    /// Bytes per second of each sequential read, in the order made; the
+    /// median is `sequential_read_bytes_per_second`. Empty in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequential_reads: Vec<f64>,
     /// Reads of one 8 KiB page (PostgreSQL's) a second at random places of
     /// the same file, one at a time, the page cache and read-ahead out of the
     /// way: what an index's scattered heap pages cost (Query A's bitmap
@@ -1121,10 +1126,13 @@ impl Disk {
         about.extend(self.rotational.map(|r| if r { "rotational".to_string() } else { "not rotational".to_string() }));
         let device = self.device.clone().unwrap_or_else(|| "an unknown device".into());
         let speed = match (self.sequential_read_bytes_per_second, &self.error) {
-            (Some(rate), _) => match self.random_reads_per_second {
-                Some(iops) => format!("measured {:.0} MB/s sequential read, {iops:.0} random 8 KiB reads/s one at a time", rate / 1e6),
-                None => format!("measured {:.0} MB/s sequential read", rate / 1e6),
-            },
+            (Some(rate), _) => {
+                let sequential = format!("measured {:.0} MB/s sequential read{}", rate / 1e6, self.spread_said());
+                match self.random_reads_per_second {
+                    Some(iops) => format!("{sequential}, {iops:.0} random 8 KiB reads/s one at a time"),
+                    None => sequential,
+                }
+            }
             (None, Some(e)) => format!("read speed not measured: {e}"),
             (None, None) => "read speed not measured".into(),
         };
@@ -1132,7 +1140,26 @@ impl Disk {
         // `;`, not `:`: "rotational: 561 MB/s" read as the speed of being rotational.
         format!("{} on {device}{about}; {speed}", self.folder)
     }
+
+    /// How far apart a speed's reads were, where more than one was made:
+    /// ` (median of 3 reads: 303, 1791, 1770 MB/s; …)`.
+    fn spread_said(&self) -> String {
+        if self.sequential_reads.len() < 2 {
+            return String::new();
+        }
+        let each: Vec<String> = self.sequential_reads.iter().map(|r| format!("{:.0}", r / 1e6)).collect();
+        let (low, high) = self.sequential_reads.iter().fold((f64::MAX, 0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        let why = match high > SPREAD_SAID * low {
+            true => "; reads this far apart say a cache beneath the device, such as a virtual disk's host's: the disk itself is nearer the slowest",
+            false => "",
+        };
+        format!(" (median of {} reads: {} MB/s{why})", each.len(), each.join(", "))
+    }
 }
+
+/// Sequential reads of one probe further apart than this (fastest ÷
+/// slowest) are said to come partly from a cache.
+pub const SPREAD_SAID: f64 = 1.5;
 
 /// Which kernel interface a cgroup is read through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1154,6 +1181,28 @@ mod tests {
         assert_eq!(read(8_000_000), "8 MB/s read");
         assert_eq!(read(4 << 20), "4.2 MB/s read");
         assert_eq!(read(409_600), "410 kB/s read", "100 reads of 4 KiB");
+    }
+
+    #[test]
+    fn a_disk_speed_says_its_reads_and_a_cache_where_they_lie_far_apart() {
+        let disk = |reads: &[f64]| Disk {
+            folder: "data".into(),
+            device: Some("/dev/vda (ext4)".into()),
+            model: None,
+            rotational: Some(true),
+            sequential_read_bytes_per_second: Some(reads[reads.len() / 2]),
+            sequential_reads: reads.to_vec(),
+            random_reads_per_second: Some(9975.0),
+            measured_with: String::new(),
+            error: None,
+        };
+        let far = disk(&[303e6, 1770e6, 1791e6]).said();
+        assert!(far.contains("measured 1770 MB/s sequential read (median of 3 reads: 303, 1770, 1791 MB/s; reads this far apart say a cache beneath the device"), "{far}");
+        assert!(far.ends_with(", 9975 random 8 KiB reads/s one at a time"), "{far}");
+        let near = disk(&[500e6, 520e6, 610e6]).said();
+        assert!(near.contains("(median of 3 reads: 500, 520, 610 MB/s)") && !near.contains("cache"), "{near}");
+        // An older record, one read: no spread to say.
+        assert!(disk(&[561e6]).said().contains("measured 561 MB/s sequential read, "), "{}", disk(&[561e6]).said());
     }
 
     #[test]
