@@ -124,9 +124,10 @@ per second beside the paper's.
 
 --regime 5 --regime-iops free,5000,1000: a disk axis. At every ratio, one point per read
 IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
-and a throttle of that many reads a second (--disk's, if given, with its read IOPS
-replaced: --disk rbps=437MB holds the bandwidth at each), as --disk sets one; a point
-given twice is measured once. The kernel
+and a throttle of that many reads a second, as --disk sets one (--disk rbps=437MB
+holds the bandwidth at each point and for the queries with memory free; --disk riops= is
+refused beside it, as it would hold those queries alone); a point given twice is
+measured once. The kernel
 counts a request as one read whatever its size (here readahead makes a scan's requests
 megabytes large); --iops-size 128KiB caps each throttled point's bandwidth at IOPS x 128
 KiB, as a volume metered per I/O delivers to a kernel reading ahead 128 KiB at a time
@@ -205,8 +206,8 @@ pub struct BenchArgs {
 
     /// With --regime, a disk axis: at every ratio one point per read IOPS
     /// given, `free` for the disk as it is, e.g. free,5000,1000 (the paper's
-    /// two EBS volumes beside this disk); --disk's other limits (rbps) hold at
-    /// each, and its read IOPS are replaced (see below; needs root).
+    /// two EBS volumes beside this disk); --disk's rbps= holds at each, its
+    /// riops= is refused here (see below; needs root).
     #[arg(long, value_delimiter = ',', value_name = "IOPS,...", value_parser = regime::parse_iops)]
     pub regime_iops: Vec<regime::ReadIops>,
 
@@ -275,6 +276,12 @@ impl BenchArgs {
     fn check_disk_axis(&self) -> Result<()> {
         if !self.regime_iops.is_empty() && self.regime.is_empty() {
             bail!("--regime-iops gives the disk points of a --regime sweep: add --regime (e.g. --regime 5), or use --disk for one throttle");
+        }
+        // The memory-free queries run under --disk as given, and each point
+        // replaces its read IOPS: `free` would then read faster than the
+        // baseline it is charted beside.
+        if let (false, Some(read_iops)) = (self.regime_iops.is_empty(), self.timing.disk.as_ref().and_then(|disk| disk.rules.read_iops)) {
+            bail!("--regime-iops sets the read IOPS at each point, so --disk riops={read_iops} would hold only the queries with memory free (and `free` would drop it): leave riops= out of --disk (its rbps= holds at every point), or add {read_iops} to --regime-iops");
         }
         if self.iops_size.is_some() && self.regime_iops.iter().all(|point| point.0.is_none()) {
             bail!("--iops-size caps each throttled --regime-iops point's read bandwidth: add --regime-iops with read IOPS (e.g. --regime 5 --regime-iops free,1000), or give --disk rbps= for one throttle");
@@ -416,6 +423,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     crate::options::check_folder("--quarantine-dir", &args.quarantine_dir, "for quarantined lines")?;
     let largest_size = *sizes.last().expect("at least one size");
     let data = Data::prepare(&args.origin(), first_hour, largest_size, &args.data_dir)?;
+    if let Some(split) = &data.record.split {
+        eprintln!("[bench] data: {}", split.said());
+    }
     // Each table leaves room for the index names made from it; every name is
     // checked before any data is made.
     let tables = sizes.iter().map(|&hours| data.table(&base, hours, &catalog)).collect::<Result<Vec<_>>>()?;
@@ -821,6 +831,10 @@ mod tests {
         let error = bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free", "--iops-size", "128KiB"]).check_disk_axis().unwrap_err().to_string();
         assert!(error.contains("with read IOPS"), "{error}");
         Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap().check_disk_axis().unwrap();
+        // --disk's read IOPS would hold the baseline alone.
+        let error = bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,1000", "--disk", "riops=500,rbps=400MB"]).check_disk_axis().unwrap_err().to_string();
+        assert!(error.contains("riops=500") && error.contains("leave riops= out of --disk"), "{error}");
+        bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,1000", "--disk", "rbps=400MB"]).check_disk_axis().unwrap();
     }
 
     #[test]
