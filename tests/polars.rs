@@ -416,6 +416,20 @@ fn the_same_events_in_one_hour_file_and_in_forty_eight_give_polars_the_same_answ
         assert!(ghbench_with(&[], &query).status.success());
         seen.push((engine(&results(&output), "polars")["data"]["events"].clone(), answers(&output)));
     }
+    // A bench of the split hours says whose events they are, in its record and its words.
+    let (split, output) = (work.path().join("split-48"), work.path().join("bench"));
+    let (data_dir, quarantine) = (work.path().join("bench-data"), work.path().join("q"));
+    let bench = ["bench", "--source", split.to_str().unwrap(), "--hours", "48", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--repeat", "1", "--variant", "corrected"];
+    let places = ["--output", output.to_str().unwrap(), "--data-dir", data_dir.to_str().unwrap(), "--quarantine-dir", quarantine.to_str().unwrap()];
+    let out = ghbench_with(&[], &[&bench[..], &places[..]].concat());
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    let record = results(&output);
+    let of = &record["data"]["split"];
+    assert_eq!((of["hours"].as_u64(), of["events"].as_u64()), (Some(48), seen[1].0.as_u64()), "{of}");
+    assert_eq!(of["sources"][0]["file"].as_str(), real.to_str(), "{of}");
+    let events = seen[1].0.as_u64().unwrap();
+    assert!(said.contains("split into 48 hours by ghbench gen --split") && said.contains(&format!("the {} events of 1 hour file ({})", ghbench_olap::record::thousands(events), real.display())), "{said}");
     let (few, many) = (&seen[0], &seen[1]);
     assert_eq!(few.0, many.0, "the same events");
     assert_eq!(few.1.keys().collect::<Vec<_>>(), ["A-corrected.json", "B-corrected.json", "C-corrected.json", "D-corrected.json"]);

@@ -64,6 +64,45 @@ pub struct DataSource {
     /// hour. A table name too long for the data's tag carries it (`…_d1a2b…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// A `source` folder made by `ghbench gen --split`: the files whose
+    /// events it holds, spread over its hours (from its `split-manifest.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitOf>,
+}
+
+/// The events of `sources` spread over `hours` hour files, byte for byte.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitOf {
+    /// Each source file's name, lines and digest, in the order read.
+    pub sources: Vec<SplitSource>,
+    /// Hour files written, and the events (lines) they hold in all.
+    pub hours: u64,
+    pub events: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SplitSource {
+    pub file: String,
+    pub lines: u64,
+    pub digest: String,
+}
+
+impl SplitOf {
+    /// `the 175,203 events of 7 hour files (2015-01-01-0.json.gz … 2015-01-01-6.json.gz) split into 8,760 hours by ghbench gen --split`.
+    pub fn said(&self) -> String {
+        let files = match &self.sources[..] {
+            [] => String::new(),
+            [one] => format!(" ({})", one.file),
+            [first, .., last] => format!(" ({} … {})", first.file, last.file),
+        };
+        format!(
+            "the {} events of {} hour file{}{files} split into {} hours by ghbench gen --split",
+            crate::run::thousands(self.events),
+            self.sources.len(),
+            if self.sources.len() == 1 { "" } else { "s" },
+            crate::run::thousands(self.hours)
+        )
+    }
 }
 
 /// The benchmark at one size: its own table on every engine.

@@ -81,7 +81,10 @@ pub fn data_line(record: &BenchRecord) -> String {
     let d = &record.data;
     let what = match (d.seed, d.events_per_hour) {
         (Some(seed), Some(n)) => format!("generated hours ({n} events each, seed {seed})"),
-        _ => format!("hours from {}", d.location),
+        _ => match &d.split {
+            Some(split) => format!("hours from {}: {}", d.location, split.said()),
+            None => format!("hours from {}", d.location),
+        },
     };
     let sizes: Vec<String> = record.sizes.iter().map(|s| format!("{} h = {} events", s.hours, s.events().map_or("?".into(), |n| n.to_string()))).collect();
     format!("{what} from {}; sizes: {}", d.first_hour, sizes.join(", "))
@@ -292,7 +295,7 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
             .growth
             .iter()
             .filter(|g| g.query == q.query && g.variant == q.variant)
-            .map(|g| Line { label: g.engine.to_string(), place: place(&g.engine), points: g.points.iter().map(|&(n, s)| (n as f64, s)).collect() })
+            .map(|g| Line { label: g.engine.to_string(), place: place(&g.engine), points: g.points.iter().map(|&(n, s)| (n as f64, s)).collect(), dashed: false })
             .collect();
         let chart = Lines {
             title: format!("Query {} ({}): time against data", q.query, q.variant),
@@ -318,6 +321,7 @@ fn growth_charts(record: &BenchRecord) -> Result<Vec<Chart>, ChartError> {
                 .iter()
                 .filter_map(|s| Some((s.events()? as f64, s.loads.iter().find(|l| l.engine == e.engine)?.events_per_second?)))
                 .collect(),
+            dashed: false,
         })
         .collect();
     // A reused size has no load of this run to time; the ledger's summed

@@ -4,11 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use ghbench_core::{Hour, HourRange, TableName};
 use ghbench_gen::{DefectOptions, Generator, Profile, RunOptions, MANIFEST};
 use ghbench_ingest::{digest, Source};
-use ghbench_olap::bench::DataSource;
+use ghbench_olap::bench::{DataSource, SplitOf, SplitSource};
 use ghbench_olap::Catalog;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -40,6 +40,25 @@ pub struct Data {
     generated: Option<Generation>,
 }
 
+/// What `ghbench gen --split` wrote into `folder`, if it made it: a record
+/// of split hours says whose events they are. A manifest that cannot be read
+/// is refused: the record would say nothing of a split it holds.
+fn split_of(folder: &Path) -> Result<Option<SplitOf>> {
+    let path = folder.join(ghbench_gen::split::SPLIT_MANIFEST);
+    let text = match std::fs::read(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => bail!("reading {}: {e}", path.display()),
+    };
+    let manifest: ghbench_gen::split::SplitManifest =
+        serde_json::from_slice(&text).with_context(|| format!("{}: not a manifest of ghbench gen --split; move it away, or split the hours again", path.display()))?;
+    Ok(Some(SplitOf {
+        sources: manifest.sources.into_iter().map(|s| SplitSource { file: s.file, lines: s.lines, digest: s.digest }).collect(),
+        hours: manifest.hours.len() as u64,
+        events: manifest.lines,
+    }))
+}
+
 /// Generated hours: which, and the folder they are kept in.
 struct Generation {
     seed: u64,
@@ -66,6 +85,10 @@ impl Data {
                 let text = format!("{canonical}\n{first}");
                 let identity = ghbench_core::digest::of_bytes(text.as_bytes());
                 let short = identity[ghbench_core::digest::PREFIX.len()..][..8].to_string();
+                let split = match &source {
+                    Source::Dir(folder) => split_of(folder)?,
+                    Source::Http { .. } => None,
+                };
                 Ok(Data {
                     source,
                     first,
@@ -76,6 +99,7 @@ impl Data {
                         seed: None,
                         events_per_hour: None,
                         identity: Some(identity),
+                        split,
                     },
                     table_tag: format!("_{first_tag}_src{short}"),
                     identity: text,
@@ -99,6 +123,7 @@ impl Data {
                         seed: Some(*seed),
                         events_per_hour: Some(events),
                         identity: Some(ghbench_core::digest::of_bytes(text.as_bytes())),
+                        split: None,
                     },
                     table_tag: format!("_e{events}_s{seed}_{first_tag}"),
                     identity: text,
