@@ -512,6 +512,7 @@ async fn a_sweep_stopped_in_its_second_point_resumes_keeping_the_first_and_says_
     let (ok, said) = setup.ghbench(&[&args[..], &places[..], &["--resume", json.to_str().unwrap()]].concat());
     assert!(!ok, "a bench made in two runs exits 1: {said}");
     assert!(said.contains("0.5×: kept from the record it resumes"), "{said}");
+    assert!(said.contains("1.5×: measured whole, from its first query (a point stopped part way keeps none of its queries)"), "{said}");
     assert!(said.contains("RESUMED: sizes 2 h, the sweep's point under a ") && said.contains("(0.5×)"), "the kept point is named: {said}");
     assert!(said.contains("exit status 1, its results not to be trusted as they stand: its numbers come from more than one run (RESUMED"), "{said}");
     let (_, finished) = bench_record(Path::new(&path("results")));

@@ -313,7 +313,7 @@ fn against_clients(run: &RunRecord, record: &ConcurrencyRecord, what: &str, valu
                 None => left_out.push(((engine, why), vec![p.clients])),
             }
         }
-        lines.push(Line { label: engine.to_string(), place: engine_place(run, engine), points });
+        lines.push(Line { label: engine.to_string(), place: engine_place(run, engine), points, dashed: false });
     }
     let said: Vec<String> = left_out
         .into_iter()

@@ -196,6 +196,7 @@ pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>
                         Some((memory as f64 / MIB, result_for(query, &engine.engine)?.stats?.median))
                     })
                     .collect(),
+                dashed: false,
             })
             .collect();
         let marks = stored(engine).map(|b| Mark { x: b as f64 / MIB, label: format!("its data, {}", said(b)) }).into_iter().collect();
@@ -238,10 +239,11 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
                     p.run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant).and_then(|o| result_for(o, engine))
                 }
                 let hot = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.stats?.median))).collect();
-                lines.push(Line { label: query_label(q), place, points: hot });
+                lines.push(Line { label: query_label(q), place, points: hot, dashed: false });
                 let cold: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.cold_run.as_ref()?.seconds))).collect();
                 if !cold.is_empty() {
-                    lines.push(Line { label: format!("{}, cold", query_label(q)), place: place + first.run.queries.len(), points: cold });
+                    // The same colour as its hot line, dashed.
+                    lines.push(Line { label: format!("{}, cold", query_label(q)), place, points: cold, dashed: true });
                 }
             }
             let marks = free_measured.map(|x| Mark { x, label: format!("free: this disk, {x:.0} random reads/s measured") }).into_iter().collect();

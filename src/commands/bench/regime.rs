@@ -175,6 +175,7 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
     regime.ratios.dedup();
     let say = |line: &str| eprintln!("[regime] {line}");
     let mut under: Option<UnderLimit> = None;
+    let mut first_after_resume = record.resumed.is_some();
     let swept = async {
         let disks = disk_points.throttles(queries.throttle);
         if let Some(regime) = &record.regime {
@@ -189,6 +190,10 @@ pub async fn sweep(record: &mut BenchRecord, ratios: &[f64], disk_points: &DiskP
             if regime.points.iter().any(|p| p.memory_bytes == limit && p.disk == rules) {
                 say(&format!("{ratio}×{throttle}: kept from the record it resumes"));
                 continue;
+            }
+            // Only whole points are written: one this bench stopped in goes again from its first query.
+            if std::mem::take(&mut first_after_resume) {
+                say(&format!("{ratio}×{throttle}: measured whole, from its first query (a point stopped part way keeps none of its queries)"));
             }
             let kept = regime.points.first().map(|p| p.run.context.clone());
             let memory = MemorySize::chosen(limit, format!("--regime {ratio}× (a {} limit)", said(limit)));
