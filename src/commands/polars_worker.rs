@@ -19,9 +19,16 @@ pub struct WorkerArgs {
     pub table: TableName,
 }
 
+/// Generated events the worker warms each query on before its timed runs:
+/// enough that every operator sees rows of every kind (A's IssuesEvents, C's
+/// many actors), few enough to make in a moment.
+const WARM_EVENTS: u64 = 2_000;
+
 /// Answers queries on standard input until it closes.
 pub fn run(args: &WorkerArgs) -> ExitCode {
-    match ghbench_polars::worker::serve(&args.polars_dir, &args.table) {
+    let hour = "2015-01-01T00".parse().expect("an hour");
+    let warm = ghbench_gen::Generator::new(ghbench_gen::Profile::default_profile(), 1).map(|g| g.events(hour, WARM_EVENTS)).unwrap_or_default();
+    match ghbench_polars::worker::serve(&args.polars_dir, &args.table, warm) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: polars worker: {e:#}");

@@ -94,6 +94,25 @@ impl PolarsBackend {
         rows(&result.map_err(|e| self.explain_failure(e.into()))?)
     }
 
+    /// `query` run on `events` (JSON lines) in the table's layout, from a
+    /// Parquet file in memory (the worker's side of [`Worker::warm`]):
+    /// scanned, planned and collected as a timed run is, through the same
+    /// reader, reading nothing from the disk. An empty frame skipped the
+    /// reader and most operators, and one row of nulls most of what real
+    /// rows take (a cold C still paged in 12-15 MB of code with either).
+    pub fn warm_here(&self, query: &QueryFile, events: &[String]) -> anyhow::Result<()> {
+        let files = self.table_files()?;
+        let path = warm_file(events)?;
+        let args = ScanArgsParquet { schema: Some(Arc::new(files.schema.clone())), ..ScanArgsParquet::default() };
+        let scan = LazyFrame::scan_parquet_files(vec![PlRefPath::from(path.as_str())].into(), args)?;
+        let mut context = SQLContext::new();
+        let name = self.table.name();
+        context.register(name.as_str(), scan);
+        let frame = anyhow::Context::with_context(context.execute(&query.for_table(name)), || format!("polars SQL in {}", query.path))?;
+        frame.collect_with_engine(ENGINE)?;
+        Ok(())
+    }
+
     /// Another backend of the same table and limit (a client of its own).
     fn another(&self) -> PolarsBackend {
         let runs_in = match &self.runs_in {
@@ -103,12 +122,16 @@ impl PolarsBackend {
         PolarsBackend { table: self.table.clone(), files: self.files.clone(), limit: self.limit, runs_in }
     }
 
-    /// The worker, started if it is not running (not timed: from `prepare`).
-    async fn ensure_worker(&self) -> anyhow::Result<()> {
+    /// The worker, started if it is not running, and warmed for `query`
+    /// (not timed: from `prepare`).
+    async fn ensure_worker(&self, query: &QueryFile) -> anyhow::Result<()> {
         if let RunsIn::Worker { program, worker } = &self.runs_in {
             let mut slot = worker.lock().await;
             if slot.is_none() {
                 *slot = Some(Worker::start(program, self.table.dir(), self.table.name()).await?);
+            }
+            if let Some(worker) = slot.as_mut() {
+                worker.warm(query).await?;
             }
         }
         Ok(())
@@ -282,7 +305,7 @@ impl Backend for PolarsBackend {
     /// started if the queries run in one.
     async fn prepare(&self, query: &QueryFile) -> BackendResult<Prepared> {
         let frame = self.plan(query).map_err(|e| self.explain_failure(e))?;
-        self.ensure_worker().await?;
+        self.ensure_worker(query).await?;
         Ok(Box::new(Planned { frame, file: query.clone() }))
     }
 
@@ -377,6 +400,33 @@ impl Backend for PolarsBackend {
     async fn clear_caches(&self) -> Vec<String> {
         vec!["polars: nothing to clear: each query reads the Parquet files anew; the OS page cache stays warm".into()]
     }
+}
+
+/// The path of a Parquet file of `events` in the declared layout (as a load
+/// writes them), written once per process into memory (a `memfd`, read
+/// through `/proc/self/fd`): what warming reads must not come through the
+/// disk or its throttle.
+fn warm_file(events: &[String]) -> anyhow::Result<String> {
+    static WARM: std::sync::OnceLock<Result<(std::fs::File, String), String>> = std::sync::OnceLock::new();
+    let made = WARM.get_or_init(|| {
+        use std::os::fd::{AsRawFd as _, FromRawFd as _};
+        // SAFETY: memfd_create(2) with a NUL-terminated name; the descriptor is owned by the File.
+        let fd = unsafe { libc::memfd_create(c"ghbench-polars-warm".as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: a descriptor just made, owned by nothing else.
+        let file = unsafe { std::fs::File::from_raw_fd(fd) };
+        let mut columns = crate::schema::Columns::new(Layout::declared()?);
+        for (line, event) in (1..).zip(events) {
+            columns.push(line, event)?;
+        }
+        let mut frame = columns.take_frame().map_err(|e| e.to_string())?;
+        ParquetWriter::new(&file).finish(&mut frame).map_err(|e| e.to_string())?;
+        let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+        Ok((file, path))
+    });
+    made.as_ref().map(|(_, path)| path.clone()).map_err(|e| anyhow::anyhow!("a Parquet file in memory to warm the worker with: {e}"))
 }
 
 /// A result frame as rows ghbench compares: the key as text, the value as
