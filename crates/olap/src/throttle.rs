@@ -91,16 +91,21 @@ impl BlockDevice {
     /// (a tmpfs, an overlay or a network filesystem has no block device of its own).
     pub fn under(path: &Path) -> Result<BlockDevice, String> {
         use std::os::unix::fs::MetadataExt as _;
-        let dev = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.dev();
-        // glibc's major(3) and minor(3).
-        let major = (((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32;
-        let minor = ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32;
+        let (mut major, mut minor) = device_numbers(fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?.dev());
         if major == 0 {
-            let (fs_type, mounted_at) = mount_of(major, minor).unwrap_or_else(|| ("an unknown filesystem".into(), "?".into()));
-            return Err(format!(
-                "{} is on {fs_type} (mounted at {mounted_at}), which no block device holds: a disk limit throttles the reads of a block device; keep the servers' data on a disk (GHBENCH_HOME on one)",
-                path.display()
-            ));
+            // btrfs (and other filesystems on a device of their own numbering)
+            // reports an anonymous device: its mount's source names the disk.
+            let mount = mount_of(major, minor);
+            match mount.as_ref().and_then(|m| block_source(&m.source)) {
+                Some(numbers) => (major, minor) = numbers,
+                None => {
+                    let (fs_type, mounted_at) = mount.map_or_else(|| ("an unknown filesystem".into(), "?".into()), |m| (m.fs_type, m.mounted_at));
+                    return Err(format!(
+                        "{} is on {fs_type} (mounted at {mounted_at}), which no block device holds: a disk limit throttles the reads of a block device; keep the servers' data on a disk (GHBENCH_HOME on one)",
+                        path.display()
+                    ));
+                }
+            }
         }
         let sys = fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).map_err(|e| format!("{}: the block device {major}:{minor} is not in /sys/dev/block: {e}", path.display()))?;
         // A partition's folder sits in its disk's.
@@ -124,11 +129,32 @@ impl BlockDevice {
     }
 }
 
-/// The filesystem type and mount point of device `major:minor`.
-fn mount_of(major: u32, minor: u32) -> Option<(String, String)> {
+/// A device number's major and minor, as glibc's major(3) and minor(3).
+fn device_numbers(dev: u64) -> (u32, u32) {
+    ((((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff)) as u32, ((dev & 0xff) | ((dev >> 12) & !0xff)) as u32)
+}
+
+/// A mount, from `/proc/self/mountinfo`.
+struct Mount {
+    fs_type: String,
+    mounted_at: String,
+    /// What was mounted: `/dev/sda2`, `tmpfs`, `server:/export`.
+    source: String,
+}
+
+/// The mount of device `major:minor`.
+fn mount_of(major: u32, minor: u32) -> Option<Mount> {
     let infos = procfs::process::Process::myself().ok()?.mountinfo().ok()?;
     let info = infos.into_iter().find(|i| i.majmin == format!("{major}:{minor}"))?;
-    Some((info.fs_type, info.mount_point.display().to_string()))
+    Some(Mount { fs_type: info.fs_type, mounted_at: info.mount_point.display().to_string(), source: info.mount_source.unwrap_or_default() })
+}
+
+/// The device numbers of a mount's source when it is a block device node
+/// (`/dev/sda2`); None for `tmpfs`, `overlay`, a network share.
+fn block_source(source: &str) -> Option<(u32, u32)> {
+    use std::os::unix::fs::{FileTypeExt as _, MetadataExt as _};
+    let node = fs::metadata(source).ok().filter(|m| m.file_type().is_block_device())?;
+    Some(device_numbers(node.rdev()))
 }
 
 /// The cgroup a process's block I/O is throttled and counted in.
@@ -383,6 +409,24 @@ fn set_key(rules: &mut DiskRules, key: &str, value: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The fallback btrfs takes (its files report an anonymous device):
+    /// a mount's source resolved to the device numbers its files report on
+    /// a filesystem that reports its own, here the root's.
+    #[test]
+    fn a_mount_source_resolves_to_its_block_device_and_a_tmpfs_to_none() {
+        use std::os::unix::fs::MetadataExt as _;
+        let infos = procfs::process::Process::myself().unwrap().mountinfo().unwrap();
+        let (major, minor) = device_numbers(fs::metadata("/").unwrap().dev());
+        let root = infos.iter().find(|i| i.mount_point == Path::new("/")).unwrap();
+        match root.mount_source.as_deref().and_then(block_source) {
+            Some(numbers) => assert_eq!(numbers, (major, minor), "{:?}", root.mount_source),
+            // A root on overlay (a container) has no device node to resolve.
+            None => assert_eq!(major, 0, "a root on a block device resolves: {:?}", root.mount_source),
+        }
+        assert_eq!(block_source("tmpfs"), None);
+        assert_eq!(block_source("/dev/null"), None, "a character device is not a disk");
+    }
 
     #[test]
     fn disk_limits_are_read_with_their_units_and_written_for_setup() {
