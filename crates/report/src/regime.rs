@@ -247,6 +247,16 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
                 }
             }
             let marks = free_measured.map(|x| Mark { x, label: format!("free: this disk, {x:.0} random reads/s measured") }).into_iter().collect();
+            // A throttle above what the disk does unthrottled holds nothing back.
+            let loose: Vec<String> = points
+                .iter()
+                .filter_map(|p| p.disk.as_ref()?.read_iops)
+                .filter(|&n| free_measured.is_some_and(|free| n as f64 >= free))
+                .map(|n| format!("{n}"))
+                .collect();
+            let note = (!loose.is_empty()).then(|| {
+                format!("{} read IOPS: not below the free disk's measured rate, so that throttle does not bind random reads", loose.join(" and "))
+            });
             let chart = Lines {
                 title: format!("{}: time against read IOPS at {ratio}× memory", engine.engine),
                 subtitle: format!("{} limit; hot median and cold run per query, the disk throttled to each point's read IOPS", said(first.memory_bytes)),
@@ -254,7 +264,7 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
                 y_label: "seconds".into(),
                 x_ticks: Vec::new(),
                 lines,
-                note: None,
+                note,
                 marks,
             };
             drawn.push(draw_lines(&format!("regime-iops-{}-{ratio}x", engine.engine), chart)?);

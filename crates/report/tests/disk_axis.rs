@@ -1,0 +1,52 @@
+//! The sweep's disk axis charted: per engine, time against read IOPS, the
+//! free disk at its measured random-read rate, and a note where a point's
+//! throttle is no tighter than the free disk (it cannot bind). Read back
+//! from the sample record, its machine given a measured disk.
+
+use ghbench_record::bench::{BenchRecord, DataSource, Regime, RegimePoint, SizeRecord, BENCH_SCHEMA};
+use ghbench_record::run::{Disk, DiskRules, RunRecord};
+use ghbench_report::regime::regime_charts;
+use ghbench_testkit::sample;
+
+/// The sample run on a disk measured at `random` random reads a second.
+fn run_on_disk(random: f64) -> RunRecord {
+    let mut run = sample::record();
+    run.context.machine.disk = Some(Disk {
+        folder: "data".into(),
+        device: Some("/dev/vda (ext4)".into()),
+        model: None,
+        rotational: None,
+        sequential_read_bytes_per_second: Some(5e8),
+        sequential_reads: vec![5e8],
+        random_reads_per_second: Some(random),
+        measured_with: String::new(),
+        error: None,
+    });
+    run
+}
+
+/// At 5×: the disk free, then one point per read IOPS given.
+fn swept(iops: &[u64]) -> BenchRecord {
+    let run = run_on_disk(9975.0);
+    let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None };
+    let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new() };
+    let point = |disk: Option<DiskRules>| RegimePoint { ratio: 5.0, memory_bytes: 1 << 20, disk, run: run.clone() };
+    let points = std::iter::once(point(None)).chain(iops.iter().map(|&n| point(Some(DiskRules { read_iops: Some(n), ..Default::default() })))).collect();
+    let regime = Regime { reference: "postgres".into(), reference_bytes: 5 << 20, ratios: vec![5.0], load_memory: "loaded without a limit".into(), iops_size: None, points };
+    BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
+}
+
+fn iops_chart(record: &BenchRecord) -> String {
+    let charts = regime_charts(record, record.regime.as_ref().unwrap()).unwrap();
+    charts.into_iter().find(|c| c.name.starts_with("regime-iops-postgres")).map(|c| c.svg).expect("a disk chart for postgres")
+}
+
+#[test]
+fn a_throttle_no_tighter_than_the_free_disk_is_said_not_to_bind() {
+    let svg = iops_chart(&swept(&[20_000, 1000]));
+    let note = svg.split("<text").find(|t| t.contains("does not bind")).unwrap_or_else(|| panic!("no note: {svg}"));
+    assert!(note.contains("20000 read IOPS: not below the free disk") && note.contains("so that throttle does not bind random reads"), "{note}");
+    assert!(svg.contains("free: this disk, 9975 random reads/s measured"), "the free disk's mark");
+    let svg = iops_chart(&swept(&[5000, 1000]));
+    assert!(!svg.contains("does not bind"), "every throttle below the free disk's rate binds");
+}
