@@ -101,10 +101,12 @@ async fn under_a_disk_throttle_a_cold_scan_is_slower_the_record_says_so_and_no_r
     assert!(postgres_read >= table, "the cold runs read the table through the throttle: {postgres_read} of {table} bytes");
     // polars' cold runs read its files through the throttle, not the code
     // each query takes (ghbench's own binary, warmed before the timed run):
-    // unwarmed, A-D on the real hour read 47-57 MB, its file 2.4 MB.
+    // unwarmed, C and D each read 14-27 MB on the real hour, its file 2.4 MB.
     let polars_table = engine(&run["context"]["engines"], "polars")["storage"]["table_bytes"].as_u64().unwrap();
-    let polars_read: u64 = run["queries"].as_array().unwrap().iter().map(|q| engine(&q["engines"], "polars")["read"]["kernel"]["counters"]["read_bytes"].as_u64().unwrap()).sum();
-    assert!(polars_read <= 2 * polars_table + (1 << 20), "polars' A-D read {polars_read} bytes through the throttle, its table {polars_table}");
+    for q in run["queries"].as_array().unwrap() {
+        let read = engine(&q["engines"], "polars")["read"]["kernel"]["counters"]["read_bytes"].as_u64().unwrap();
+        assert!(read <= polars_table + (4 << 20), "polars' {} read {read} bytes through the throttle, its whole table {polars_table}", q["query"]);
+    }
     let label = run["context"]["cold"]["label"].as_str().unwrap();
     assert!(label.contains("disk throttled: postgres, polars to 8 MB/s read"), "{label}");
     let actions: Vec<&str> = run["context"]["cold"]["actions"].as_array().unwrap().iter().filter_map(Value::as_str).collect();

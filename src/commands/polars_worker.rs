@@ -20,9 +20,10 @@ pub struct WorkerArgs {
 }
 
 /// Generated events the worker warms each query on before its timed runs:
-/// enough that every operator sees rows of every kind (A's IssuesEvents, C's
-/// many actors), few enough to make in a moment.
-const WARM_EVENTS: u64 = 2_000;
+/// enough that every operator sees rows (a dozen of A's IssuesEvents), few
+/// enough to take no room under a memory limit (two workers of a 100 MiB
+/// limit were OOM-killed warming on 2,000).
+const WARM_EVENTS: u64 = 300;
 
 /// Answers queries on standard input until it closes.
 pub fn run(args: &WorkerArgs) -> ExitCode {

@@ -157,7 +157,17 @@ pub fn serve(dir: &Path, table: &TableName, warm: Vec<String>) -> anyhow::Result
         let request: Request = serde_json::from_str(&line?)?;
         let query = QueryFile { path: request.path, text: request.text };
         let ran = match request.warm {
-            true => backend.warm_here(&query, &warm).map(|()| Vec::new()),
+            true => {
+                let warmed = backend.warm_here(&query, &warm).map(|()| Vec::new());
+                // What warming allocated goes back to the system, not kept
+                // by malloc under the worker's memory limit.
+                // SAFETY: glibc's malloc_trim(3), no pointers involved.
+                #[cfg(target_env = "gnu")]
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+                warmed
+            }
             false => backend.run_here(&query),
         };
         let reply = match ran {
