@@ -158,6 +158,63 @@ fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_k
     assert!(text(&out).contains("cannot reach postgres"), "{}", text(&out));
 }
 
+/// kill -9 while the load merges its 48 hours into a segment (its temporary
+/// file being written): the rerun stores every hour exactly once, nothing
+/// half-written left, and its next load merges them.
+#[test]
+fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
+    let Some(real) = real_hour() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let split = work.path().join("split");
+    // The real hour, three times over as 48 hours (23,106 events): merging
+    // them takes long enough to be caught at it.
+    let sources: Vec<PathBuf> = (0..3).map(|n| {
+        let copy = work.path().join(format!("copies/2015-01-0{}-0.json.gz", n + 1));
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&real, &copy).unwrap();
+        copy
+    }).collect();
+    let mut gen = vec!["gen", "--split"];
+    gen.extend(sources.iter().map(|p| p.to_str().unwrap()));
+    gen.extend(["--data-dir", split.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "48"]);
+    assert!(ghbench_with(&[], &gen).status.success());
+    let data = work.path().join("polars");
+    let table_dir = data.join("github2015");
+    let quarantine = work.path().join("q");
+    let args = [
+        "ingest", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--source", split.to_str().unwrap(),
+        "--from", "2015-01-01T00", "--hours", "48", "--quarantine-dir", quarantine.to_str().unwrap(),
+    ];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench")).args(args).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let started = Instant::now();
+    let merging = |names: &[String]| names.iter().any(|f| f.contains("--") && f.ends_with(".parquet.tmp"));
+    while !table_dir.is_dir() || !merging(&files(&table_dir)) {
+        assert!(started.elapsed() < Duration::from_secs(300), "the merge never began: {:?}", files(&table_dir));
+        assert!(child.try_wait().unwrap().is_none(), "the load ended before it could be killed mid-merge: {:?}", files(&table_dir));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let hour_files = files(&table_dir).iter().filter(|f| f.ends_with(".parquet") && !f.contains("--")).count();
+    assert_eq!(hour_files, 48, "killed mid-merge: the hours as loaded: {:?}", files(&table_dir));
+
+    let out = ghbench_with(&[], &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("0 loaded, 48 skipped (already loaded)"), "{}", text(&out));
+    assert!(!files(&table_dir).iter().any(|f| f.ends_with(".tmp")), "nothing half-written is left: {:?}", files(&table_dir));
+    let output = work.path().join("results");
+    let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--output", output.to_str().unwrap()];
+    assert!(ghbench_with(&[], &query).status.success());
+    assert_eq!(engine(&results(&output), "polars")["data"]["events"].as_u64(), Some(3 * 7702), "every event once");
+    // The next load that stores an hour merges all 49.
+    std::fs::copy(&real, split.join("2015-01-03-0.json.gz")).unwrap();
+    let more = ["ingest", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--source", split.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "49", "--quarantine-dir", quarantine.to_str().unwrap()];
+    let out = ghbench_with(&[], &more);
+    assert!(out.status.success() && text(&out).contains("merged 49 files into 1 segment of 49 hours"), "{}", text(&out));
+    let names = files(&table_dir);
+    assert_eq!(names.iter().filter(|f| f.ends_with(".parquet")).count(), 1, "{names:?}");
+}
+
 #[test]
 fn a_killed_polars_load_leaves_no_partial_hour_and_the_rerun_stores_each_hour_once() {
     let Some(real) = real_hour() else { return };
@@ -380,7 +437,8 @@ fn answers(output: &Path) -> std::collections::BTreeMap<String, Value> {
 }
 
 /// The real hour's events split (`gen --split`) into one hour file and into
-/// 48: polars holds them in as many files and answers A–D the same.
+/// 48: polars merges the 48 into one segment once loaded and answers A–D
+/// the same; `--reload` of one hour of the segment changes no answer.
 #[test]
 fn the_same_events_in_one_hour_file_and_in_forty_eight_give_polars_the_same_answers() {
     let Some(real) = real_hour() else { return };
@@ -407,8 +465,9 @@ fn the_same_events_in_one_hour_file_and_in_forty_eight_give_polars_the_same_answ
         ingest.extend(hour_range);
         ingest.extend(common);
         assert!(ghbench_with(&[], &ingest).status.success());
+        // 48 hours are merged into one segment once loaded: one file to read either way.
         let stored = files(&data.join(&table)).into_iter().filter(|f| f.ends_with(".parquet")).count();
-        assert_eq!(stored, hours, "a file per hour");
+        assert_eq!(stored, 1, "one file for {hours} hours: {:?}", files(&data.join(&table)));
 
         let output = work.path().join(format!("results-{hours}"));
         let mut query = vec!["query", "--all", "--variant", "corrected", "--repeat", "1", "--output", output.to_str().unwrap()];
@@ -434,4 +493,20 @@ fn the_same_events_in_one_hour_file_and_in_forty_eight_give_polars_the_same_answ
     assert_eq!(few.0, many.0, "the same events");
     assert_eq!(few.1.keys().collect::<Vec<_>>(), ["A-corrected.json", "B-corrected.json", "C-corrected.json", "D-corrected.json"]);
     assert_eq!(few.1, many.1, "the same answers");
+
+    // One hour of the segment loaded again: taken out of it, loaded as a file
+    // of its own, every other hour as it was: the same answers again.
+    let common = ["--engines", "polars", "--table", "hours_48", "--polars-dir", data.to_str().unwrap()];
+    let quarantine = work.path().join("q");
+    let reload = ["ingest", "--source", split.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "48", "--reload", "2015-01-01T05", "--quarantine-dir", quarantine.to_str().unwrap()];
+    let out = ghbench_with(&[], &[&reload[..], &common[..]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let names = files(&data.join("hours_48"));
+    assert_eq!(names.iter().filter(|f| f.ends_with(".parquet")).count(), 2, "the segment without the hour, and the hour: {names:?}");
+    assert!(names.contains(&"2015-01-01-5.parquet".to_string()) && names.iter().any(|f| f.ends_with(".g2.segment.json")), "{names:?}");
+    let output = work.path().join("results-reloaded");
+    let query = ["query", "--all", "--variant", "corrected", "--repeat", "1", "--output", output.to_str().unwrap()];
+    assert!(ghbench_with(&[], &[&query[..], &common[..]].concat()).status.success());
+    assert_eq!(engine(&results(&output), "polars")["data"]["events"], many.0, "every event once");
+    assert_eq!(answers(&output), many.1, "the same answers after the reload");
 }

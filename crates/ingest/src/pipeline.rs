@@ -351,7 +351,7 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
             match upkeep {
                 Ok(done) => summary.totals.engines.entry(slot.engine.clone()).or_default().upkeep = done,
                 Err(e) => summary.warnings.push(format!(
-                    "{}: the work after loading (statistics for the planner) failed: {}; the next ingest that loads an hour does it again",
+                    "{}: the work after loading (statistics for the planner; polars: merging hour files) failed: {}; the next ingest that loads an hour does it again",
                     slot.engine,
                     e.detail()
                 )),

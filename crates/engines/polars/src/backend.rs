@@ -51,6 +51,8 @@ enum RunsIn {
 pub struct TableFiles {
     paths: Vec<PlRefPath>,
     schema: Schema,
+    /// The readers' lock, shared, for as long as these paths are read.
+    _readers: std::fs::File,
 }
 
 impl TableFiles {
@@ -182,14 +184,16 @@ impl PolarsBackend {
         if let Some(known) = files.as_ref() {
             return Ok(known.clone());
         }
+        // Held while the files are: no compaction replaces them meanwhile.
+        let readers = self.table.read_shared()?;
         let ledger = self.table.ledger()?;
         let layout = self.layout(&ledger)?;
-        let hour_files = self.table.hour_files()?;
+        let live = self.table.live_files()?;
         if let Some(damage) = self.find_damage(&ledger, Check::Size)? {
             return Err(damaged(&damage));
         }
-        let paths = hour_files.values().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
-        let known = Arc::new(TableFiles { paths, schema: layout.schema() });
+        let paths = live.iter().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
+        let known = Arc::new(TableFiles { paths, schema: layout.schema(), _readers: readers });
         *files = Some(known.clone());
         Ok(known)
     }
@@ -226,12 +230,7 @@ impl PolarsBackend {
 
     /// The first hour of the table's `ledger` whose file is not the one its entry recorded.
     fn find_damage(&self, ledger: &BTreeMap<String, HourEntry>, check: Check) -> anyhow::Result<Option<Damage>> {
-        for (stem, entry) in ledger {
-            if let Some(damage) = self.table.check(stem, entry, check)? {
-                return Ok(Some(damage));
-            }
-        }
-        Ok(None)
+        Ok(self.table.damages(ledger, |_| check)?.into_values().flatten().next())
     }
 
     /// A query's failure, with the damaged file behind it named when there is
@@ -293,7 +292,7 @@ impl Backend for PolarsBackend {
             return Err(damaged(&damage));
         }
         let mut rows = 0;
-        for path in self.table.hour_files()?.values() {
+        for path in &self.table.live_files()? {
             let file = anyhow::Context::with_context(File::open(path), || format!("opening {}", path.display()))?;
             let count = ParquetReader::new(file).num_rows();
             rows += anyhow::Context::with_context(count, || format!("reading {}", path.display()))? as u64;

@@ -9,11 +9,15 @@
 //!   the columns built from documents;
 //! - [`store`]: a table's folder: hour files written atomically, the ledger
 //!   they make, the lock file;
+//! - [`segment`] and [`compact`]: hours merged into segments after a load, so
+//!   a year of hours is a few files to a query;
 //! - [`sink`]: loading, an hour at a time;
 //! - [`backend`]: describing, sizes, and running the SQL files.
 
 pub mod backend;
+pub mod compact;
 pub mod schema;
+pub mod segment;
 pub mod sink;
 pub mod store;
 pub mod worker;

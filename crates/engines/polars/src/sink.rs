@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use ghbench_core::ServerInfo;
 use ghbench_engine::load::digest::{HashingWriter, WrittenDigest};
 use ghbench_engine::load::lock::{Lost, TableLock};
-use ghbench_engine::load::{check_stored, EngineBatch, EngineSink, Free, HourRecord, Room, SinkError, StoredCheck, StoredHour};
+use ghbench_engine::load::{check_stored, EngineBatch, EngineSink, Free, HourRecord, Room, SinkError, StoredCheck, StoredHour, Upkeep};
 use polars::prelude::*;
 
 use crate::schema::{Columns, Layout};
@@ -206,6 +206,21 @@ impl EngineSink for PolarsSink {
             let _ = std::fs::remove_file(&hour.path);
         }
     }
+
+    /// Merges the loaded hours into segments ([`crate::compact`]): a year of
+    /// hour files is a few files to a query.
+    async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
+        let table = self.table.clone();
+        let started = std::time::Instant::now();
+        let compacted = tokio::task::spawn_blocking(move || crate::compact::compact(&table, crate::compact::TARGET_ROWS, crate::compact::MIN_UNITS))
+            .await
+            .map_err(|e| SinkError::Other(format!("compacting: {e}")))?
+            .map_err(Self::io)?;
+        if compacted == crate::compact::Compacted::default() {
+            return Ok(None);
+        }
+        Ok(Some(Upkeep { step: compacted.said(), seconds: started.elapsed().as_secs_f64() }))
+    }
 }
 
 impl PolarsSink {
@@ -251,6 +266,7 @@ impl PolarsSink {
             parquet_bytes: Some(bytes),
             parquet_digest: Some(digest),
             layout: Some(layout.signature()),
+            stored_in: None,
         };
         if replacing {
             self.table.remove_data(&record.hour).map_err(Self::io)?;
@@ -270,9 +286,10 @@ fn declared_layout() -> Result<&'static Layout, SinkError> {
 /// `prepare` refuses it.)
 fn stored_hours(table: &TableDir, check: &StoredCheck) -> std::io::Result<BTreeMap<String, StoredHour>> {
     let mut stored = BTreeMap::new();
-    for (stem, entry) in table.ledger()? {
-        let depth = if check.covers(&stem) { Check::Checksum } else { Check::Size };
-        let damage = table.check(&stem, &entry, depth)?;
+    let ledger = table.ledger()?;
+    let mut damages = table.damages(&ledger, |stem| if check.covers(stem) { Check::Checksum } else { Check::Size })?;
+    for (stem, entry) in ledger {
+        let damage = damages.remove(&stem).flatten();
         let note = entry.parquet_digest.is_none().then(|| {
             "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
         });

@@ -22,7 +22,9 @@ use ghbench_core::{Hour, TableName};
 use ghbench_engine::load::HourRecord;
 use serde::{Deserialize, Serialize};
 
-const DATA: &str = ".parquet";
+use crate::segment::{hour_order, Listing};
+
+pub(crate) const DATA: &str = ".parquet";
 const ENTRY: &str = ".ledger.json";
 /// Every temporary name ends so (`<hour>.parquet.tmp`, `<hour>.ledger.json.tmp`).
 const TEMPORARY: &str = ".tmp";
@@ -49,6 +51,19 @@ pub struct HourEntry {
     /// whose files keep them in struct columns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<String>,
+    /// The segment the hour's rows are in, when not in a file of their own
+    /// (set by [`TableDir::ledger`], never written).
+    #[serde(skip)]
+    pub stored_in: Option<StoredIn>,
+}
+
+/// A segment holding an hour: its data file and what its manifest recorded of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredIn {
+    pub segment: String,
+    pub data: PathBuf,
+    pub bytes: u64,
+    pub digest: String,
 }
 
 impl HourEntry {
@@ -157,11 +172,41 @@ impl TableDir {
         self.root.join(format!("{}.lock", self.table))
     }
 
+    /// Held shared by every query run on the table, exclusive by whatever
+    /// removes or replaces its files (a compaction, a reload of an hour in
+    /// a segment): a query never finds a file gone that it listed.
+    fn readers_lock_path(&self) -> PathBuf {
+        self.root.join(format!("{}.readers.lock", self.table))
+    }
+
+    fn open_readers_lock(&self) -> io::Result<File> {
+        let path = self.readers_lock_path();
+        fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(|e| annotate(e, "opening", &path))
+    }
+
+    /// The readers' lock, shared: held while the file is open. Waits while a
+    /// compaction or a reload replaces files (seconds).
+    pub fn read_shared(&self) -> io::Result<File> {
+        let file = self.open_readers_lock()?;
+        file.lock_shared().map_err(|e| annotate(e, "locking", &self.readers_lock_path()))?;
+        Ok(file)
+    }
+
+    /// The readers' lock, exclusive, if no query run holds it.
+    pub fn try_exclusive(&self) -> io::Result<Option<File>> {
+        let file = self.open_readers_lock()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(e)) => Err(annotate(e, "locking", &self.readers_lock_path())),
+        }
+    }
+
     pub fn data_path(&self, stem: &str) -> PathBuf {
         self.path().join(format!("{stem}{DATA}"))
     }
 
-    fn entry_path(&self, stem: &str) -> PathBuf {
+    pub(crate) fn entry_path(&self, stem: &str) -> PathBuf {
         self.path().join(format!("{stem}{ENTRY}"))
     }
 
@@ -185,6 +230,8 @@ impl TableDir {
 
     /// Removes what interrupted hours left: temporary files, and entries
     /// whose data file never got its name. Only with the table's lock held.
+    /// Also removes the manifests of segments never committed, and, when no
+    /// query run reads the table, what compactions replaced.
     pub fn clean(&self) -> io::Result<Vec<PathBuf>> {
         let mut removed = Vec::new();
         for (name, path) in self.files()? {
@@ -194,7 +241,34 @@ impl TableDir {
                 removed.push(path);
             }
         }
+        let listing = self.listing()?;
+        let replaced = match self.try_exclusive()? {
+            Some(_readers) => listing.superseded,
+            None => Vec::new(),
+        };
+        for path in listing.unfinished.into_iter().chain(replaced) {
+            remove_file(&path)?;
+            removed.push(path);
+        }
+        if !removed.is_empty() {
+            self.sync_folder()?;
+        }
         Ok(removed)
+    }
+
+    /// What the folder holds: live segments, loose hours, and what is not read.
+    pub fn listing(&self) -> io::Result<Listing> {
+        let hour_stem = |name: &str| name.strip_suffix(DATA).filter(|stem| stem.parse::<Hour>().is_ok()).map(str::to_string);
+        Listing::of(&self.files()?, hour_stem, |stem| format!("{stem}{ENTRY}"))
+    }
+
+    /// The files a query reads: every live segment and loose hour, in hour order.
+    pub fn live_files(&self) -> io::Result<Vec<PathBuf>> {
+        let listing = self.listing()?;
+        let mut files: Vec<((bool, Option<Hour>, String), PathBuf)> = listing.loose.iter().map(|stem| (hour_order(stem), self.data_path(stem))).collect();
+        files.extend(listing.segments.iter().filter_map(|s| Some((hour_order(&s.manifest.hours.first()?.stem), s.data.clone()))));
+        files.sort();
+        Ok(files.into_iter().map(|(_, path)| path).collect())
     }
 
     /// The file names and paths in the table's folder (none if it does not exist).
@@ -230,11 +304,20 @@ impl TableDir {
     /// The ledger: every loaded hour's entry. A data file whose entry cannot
     /// be read is an error naming it and what to do, never a silent gap (nor
     /// an hour counted as loaded).
+    /// Hours in segments carry where (`stored_in`).
     pub fn ledger(&self) -> io::Result<BTreeMap<String, HourEntry>> {
+        let listing = self.listing()?;
         let mut ledger = BTreeMap::new();
-        for stem in self.hour_files()?.into_keys() {
-            if let Some(entry) = self.entry(&stem)? {
+        for stem in listing.loose {
+            if let Some(entry) = self.own_entry(&stem)? {
                 ledger.insert(stem, entry);
+            }
+        }
+        for segment in listing.segments {
+            let m = &segment.manifest;
+            for hour in &m.hours {
+                let stored_in = StoredIn { segment: m.name.clone(), data: segment.data.clone(), bytes: m.bytes, digest: m.digest.clone() };
+                ledger.insert(hour.stem.clone(), HourEntry { stored_in: Some(stored_in), ..hour.entry.clone() });
             }
         }
         Ok(ledger)
@@ -242,6 +325,11 @@ impl TableDir {
 
     /// The hour's entry, if the hour is loaded.
     pub fn entry(&self, stem: &str) -> io::Result<Option<HourEntry>> {
+        Ok(self.ledger()?.remove(stem))
+    }
+
+    /// The entry of an hour stored in a file of its own, if it is.
+    fn own_entry(&self, stem: &str) -> io::Result<Option<HourEntry>> {
         if !self.data_path(stem).exists() {
             return Ok(None);
         }
@@ -264,6 +352,9 @@ impl TableDir {
     /// None when it is (or the entry predates sizes and checksums, see
     /// [`HourEntry::parquet_bytes`]).
     pub fn check(&self, stem: &str, entry: &HourEntry, check: Check) -> io::Result<Option<Damage>> {
+        if let Some(stored_in) = &entry.stored_in {
+            return self.check_segment(stem, stored_in, check);
+        }
         let path = self.data_path(stem);
         let Some(expected) = entry.parquet_bytes else { return Ok(None) };
         let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what }));
@@ -283,6 +374,61 @@ impl TableDir {
         Ok(None)
     }
 
+    /// [`TableDir::check`] of an hour in a segment: the segment's file
+    /// against its manifest (each hour of a damaged segment is damaged).
+    fn check_segment(&self, stem: &str, stored_in: &StoredIn, check: Check) -> io::Result<Option<Damage>> {
+        let path = &stored_in.data;
+        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what: format!("(segment {}) {what}", stored_in.segment) }));
+        let size = fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
+        if size != stored_in.bytes {
+            return damage(format!("is {size} bytes where its manifest recorded {}", stored_in.bytes));
+        }
+        if check == Check::Checksum {
+            let (_, digest) = ghbench_engine::load::digest::of_file(path).map_err(|e| annotate(e, "reading", path))?;
+            if digest != stored_in.digest {
+                return damage(format!(
+                    "has another checksum ({}) than its manifest recorded ({})",
+                    ghbench_engine::load::digest::short(&digest),
+                    ghbench_engine::load::digest::short(&stored_in.digest)
+                ));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Each hour of `ledger` checked (`depth` says how closely), a segment
+    /// read once however many of its hours are checked by checksum.
+    pub fn damages(&self, ledger: &BTreeMap<String, HourEntry>, depth: impl Fn(&str) -> Check) -> io::Result<BTreeMap<String, Option<Damage>>> {
+        // A segment is checked as closely as the most closely checked of its
+        // hours, and its damage is every one of its hours': all of them are
+        // then loaded again, none left out of a segment rewritten without them.
+        let mut deepest: BTreeMap<&str, Check> = BTreeMap::new();
+        for (stem, entry) in ledger {
+            if let Some(stored_in) = &entry.stored_in {
+                let check = deepest.entry(stored_in.segment.as_str()).or_insert(Check::Size);
+                if depth(stem) == Check::Checksum {
+                    *check = Check::Checksum;
+                }
+            }
+        }
+        let mut segments: BTreeMap<&str, Option<Damage>> = BTreeMap::new();
+        let mut found = BTreeMap::new();
+        for (stem, entry) in ledger {
+            let damage = match &entry.stored_in {
+                Some(stored_in) => {
+                    let segment = stored_in.segment.as_str();
+                    if !segments.contains_key(segment) {
+                        segments.insert(segment, self.check(stem, entry, deepest[segment])?);
+                    }
+                    segments[segment].clone().map(|d| Damage { stem: stem.clone(), ..d })
+                }
+                None => self.check(stem, entry, depth(stem))?,
+            };
+            found.insert(stem.clone(), damage);
+        }
+        Ok(found)
+    }
+
     /// Hours of `ledger` (this table's, as [`TableDir::ledger`] read it) whose
     /// entries record another layout than `signature` (or none).
     pub fn other_layout(&self, ledger: &BTreeMap<String, HourEntry>, signature: &str) -> Option<OtherLayout> {
@@ -298,7 +444,12 @@ impl TableDir {
     /// Removes a committed hour's data file, so that its replacement is
     /// committed in its place (its entry, left alone, is then an orphan that
     /// [`TableDir::clean`] removes should the replacement not be committed).
+    /// An hour in a segment is taken out of it: the segment rewritten
+    /// without its rows (see [`crate::compact::take_out`]).
     pub fn remove_data(&self, stem: &str) -> io::Result<()> {
+        if self.listing()?.segment_of(stem).is_some() {
+            return crate::compact::take_out(self, stem);
+        }
         let path = self.data_path(stem);
         match fs::remove_file(&path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", &path)),
@@ -327,14 +478,14 @@ impl TableDir {
         self.sync_folder()
     }
 
-    fn sync_folder(&self) -> io::Result<()> {
+    pub(crate) fn sync_folder(&self) -> io::Result<()> {
         File::open(self.path()).and_then(|dir| dir.sync_all()).map_err(|e| annotate(e, "syncing", &self.path()))
     }
 
-    /// Total bytes of the loaded hours' data files.
+    /// Total bytes of the files a query reads.
     pub fn data_bytes(&self) -> io::Result<u64> {
         let mut bytes = 0;
-        for path in self.hour_files()?.values() {
+        for path in &self.live_files()? {
             bytes += fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
         }
         Ok(bytes)
@@ -349,7 +500,15 @@ fn remove_all(path: &Path) -> io::Result<()> {
     }
 }
 
-fn rename(from: &Path, to: &Path) -> io::Result<()> {
+/// Removes a file, if it exists.
+pub(crate) fn remove_file(path: &Path) -> io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(annotate(e, "removing", path)),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
     fs::rename(from, to).map_err(|e| io::Error::new(e.kind(), format!("renaming {} to {}: {e}", from.display(), to.display())))
 }
 
@@ -375,7 +534,7 @@ mod tests {
             retries: 0,
             clock: Default::default(),
         };
-        HourEntry { record, seconds: 0.5, finished_at: None, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()) }
+        HourEntry { record, seconds: 0.5, finished_at: None, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()), stored_in: None }
     }
 
     #[test]
