@@ -33,11 +33,13 @@ fn main() {
     let repeat: usize = std::env::var("GHBENCH_HOURS_REPEAT").ok().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
     let cold = can_drop_caches();
     let catalog = Catalog::embedded().expect("the embedded query catalog");
-    println!("{:>7} {:>6} | {:>24} | {}", "files", "query", "ghbench's part s hot/cold", "polars' part s hot/cold");
+    println!("{:>11} {:>6} | {:>24} | {}", "hours/files", "query", "ghbench's part s hot/cold", "polars' part s hot/cold");
     for path in tables.split(',').map(Path::new) {
         let (dir, table) = (path.parent().expect("DIR/TABLE"), path.file_name().and_then(|n| n.to_str()).expect("DIR/TABLE"));
         let table: TableName = table.parse().expect("a table name");
-        let files = ghbench_polars::store::TableDir::new(dir, &table).hour_files().expect("the table's files").len();
+        // The files a query reads: the hours' own, or the segments they were merged into.
+        let store = ghbench_polars::store::TableDir::new(dir, &table);
+        let files = format!("{}h/{}f", store.ledger().expect("the table's ledger").len(), store.live_files().expect("the table's files").len());
         let bookkeeping_hot = median((0..=repeat).map(|_| bookkeeping(dir, &table)).skip(1).collect());
         let bookkeeping_cold = cold.then(|| {
             drop_caches();
@@ -59,7 +61,7 @@ fn main() {
             });
             let polars_hot = median((0..=repeat).map(|_| run()).skip(1).collect());
             println!(
-                "{files:>7} {:>6} | {:>11.4} / {:<10} | {:>8.4} / {}",
+                "{files:>11} {:>6} | {:>11.4} / {:<10} | {:>8.4} / {}",
                 format!("{query} corr"),
                 bookkeeping_hot,
                 said(bookkeeping_cold),

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What a file per hour costs polars (issue 52): the same events in 7, 876 and
-# 8,760 hour files (GHBENCH_HOURS_SPLITS), hot and cold, split in two:
+# 8,760 hour files (GHBENCH_HOURS_SPLITS), each loaded (and so merged into
+# segments where 24 hours or more: the bench's own output says how many files
+# each table holds), hot and cold, split in two:
 #   1. `ghbench gen`: HOURS hours of EVENTS events (default 7 x 25,000 = 175,000);
 #   2. `ghbench gen --split`: those very events as each number of hour files,
 #      from 2015-01-01T00 (8,760: the year 2015), each loaded into a polars table;
@@ -48,7 +50,7 @@ def times(n):
         out[q["query"]] = (cold, r["stats"]["median"])
     return record["context"]["started_at"], out
 fewest = times(splits[0])[1]
-print(f"{'files':>7} {'query':>5} {'cold s':>9} {'÷ ' + splits[0]:>7} {'hot s':>9} {'÷ ' + splits[0]:>7}")
+print(f"{'hours':>7} {'query':>5} {'cold s':>9} {'÷ ' + splits[0]:>7} {'hot s':>9} {'÷ ' + splits[0]:>7}")
 for n in splits:
     _, got = times(n)
     for query, (cold, hot) in sorted(got.items()):

@@ -166,9 +166,9 @@ fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
     let Some(real) = real_hour() else { return };
     let work = tempfile::tempdir().unwrap();
     let split = work.path().join("split");
-    // The real hour, three times over as 48 hours (23,106 events): merging
-    // them takes long enough to be caught at it.
-    let sources: Vec<PathBuf> = (0..3).map(|n| {
+    // The real hour, six times over as 48 hours (46,212 events): merging
+    // them takes long enough (seconds) to be caught at it.
+    let sources: Vec<PathBuf> = (0..6).map(|n| {
         let copy = work.path().join(format!("copies/2015-01-0{}-0.json.gz", n + 1));
         std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
         std::fs::copy(&real, &copy).unwrap();
@@ -205,7 +205,7 @@ fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
     let output = work.path().join("results");
     let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--output", output.to_str().unwrap()];
     assert!(ghbench_with(&[], &query).status.success());
-    assert_eq!(engine(&results(&output), "polars")["data"]["events"].as_u64(), Some(3 * 7702), "every event once");
+    assert_eq!(engine(&results(&output), "polars")["data"]["events"].as_u64(), Some(6 * 7702), "every event once");
     // The next load that stores an hour merges all 49.
     std::fs::copy(&real, split.join("2015-01-03-0.json.gz")).unwrap();
     let more = ["ingest", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--source", split.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "49", "--quarantine-dir", quarantine.to_str().unwrap()];

@@ -1,6 +1,6 @@
 //! Writing segments ([`crate::segment`]): merging a table's loose hours and
-//! small segments after a load ([`compact`]), and taking an hour out of its
-//! segment before it is loaded again ([`take_out`]).
+//! small segments after a load ([`compact`]), and taking hours out of their
+//! segments before they are loaded again ([`remove_hours`]).
 //!
 //! Both write the new segment whole under a temporary name (rows copied a
 //! row group at a time, so a segment of millions of rows never sits in
@@ -9,8 +9,10 @@
 //! leaves either the old files (the new one's temporary file or unfinished
 //! manifest is removed by the next load) or the new segment with files it
 //! replaced beside it, never read again and removed then: every hour
-//! stays stored exactly once. Both hold the readers' lock exclusively, so
-//! no query run ever finds a file gone that it listed.
+//! stays stored exactly once. Files are removed only with the readers' lock
+//! held exclusively, so no query run ever finds a file gone that it listed;
+//! a compaction commits without it (a query run that listed the old files
+//! reads them to its end), taking hours out needs it throughout.
 
 use std::fs::File;
 use std::io::{self, Write as _};
@@ -20,7 +22,7 @@ use ghbench_engine::load::digest::HashingWriter;
 use polars::prelude::*;
 
 use crate::segment::{plan, Listing, Manifest, SegmentHour, Unit};
-use crate::store::{annotate, remove_file, rename, TableDir};
+use crate::store::{annotate, remove_file, rename, Check, TableDir};
 
 /// Rows a segment is merged up to: about a day of the paper's year (24,000
 /// events an hour), few enough files for a year that opening them costs a
@@ -66,36 +68,46 @@ impl Compacted {
     }
 }
 
-/// Merges the table's loose hours and small segments ([`plan`]'s groups),
-/// unless a query run reads the table: then nothing is rewritten, and the
-/// next load compacts. Only with the table's load lock held.
+/// Merges the table's loose hours and small segments ([`plan`]'s groups).
+/// Each new segment is committed whether or not a query run reads the
+/// table (a run that listed the old files goes on reading them: nothing is
+/// removed under it); what it replaces is removed once no query run holds
+/// the readers' lock, else by the next load. A unit whose file is not the one
+/// its ledger or manifest recorded is left out of the merge, so that no
+/// damage is copied into a segment under a fresh digest. Only with the
+/// table's load lock held.
 pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Result<Compacted> {
     let listing = table.listing()?;
     let ledger = table.ledger()?;
-    let mut units: Vec<Unit> = listing.loose.iter().map(|stem| Unit::Hour { stem: stem.clone(), rows: ledger.get(stem).map_or(0, |e| e.events()) }).collect();
-    units.extend(listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() }));
-    let groups = plan(units, target_rows, min_units);
-    let mut done = Compacted::default();
-    if groups.is_empty() {
-        return Ok(done);
+    let whole = |stem: &str| ledger.get(stem).is_some_and(|entry| matches!(table.check(stem, entry, Check::Checksum), Ok(None)));
+    let mut units: Vec<Unit> = Vec::new();
+    for stem in &listing.loose {
+        units.push(Unit::Hour { stem: stem.clone(), rows: rows_in(&table.data_path(stem))? });
     }
-    let Some(_readers) = table.try_exclusive()? else {
-        done.held_off = Some("a query run is reading the table; the next load compacts it".into());
-        return Ok(done);
-    };
-    for group in groups {
+    units.extend(listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() }));
+    let mut done = Compacted::default();
+    for group in plan(units, target_rows, min_units) {
+        // Checked by checksum just before they are read: one more read of files the merge reads anyway.
+        let group: Vec<Unit> = group
+            .into_iter()
+            .filter(|unit| match unit {
+                Unit::Hour { stem, .. } => whole(stem),
+                Unit::Segment { name, .. } => listing.segments.iter().find(|s| &s.manifest.name == name).is_some_and(|s| segment_is_whole(&s.manifest, &s.data)),
+            })
+            .collect();
+        if group.len() < 2 {
+            continue;
+        }
         let mut hours = Vec::new();
         let mut sources: Vec<Source> = Vec::new();
         let mut replaces = Vec::new();
         let mut generation = 1;
-        let mut removed: Vec<PathBuf> = Vec::new();
         for unit in &group {
             match unit {
                 Unit::Hour { stem, rows } => {
                     let entry = ledger.get(stem).cloned().ok_or_else(|| io::Error::other(format!("hour {stem} has no ledger entry")))?;
                     hours.push(SegmentHour { stem: stem.clone(), rows: *rows, entry });
                     sources.push(Source { path: table.data_path(stem), rows: vec![(0, *rows)] });
-                    removed.extend([table.data_path(stem), table.entry_path(stem)]);
                 }
                 Unit::Segment { name, rows, .. } => {
                     let live = listing.segments.iter().find(|s| &s.manifest.name == name).expect("a unit of the listing");
@@ -103,7 +115,6 @@ pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Resu
                     sources.push(Source { path: live.data.clone(), rows: vec![(0, *rows)] });
                     replaces.push(name.clone());
                     generation = generation.max(live.manifest.generation + 1);
-                    removed.extend([live.data.clone(), table.path().join(live.manifest.manifest_file())]);
                 }
             }
         }
@@ -112,55 +123,127 @@ pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Resu
         done.files_merged += group.len();
         done.hours += written.hours.len();
         done.bytes_written += written.bytes;
-        done.peak_extra_bytes = done.peak_extra_bytes.max(written.bytes);
-        for path in &removed {
-            remove_file(path)?;
+        // What it replaces stays until the end: each segment adds to the peak.
+        done.peak_extra_bytes += written.bytes;
+    }
+    if done.segments > 0 {
+        match table.try_exclusive()? {
+            Some(_readers) => drop(remove_superseded(table, &table.listing()?)?),
+            None => done.held_off = Some("a query run is reading the table: the files the segments replace stay until the next load".into()),
         }
-        table.sync_folder()?;
     }
     Ok(done)
 }
 
-/// Takes hour `stem` out of the live segment holding it: the segment
-/// rewritten without its rows as the next generation (or removed, when it
-/// held that hour alone or is damaged: a damaged segment's hours are all
-/// loaded again by the run that found it). Refused while a query run reads
-/// the table. Stale files of `stem` are removed first, so that none of them
-/// is read as the hour once the segment no longer holds it.
-pub fn take_out(table: &TableDir, stem: &str) -> io::Result<()> {
+/// Rows in a Parquet file, from its footer (not its ledger entry: a file
+/// holding more rows than recorded must not be cut short unseen).
+fn rows_in(path: &Path) -> io::Result<u64> {
+    let file = File::open(path).map_err(|e| annotate(e, "opening", path))?;
+    ParquetReader::new(file).num_rows().map(|n| n as u64).map_err(|e| io::Error::other(format!("reading {}: {e}", path.display())))
+}
+
+/// Whether a segment's data file is the one its manifest recorded (size, then digest).
+fn segment_is_whole(manifest: &Manifest, data: &Path) -> bool {
+    std::fs::metadata(data).is_ok_and(|meta| meta.len() == manifest.bytes) && ghbench_engine::load::digest::of_file(data).is_ok_and(|(_, digest)| digest == manifest.digest)
+}
+
+/// Takes the hours `stems` out of the table, before they are loaded again
+/// (`--reload`, a repair): each segment holding some of them rewritten once
+/// without their rows as its next generation (removed when none of its
+/// hours is left), their own files removed. A damaged segment cannot be
+/// rewritten: it is removed when every one of its hours is among `stems`,
+/// else nothing is removed and the error names the hours to reload. Refused
+/// while a query run reads the table. Stale files are removed first, so
+/// that none is read as an hour a segment no longer holds. The rows removed.
+pub fn remove_hours(table: &TableDir, stems: &[String]) -> io::Result<u64> {
     let Some(_readers) = table.try_exclusive()? else {
         return Err(io::Error::new(
             io::ErrorKind::WouldBlock,
-            format!("hour {stem} of polars table {} is in a segment, and a query run is reading the table: load it again once that run ends", table.name()),
+            format!("a query run is reading polars table {}: its hours are loaded again once that run ends", table.name()),
         ));
     };
+    remove_superseded(table, &table.listing()?)?;
     let listing = table.listing()?;
-    remove_superseded(table, &listing)?;
-    let Some(live) = listing.segment_of(stem) else { return Ok(()) };
-    let m = &live.manifest;
-    let manifest_path = table.path().join(m.manifest_file());
-    let whole = std::fs::metadata(&live.data).map(|meta| meta.len() == m.bytes).unwrap_or(false)
-        && ghbench_engine::load::digest::of_file(&live.data).is_ok_and(|(_, digest)| digest == m.digest);
-    let kept: Vec<SegmentHour> = m.hours.iter().filter(|h| h.stem != stem).cloned().collect();
-    if whole && !kept.is_empty() {
-        let (offset, rows) = m.rows_of(stem).expect("the segment holds it");
-        let total = m.rows();
-        let source = Source { path: live.data.clone(), rows: vec![(0, offset), (offset + rows, total - offset - rows)] };
-        write_segment(table, kept, &[source], m.generation + 1, m.layout.clone(), vec![m.name.clone()])?;
+    let ledger = table.ledger()?;
+    let asked: std::collections::BTreeSet<&str> = stems.iter().map(String::as_str).collect();
+    // Every damaged segment checked before anything is removed.
+    let mut touched: Vec<(&crate::segment::Live, bool)> = Vec::new();
+    for live in &listing.segments {
+        let m = &live.manifest;
+        if !m.hours.iter().any(|h| asked.contains(h.stem.as_str())) {
+            continue;
+        }
+        let whole = segment_is_whole(m, &live.data);
+        if !whole && !m.hours.iter().all(|h| asked.contains(h.stem.as_str())) {
+            let (first, last) = (&m.hours[0].stem, &m.hours[m.hours.len() - 1].stem);
+            let hour = |stem: &str| stem.parse::<ghbench_core::Hour>().map_or_else(|_| stem.to_string(), |h| h.to_string());
+            return Err(io::Error::other(format!(
+                "segment {} of polars table {} is damaged, so its hours cannot be taken out one by one: load all {} of them again (`--reload {}..{}`)",
+                m.name,
+                table.name(),
+                m.hours.len(),
+                hour(first),
+                hour(last)
+            )));
+        }
+        touched.push((live, whole));
     }
-    // The data file first: without it the manifest names nothing.
-    remove_file(&live.data)?;
+    let mut removed = 0;
+    for (live, whole) in touched {
+        let m = &live.manifest;
+        let kept: Vec<SegmentHour> = m.hours.iter().filter(|h| !asked.contains(h.stem.as_str())).cloned().collect();
+        removed += m.rows() - kept.iter().map(|h| h.rows).sum::<u64>();
+        if whole && !kept.is_empty() {
+            // The rows of the hours kept, adjacent ones as one range.
+            let mut ranges: Vec<(u64, u64)> = Vec::new();
+            let mut offset = 0;
+            for hour in &m.hours {
+                if !asked.contains(hour.stem.as_str()) {
+                    match ranges.last_mut() {
+                        Some((start, count)) if *start + *count == offset => *count += hour.rows,
+                        _ => ranges.push((offset, hour.rows)),
+                    }
+                }
+                offset += hour.rows;
+            }
+            write_segment(table, kept, &[Source { path: live.data.clone(), rows: ranges }], m.generation + 1, m.layout.clone(), vec![m.name.clone()])?;
+        }
+        remove_segment(table, m, &live.data)?;
+    }
+    for stem in stems.iter().filter(|stem| listing.loose.contains(*stem)) {
+        removed += ledger.get(stem).map_or(0, |e| e.events());
+        remove_file(&table.data_path(stem))?;
+        remove_file(&table.entry_path(stem))?;
+    }
     table.sync_folder()?;
-    remove_file(&manifest_path)?;
-    table.sync_folder()
+    Ok(removed)
 }
 
-/// Files no query reads (replaced segments, stale hour files), removed.
-fn remove_superseded(table: &TableDir, listing: &Listing) -> io::Result<()> {
-    for path in &listing.superseded {
-        remove_file(path)?;
+/// A segment's files: its data first (without it the manifest names nothing).
+fn remove_segment(table: &TableDir, manifest: &Manifest, data: &Path) -> io::Result<()> {
+    remove_file(data)?;
+    table.sync_folder()?;
+    remove_file(&table.path().join(manifest.manifest_file()))
+}
+
+/// Files no query reads (replaced segments, stale hour files), removed:
+/// segments oldest first, so that a removal stopped part way never leaves
+/// a segment whose replacement is gone beside it (it would be read again).
+/// Only with the readers' lock held exclusively.
+pub(crate) fn remove_superseded(table: &TableDir, listing: &Listing) -> io::Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    let mut segments: Vec<&(Manifest, PathBuf)> = listing.replaced.iter().collect();
+    segments.sort_by_key(|(m, _)| m.generation);
+    for (manifest, data) in segments {
+        remove_segment(table, manifest, data)?;
+        removed.extend([data.clone(), table.path().join(manifest.manifest_file())]);
     }
-    table.sync_folder()
+    for path in &listing.stale {
+        remove_file(path)?;
+        removed.push(path.clone());
+    }
+    table.sync_folder()?;
+    Ok(removed)
 }
 
 /// Rows of one file to copy: (offset, count) ranges.
@@ -239,7 +322,6 @@ mod tests {
     use super::*;
     use crate::schema::{Columns, Layout};
     use crate::store::HourEntry;
-    use ghbench_engine::load::HourRecord;
 
     /// Hour `stem` loaded as a load commits one: `events` rows (each event
     /// naming its hour and line), its file, then its entry.
@@ -252,26 +334,11 @@ mod tests {
         let path = table.temporary_data_path(stem);
         ParquetWriter::new(File::create(&path).unwrap()).finish(&mut frame).unwrap();
         let (bytes, digest) = ghbench_engine::load::digest::of_file(&path).unwrap();
-        let record = HourRecord {
-            hour: stem.into(),
-            events,
-            lines: events,
-            quarantined: 0,
-            sanitized: 0,
-            compressed_bytes: 1,
-            file_defect: None,
-            source_digest: None,
-            retries: 0,
-            clock: Default::default(),
-        };
         let entry = HourEntry {
-            record,
-            seconds: 0.1,
-            finished_at: None,
             parquet_bytes: Some(bytes),
             parquet_digest: Some(digest),
             layout: Some(Layout::declared().unwrap().signature()),
-            stored_in: None,
+            ..crate::store::test_entry(stem, events)
         };
         table.commit(stem, &entry).unwrap();
     }
@@ -348,21 +415,28 @@ mod tests {
         assert_eq!(ledger.len(), 23);
         assert!(!ledger.contains_key("2015-01-01-7"));
         let listing = table.listing().unwrap();
-        assert_eq!((listing.segments.len(), listing.segments[0].manifest.generation, listing.superseded.len()), (1, 2, 0), "the next generation, the old removed");
+        assert_eq!((listing.segments.len(), listing.segments[0].manifest.generation, listing.replaced.len()), (1, 2, 0), "the next generation, the old removed");
         // Loaded again, the hour is a file of its own beside the segment.
         load_hour(&table, "2015-01-01-7", 4);
         assert_eq!(ids(&table), before);
         assert_eq!(table.live_files().unwrap().len(), 2);
-        // A query run holds the readers' lock: no hour is taken out under it.
-        let _reading = table.read_shared().unwrap();
+        // A query run holds the readers' lock: no hour is taken out under it,
+        // and a compaction commits but removes nothing the run listed.
+        let reading = table.read_shared().unwrap();
+        let listed = table.live_files().unwrap();
         let error = table.remove_data("2015-01-01-8").unwrap_err().to_string();
-        assert!(error.contains("a query run is reading the table"), "{error}");
-        assert_eq!(compact(&table, 1000, 2).unwrap().held_off.as_deref(), Some("a query run is reading the table; the next load compacts it"));
-        assert_eq!(ids(&table), before, "nothing changed");
+        assert!(error.contains("a query run is reading polars table t"), "{error}");
+        let done = compact(&table, 1000, 2).unwrap();
+        assert_eq!(done.held_off.as_deref(), Some("a query run is reading the table: the files the segments replace stay until the next load"));
+        assert!(listed.iter().all(|path| path.exists()), "what the run listed is all there");
+        assert_eq!((ids(&table), table.live_files().unwrap().len()), (before.clone(), 1), "one segment read from now on");
+        drop(reading);
+        assert_eq!(table.clean().unwrap().len(), 4, "the replaced segment and the hour's file, once the run ended");
+        assert_eq!(ids(&table), before);
     }
 
     #[test]
-    fn a_damaged_segment_is_every_one_of_its_hours_damage_and_is_dropped_when_one_is_reloaded() {
+    fn a_damaged_segment_is_every_one_of_its_hours_damage_and_goes_only_with_all_of_them() {
         let (_dir, table) = table();
         for stem in stems(24) {
             load_hour(&table, &stem, 2);
@@ -378,8 +452,45 @@ mod tests {
         let found = table.damages(&ledger, |stem| if stem == "2015-01-01-3" { crate::store::Check::Checksum } else { crate::store::Check::Size }).unwrap();
         assert_eq!(found.values().filter(|d| d.is_some()).count(), 24, "{found:?}");
         assert!(found["2015-01-01-9"].as_ref().unwrap().to_string().contains("has another checksum"), "{found:?}");
-        table.remove_data("2015-01-01-3").unwrap();
-        assert!(table.ledger().unwrap().is_empty(), "a damaged segment is not read from: its hours load again");
+        // One of its hours alone cannot be taken out: nothing is removed, the error says what to reload.
+        let error = table.remove_data("2015-01-01-3").unwrap_err().to_string();
+        assert!(error.contains("is damaged") && error.contains("load all 24 of them again (`--reload 2015-01-01T00..2015-01-01T23`)"), "{error}");
+        assert_eq!(table.ledger().unwrap().len(), 24, "nothing removed");
+        // A merge leaves a damaged segment out rather than copy its damage.
+        load_hour(&table, "2015-01-02-0", 2);
+        load_hour(&table, "2015-01-02-1", 2);
+        assert_eq!(compact(&table, 1000, 2).unwrap().hours, 2, "the two hours alone");
+        // All its hours taken out at once: it goes.
+        let all: Vec<String> = stems(24);
+        assert_eq!(remove_hours(&table, &all).unwrap(), 48, "24 hours of 2 rows");
+        assert_eq!(table.ledger().unwrap().keys().collect::<Vec<_>>(), ["2015-01-02-0", "2015-01-02-1"]);
+    }
+
+    #[test]
+    fn hours_taken_out_of_several_segments_at_once_leave_the_rest_in_order() {
+        let (_dir, table) = table();
+        for stem in stems(48) {
+            load_hour(&table, &stem, 3);
+        }
+        // Two segments of 24 hours (72 rows each).
+        compact(&table, 72, 24).unwrap();
+        assert_eq!(table.live_files().unwrap().len(), 2);
+        let before = ids(&table);
+        let out: Vec<String> = ["2015-01-01-0", "2015-01-01-1", "2015-01-01-10", "2015-01-02-23"].map(String::from).to_vec();
+        assert_eq!(remove_hours(&table, &out).unwrap(), 12);
+        let expected: Vec<String> = before.iter().filter(|id| !out.iter().any(|stem| id.starts_with(&format!("{stem}/")))).cloned().collect();
+        assert_eq!(ids(&table), expected);
+        // Each hour's rows where its manifest says they are.
+        for live in table.listing().unwrap().segments {
+            let frame = ParquetReader::new(File::open(&live.data).unwrap()).finish().unwrap();
+            let events: Vec<&str> = frame.column("event").unwrap().str().unwrap().iter().map(Option::unwrap).collect();
+            for hour in &live.manifest.hours {
+                let (offset, rows) = live.manifest.rows_of(&hour.stem).unwrap();
+                for at in offset..offset + rows {
+                    assert!(events[at as usize].contains(&format!("\"{}/", hour.stem)), "row {at} of {}: {}", hour.stem, events[at as usize]);
+                }
+            }
+        }
     }
 
     /// What `kill -9` leaves at each step of a compaction, made by hand: the

@@ -124,9 +124,12 @@ pub struct Listing {
     pub segments: Vec<Live>,
     /// Hours stored in files of their own that no live segment holds.
     pub loose: BTreeSet<String>,
-    /// Files never read again: replaced segments (data and manifest) and
-    /// stale hour files (data and entry), removed when no query reads the table.
-    pub superseded: Vec<PathBuf>,
+    /// Segments never read again (their manifest and data file): replaced
+    /// by a live one. Removed when no query run reads the table.
+    pub replaced: Vec<(Manifest, PathBuf)>,
+    /// Hour files (data and entry) never read again: their hour is in a live
+    /// segment. Removed with the replaced segments.
+    pub stale: Vec<PathBuf>,
     /// Manifests whose data file never got its name: a compaction stopped
     /// before its commit. Removed with the other leftovers.
     pub unfinished: Vec<PathBuf>,
@@ -142,8 +145,18 @@ impl Listing {
         let mut listing = Listing::default();
         for (name, path) in files {
             let Some(stem) = name.strip_suffix(MANIFEST).filter(|stem| is_segment_name(stem)) else { continue };
-            let text = std::fs::read_to_string(path).map_err(|e| crate::store::annotate(e, "reading", path))?;
-            let manifest = Manifest::parse(&text).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
+                // Removed since the folder was listed: a segment gone.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(crate::store::annotate(e, "reading", path)),
+            };
+            let manifest = Manifest::parse(&text).map_err(|e| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{}: {e}: ghbench did not write it so; move it out of the folder, or load the table again with --drop", path.display()),
+                )
+            })?;
             match names.get(manifest.data_file().as_str()) {
                 Some(data) if manifest.name == stem => committed.push((manifest, (*data).clone(), path.clone())),
                 _ => listing.unfinished.push(path.clone()),
@@ -153,7 +166,8 @@ impl Listing {
         let mut held: BTreeMap<String, String> = BTreeMap::new();
         for (manifest, data, manifest_path) in committed {
             if replaced.contains(&manifest.name) {
-                listing.superseded.extend([data, manifest_path]);
+                let _ = manifest_path;
+                listing.replaced.push((manifest, data));
                 continue;
             }
             for hour in &manifest.hours {
@@ -174,9 +188,9 @@ impl Listing {
                     listing.loose.insert(stem);
                 }
                 true => {
-                    listing.superseded.push(path.clone());
+                    listing.stale.push(path.clone());
                     if let Some(entry) = names.get(entry_of(&stem).as_str()) {
-                        listing.superseded.push((*entry).clone());
+                        listing.stale.push((*entry).clone());
                     }
                 }
             }
@@ -261,15 +275,16 @@ mod tests {
 
     #[test]
     fn groups_fill_to_the_target_and_the_last_waits_for_enough_hours() {
-        // Out of their names' order: 2015-01-01-10 sorts before -2 by name.
-        let hours: Vec<Unit> = (0..10).rev().map(|h| hour(&format!("2015-01-01-{h}"), 10)).collect();
-        // 30 rows a group: three full groups of three, the tenth hour alone and left.
+        // Twelve hours, given out of order: by name 2015-01-01-10 sorts before -2.
+        let hours: Vec<Unit> = (0..12).rev().map(|h| hour(&format!("2015-01-01-{h}"), 10)).collect();
+        // 30 rows a group: four full groups of three.
         let groups = plan(hours.clone(), 30, 24);
-        assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 3]);
+        assert_eq!(groups.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 3, 3]);
         assert_eq!(groups[0], vec![hour("2015-01-01-0", 10), hour("2015-01-01-1", 10), hour("2015-01-01-2", 10)], "in hour order");
-        // Room for all: one open group of 10 hours, under 24 units: it waits.
+        assert_eq!(groups[3], vec![hour("2015-01-01-9", 10), hour("2015-01-01-10", 10), hour("2015-01-01-11", 10)], "in hour order");
+        // Room for all: one open group of 12 hours, under 24 units: it waits.
         assert!(plan(hours.clone(), 1000, 24).is_empty());
-        assert_eq!(plan(hours, 1000, 10).len(), 1, "ten hours make the group due");
+        assert_eq!(plan(hours, 1000, 12).len(), 1, "twelve hours make the group due");
         // A segment as full as the target stays as it is.
         let units = vec![Unit::Segment { name: "s".into(), first: "2015-01-01-0".into(), rows: 30 }, hour("2015-01-01-5", 10), hour("2015-01-01-6", 10)];
         assert_eq!(plan(units, 30, 2), vec![vec![hour("2015-01-01-5", 10), hour("2015-01-01-6", 10)]]);

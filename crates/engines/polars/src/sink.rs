@@ -170,6 +170,17 @@ impl EngineSink for PolarsSink {
         self.begin(stem, true).await
     }
 
+    /// Out of their segments in one rewrite of each (and their own files
+    /// removed), before they load again; see [`crate::compact::remove_hours`].
+    async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
+        let (table, stems) = (self.table.clone(), stems.to_vec());
+        tokio::task::spawn_blocking(move || crate::compact::remove_hours(&table, &stems))
+            .await
+            .map_err(|e| SinkError::Other(format!("removing hours to load them again: {e}")))?
+            .map(Some)
+            .map_err(Self::io)
+    }
+
     /// Every entry, each hour's file checked against it: by size and
     /// checksum (one read of the file) for the hours `check` covers, by size
     /// (a `stat`) for the others.
@@ -290,7 +301,8 @@ fn stored_hours(table: &TableDir, check: &StoredCheck) -> std::io::Result<BTreeM
     let mut damages = table.damages(&ledger, |stem| if check.covers(stem) { Check::Checksum } else { Check::Size })?;
     for (stem, entry) in ledger {
         let damage = damages.remove(&stem).flatten();
-        let note = entry.parquet_digest.is_none().then(|| {
+        // A segment's hours are checked by the segment's own size and digest.
+        let note = (entry.parquet_digest.is_none() && entry.stored_in.is_none()).then(|| {
             "hours loaded before ghbench recorded their files' size and checksum are not checked (reload them with --reload to be)".to_string()
         });
         let hour = StoredHour {

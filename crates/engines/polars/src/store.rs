@@ -188,8 +188,15 @@ impl TableDir {
     /// compaction or a reload replaces files (seconds).
     pub fn read_shared(&self) -> io::Result<File> {
         let file = self.open_readers_lock()?;
-        file.lock_shared().map_err(|e| annotate(e, "locking", &self.readers_lock_path()))?;
-        Ok(file)
+        match file.try_lock_shared() {
+            Ok(()) => Ok(file),
+            Err(fs::TryLockError::WouldBlock) => {
+                eprintln!("polars table {}: waiting while a load replaces its files (hours taken out of segments to load again)", self.table);
+                file.lock_shared().map_err(|e| annotate(e, "locking", &self.readers_lock_path()))?;
+                Ok(file)
+            }
+            Err(fs::TryLockError::Error(e)) => Err(annotate(e, "locking", &self.readers_lock_path())),
+        }
     }
 
     /// The readers' lock, exclusive, if no query run holds it.
@@ -242,13 +249,12 @@ impl TableDir {
             }
         }
         let listing = self.listing()?;
-        let replaced = match self.try_exclusive()? {
-            Some(_readers) => listing.superseded,
-            None => Vec::new(),
-        };
-        for path in listing.unfinished.into_iter().chain(replaced) {
-            remove_file(&path)?;
-            removed.push(path);
+        for path in &listing.unfinished {
+            remove_file(path)?;
+            removed.push(path.clone());
+        }
+        if let Some(_readers) = self.try_exclusive()? {
+            removed.extend(crate::compact::remove_superseded(self, &listing)?);
         }
         if !removed.is_empty() {
             self.sync_folder()?;
@@ -445,10 +451,10 @@ impl TableDir {
     /// committed in its place (its entry, left alone, is then an orphan that
     /// [`TableDir::clean`] removes should the replacement not be committed).
     /// An hour in a segment is taken out of it: the segment rewritten
-    /// without its rows (see [`crate::compact::take_out`]).
+    /// without its rows (see [`crate::compact::remove_hours`]).
     pub fn remove_data(&self, stem: &str) -> io::Result<()> {
         if self.listing()?.segment_of(stem).is_some() {
-            return crate::compact::take_out(self, stem);
+            return crate::compact::remove_hours(self, &[stem.to_string()]).map(|_| ());
         }
         let path = self.data_path(stem);
         match fs::remove_file(&path) {
@@ -517,25 +523,32 @@ pub fn annotate(error: io::Error, doing: &str, path: &Path) -> io::Error {
     io::Error::new(error.kind(), format!("{doing} {}: {error}", path.display()))
 }
 
+/// An entry of hour `stem` holding `events` events, as a test writes one.
+#[cfg(test)]
+pub(crate) fn test_entry(stem: &str, events: u64) -> HourEntry {
+    let record = HourRecord {
+        hour: stem.into(),
+        events,
+        lines: events,
+        quarantined: 0,
+        sanitized: 0,
+        compressed_bytes: 1,
+        file_defect: None,
+        source_digest: None,
+        retries: 0,
+        clock: Default::default(),
+    };
+    HourEntry { record, seconds: 0.5, finished_at: None, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()), stored_in: None }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn entry(events: u64) -> HourEntry {
-        let record = HourRecord {
-            hour: "2015-01-01-0".into(),
-            events,
-            lines: events,
-            quarantined: 0,
-            sanitized: 0,
-            compressed_bytes: 1,
-            file_defect: None,
-            source_digest: None,
-            retries: 0,
-            clock: Default::default(),
-        };
-        HourEntry { record, seconds: 0.5, finished_at: None, parquet_bytes: None, parquet_digest: None, layout: Some("flat-1: x text".into()), stored_in: None }
+        test_entry("2015-01-01-0", events)
     }
+
 
     #[test]
     fn an_hour_exists_only_once_committed_and_leftovers_are_cleaned() {
