@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 use ghbench_testkit::faulty_http::SilentListener;
 use ghbench_testkit::throwaway_mongo::ThrowawayMongo;
 use ghbench_testkit::throwaway_pg::{rows, ThrowawayPg};
+
+use crate::util::SmallDisk;
 use ghbench_testkit::*;
 
 const HOURS: u64 = 8;
@@ -209,38 +211,6 @@ async fn a_mongodb_restart_mid_run_is_survived_with_exact_counts() {
     eprintln!("hours retried after the restart: {}", t["hours_retried"]);
     assert_eq!(t["engines"]["mongo"]["table_events"], HOURS * per_hour);
     assert_eq!(documents_counted(&url).await, HOURS * per_hour, "no hour lost or doubled");
-}
-
-/// A small file system mounted for a test, unmounted when dropped.
-struct SmallDisk {
-    dir: std::path::PathBuf,
-}
-
-impl SmallDisk {
-    /// A tmpfs of `megabytes` owned by user postgres; None (said) where
-    /// this process may not mount (not root).
-    fn mount(name: &str, megabytes: u32) -> Option<SmallDisk> {
-        let dir = own_temp_dir(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        let size = format!("size={megabytes}m,mode=0700");
-        let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", &size, "tmpfs"]).arg(&dir).status().is_ok_and(|s| s.success());
-        if !mounted {
-            eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root)");
-            let _ = std::fs::remove_dir(&dir);
-            return None;
-        }
-        let disk = SmallDisk { dir };
-        let owned = Command::new("chown").args(["postgres:postgres"]).arg(&disk.dir).status().is_ok_and(|s| s.success());
-        assert!(owned || !is_root(), "chown of {}", disk.dir.display());
-        Some(disk)
-    }
-}
-
-impl Drop for SmallDisk {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.dir).status();
-        let _ = std::fs::remove_dir(&self.dir);
-    }
 }
 
 /// A load too big for the disk is refused before it writes anything, with

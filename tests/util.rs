@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use ghbench_testkit::throwaway_pg::ThrowawayPg;
-use ghbench_testkit::{mongo_url, mysql_url, output_within, pg_url, real_hour, text};
+use ghbench_testkit::{is_root, mongo_url, mysql_url, output_within, own_temp_dir, pg_url, real_hour, text};
 
 /// Runs `ghbench ingest` for `table` on the shared servers with a
 /// quarantine folder in `work`, plus `args`; its output shown.
@@ -86,4 +86,36 @@ pub fn throwaway_with_real_hour(name: &str, table: &str) -> Option<LoadedThrowaw
     let polars = work.path().join("polars");
     load_postgres_and_polars(table, &pg.url(), &polars, work.path());
     Some(LoadedThrowaway { pg, work, polars })
+}
+
+/// A small file system mounted for a test, unmounted when dropped.
+pub struct SmallDisk {
+    pub dir: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    /// A tmpfs of `megabytes` owned by user postgres; None (said) where
+    /// this process may not mount (not root).
+    pub fn mount(name: &str, megabytes: u32) -> Option<SmallDisk> {
+        let dir = own_temp_dir(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let size = format!("size={megabytes}m,mode=0700");
+        let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", &size, "tmpfs"]).arg(&dir).status().is_ok_and(|s| s.success());
+        if !mounted {
+            eprintln!("SKIPPED: cannot mount a small tmpfs here (needs root)");
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        let disk = SmallDisk { dir };
+        let owned = Command::new("chown").args(["postgres:postgres"]).arg(&disk.dir).status().is_ok_and(|s| s.success());
+        assert!(owned || !is_root(), "chown of {}", disk.dir.display());
+        Some(disk)
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.dir).status();
+        let _ = std::fs::remove_dir(&self.dir);
+    }
 }

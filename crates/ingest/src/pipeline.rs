@@ -236,7 +236,12 @@ async fn check_space(
             hours: queue.iter().filter(|p| p.needed.contains(engine)).map(|p| p.hour).collect(),
         });
     }
-    let mut verdict = space::check(&options.source, &loads);
+    let mut hours: Vec<Hour> = loads.iter().flat_map(|l| l.hours.iter().copied()).collect();
+    hours.sort_unstable();
+    hours.dedup();
+    let json_ratio = loads.iter().any(|l| l.stored_source_bytes == 0 && !l.hours.is_empty());
+    let sizes = space::source_sizes(&options.source, &hours, json_ratio).await;
+    let mut verdict = space::check(&sizes, &loads);
     verdict.lines.extend(unread);
     verdict
 }

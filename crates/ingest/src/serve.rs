@@ -60,8 +60,10 @@ fn respond(dir: &Path, request: tiny_http::Request) {
     let name = request.url().trim_start_matches('/').to_string();
     let file = file_for(dir, &name).and_then(|path| std::fs::File::open(path).ok());
     let _ = match (request.method(), file) {
-        (tiny_http::Method::Get, Some(file)) => request.respond(tiny_http::Response::from_file(file)),
-        (tiny_http::Method::Get, None) => request.respond(tiny_http::Response::empty(404)),
+        // Content-Length always (tiny_http sends files above 32 KiB chunked,
+        // without it), as a static server does; a HEAD gets the headers alone.
+        (tiny_http::Method::Get | tiny_http::Method::Head, Some(file)) => request.respond(tiny_http::Response::from_file(file).with_chunked_threshold(usize::MAX)),
+        (tiny_http::Method::Get | tiny_http::Method::Head, None) => request.respond(tiny_http::Response::empty(404)),
         _ => request.respond(tiny_http::Response::empty(405)),
     };
 }

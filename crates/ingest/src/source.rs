@@ -74,6 +74,37 @@ impl Source {
         }
     }
 
+    /// The size of the hour's file without reading it: a folder's by `stat`,
+    /// an http source's by a HEAD request's Content-Length (None when the
+    /// server names none, or the hour does not exist).
+    pub async fn size_of(&self, hour: Hour) -> Result<Option<u64>, SourceError> {
+        match self {
+            Source::Dir(dir) => Ok(std::fs::metadata(dir.join(hour.file_name())).ok().filter(|m| m.is_file()).map(|m| m.len())),
+            Source::Http { base, client } => {
+                let url = format!("{base}{}", hour.file_name());
+                let shown = ghbench_core::redact_url(&url);
+                // A HEAD waits no longer than a server needs to answer one.
+                let response = tokio::time::timeout(Duration::from_secs(30), client.head(&url).send())
+                    .await
+                    .map_err(|_| SourceError::Transient(format!("{shown}: no answer to HEAD within 30 s")))?
+                    .map_err(|e| SourceError::Transient(format!("{shown}: {}", e.without_url())))?;
+                match response.status() {
+                    // The header itself: reqwest's content_length() is the (empty) body's for a HEAD.
+                    status if status.is_success() => Ok(response
+                        .headers()
+                        .get(reqwest::header::CONTENT_LENGTH)
+                        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+                        .filter(|&n| n > 0)),
+                    status if status.is_server_error() || status == reqwest::StatusCode::TOO_MANY_REQUESTS => {
+                        Err(SourceError::Transient(format!("{shown}: HTTP {status} to HEAD")))
+                    }
+                    // Missing, or HEAD not served (405, 501): no size from it.
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+
     /// `Ok(None)` when the hour does not exist (HTTP 404, or no such file).
     pub async fn open(&self, hour: Hour) -> Result<Option<HourBytes>, SourceError> {
         match self {

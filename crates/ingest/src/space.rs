@@ -1,5 +1,6 @@
 //! Whether a load will fit, decided before it writes anything: each engine's
-//! need, from the gzip bytes of the hours it is to load times what it stores
+//! need, from the gzip bytes of the hours it is to load (a folder's by `stat`,
+//! an http source's estimated from a sample of HEAD requests) times what it stores
 //! per gzip byte (measured on what it holds; with nothing stored yet, the JSON
 //! size of the first hour to load, an upper bound for every engine here), plus
 //! what it needs whatever the load's size (PostgreSQL's WAL up to
@@ -69,18 +70,98 @@ struct Share {
     parts: Vec<String>,
 }
 
-/// The load's need against free space (see the module's note). `source`
-/// gives the hours' sizes: a local folder's by `stat`; an http source's are
-/// not known before each downloads, so nothing is checked and it says so.
-pub fn check(source: &Source, loads: &[EngineLoad]) -> Verdict {
+/// How many hours of an http source are sized by a HEAD request: spread
+/// over the load, first and last included (8,760 requests would take minutes).
+pub const HTTP_SAMPLE: usize = 24;
+
+/// The sizes of the hours a load reads, as a check works from them.
+#[derive(Debug, Default)]
+pub struct SourceSizes {
+    /// Each hour's gzip bytes: a folder's measured (`stat`); an http source's
+    /// sampled ones measured and the others at the sample's mean.
+    sizes: BTreeMap<Hour, u64>,
+    /// JSON bytes per gzip byte of the first hour (when some engine stores
+    /// nothing yet to measure on): None when not needed or unreadable.
+    json_ratio: Option<f64>,
+    /// How the sizes were had, when not every one was measured.
+    estimated: Option<String>,
+    /// Why none could be had.
+    unknown: Option<String>,
+}
+
+/// The sizes of `hours` in `source` (see [`SourceSizes`]); the first hour
+/// read whole when `json_ratio` is asked (an http one downloaded once more).
+pub async fn source_sizes(source: &Source, hours: &[Hour], json_ratio: bool) -> SourceSizes {
+    let mut sized = SourceSizes::default();
+    let Some(first) = hours.first().copied() else { return sized };
+    match source {
+        Source::Dir(dir) => return folder_sizes(dir, hours, json_ratio),
+        Source::Http { .. } => {
+            let step = (hours.len() as f64 / HTTP_SAMPLE as f64).max(1.0);
+            let mut picked: Vec<Hour> = (0..HTTP_SAMPLE.min(hours.len())).map(|i| hours[((i as f64 * step) as usize).min(hours.len() - 1)]).collect();
+            picked.push(hours[hours.len() - 1]);
+            picked.dedup();
+            let mut measured = BTreeMap::new();
+            for hour in &picked {
+                match source.size_of(*hour).await {
+                    Ok(Some(bytes)) => {
+                        measured.insert(*hour, bytes);
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        sized.unknown = Some(format!("sizing the source's hours by HEAD failed ({e})"));
+                        return sized;
+                    }
+                }
+            }
+            if measured.is_empty() {
+                sized.unknown = Some(format!("the http source named no size (Content-Length) for any of {} hours asked by HEAD", picked.len()));
+                return sized;
+            }
+            let mean = measured.values().sum::<u64>() / measured.len() as u64;
+            sized.sizes = hours.iter().map(|h| (*h, measured.get(h).copied().unwrap_or(mean))).collect();
+            sized.estimated = Some(format!(
+                "the hours' sizes estimated from {} of {} by HEAD (Content-Length), {} each on average",
+                measured.len(),
+                hours.len(),
+                size_text(mean)
+            ));
+            if json_ratio {
+                sized.json_ratio = downloaded_json_ratio(source, first).await;
+            }
+        }
+    }
+    sized
+}
+
+/// [`source_sizes`] of a folder: every hour's measured.
+pub fn folder_sizes(dir: &Path, hours: &[Hour], json_ratio: bool) -> SourceSizes {
+    SourceSizes {
+        sizes: hours.iter().map(|&h| (h, std::fs::metadata(dir.join(h.file_name())).map_or(0, |m| m.len()))).collect(),
+        json_ratio: json_ratio.then(|| hours.first().and_then(|first| json_per_gzip_byte(&dir.join(first.file_name())))).flatten(),
+        ..SourceSizes::default()
+    }
+}
+
+/// JSON bytes per gzip byte of an hour downloaded whole; None when it cannot be.
+async fn downloaded_json_ratio(source: &Source, hour: Hour) -> Option<f64> {
+    use tokio::io::AsyncReadExt as _;
+    let Ok(Some(crate::source::HourBytes::Stream(mut stream))) = source.open(hour).await else { return None };
+    let mut gzip = Vec::new();
+    tokio::time::timeout(std::time::Duration::from_secs(600), stream.read_to_end(&mut gzip)).await.ok()?.ok()?;
+    json_per_gzip(&gzip[..], gzip.len() as u64)
+}
+
+/// The load's need against free space (see the module's note), from the
+/// hours' `sizes` ([`source_sizes`]).
+pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
     let mut verdict = Verdict::default();
-    let Source::Dir(dir) = source else {
-        verdict.lines.push("free space not checked: an http source's file sizes are known only as each hour downloads".into());
+    if let Some(why) = &sizes.unknown {
+        verdict.lines.push(format!("free space not checked: {why}"));
         return verdict;
-    };
-    let size = |hour: &Hour| std::fs::metadata(dir.join(hour.file_name())).map_or(0, |m| m.len());
-    let first = loads.iter().flat_map(|l| l.hours.first()).min().copied();
-    let mut json_ratio = None;
+    }
+    verdict.lines.extend(sizes.estimated.clone());
+    let size = |hour: &Hour| sizes.sizes.get(hour).copied().unwrap_or(0);
     let mut shares: BTreeMap<String, Share> = BTreeMap::new();
     for load in loads {
         let source_bytes: u64 = load.hours.iter().map(size).sum();
@@ -90,7 +171,7 @@ pub fn check(source: &Source, loads: &[EngineLoad]) -> Verdict {
         }
         let (ratio, measured) = match load.stored_source_bytes {
             0 => {
-                let ratio = *json_ratio.get_or_insert_with(|| first.and_then(|h| json_per_gzip_byte(&dir.join(h.file_name()))));
+                let ratio = sizes.json_ratio;
                 let Some(ratio) = ratio else {
                     verdict.lines.push(format!("{}: free space not checked (the first hour's file could not be read)", load.engine));
                     continue;
@@ -148,9 +229,13 @@ fn add(shares: &mut BTreeMap<String, Share>, verdict: &mut Verdict, engine: &Eng
 
 /// The JSON bytes per gzip byte of a file (one read of it); None when unreadable.
 fn json_per_gzip_byte(path: &Path) -> Option<f64> {
-    let gzip = std::fs::metadata(path).ok()?.len();
+    json_per_gzip(std::fs::File::open(path).ok()?, std::fs::metadata(path).ok()?.len())
+}
+
+/// The JSON bytes per gzip byte of `gzip` bytes read from `reader`.
+fn json_per_gzip(reader: impl Read, gzip: u64) -> Option<f64> {
     let mut json = 0u64;
-    let mut decoder = flate2::read::MultiGzDecoder::new(std::fs::File::open(path).ok()?);
+    let mut decoder = flate2::read::MultiGzDecoder::new(reader);
     let mut buffer = vec![0u8; 1 << 16];
     // A damaged file counts as far as it reads.
     while let Ok(n) = decoder.read(&mut buffer) {
@@ -195,7 +280,7 @@ mod tests {
             stored_source_bytes,
             hours: vec![hour],
         };
-        let source = Source::Dir(dir.path().to_path_buf());
+        let source = folder_sizes(dir.path(), &[hour], true);
         let fits = check(&source, &[load("a", 0, 0, 1000), load("b", 300, 100, 1000)]);
         assert!(fits.short.is_empty(), "{fits:?}");
         let line = fits.lines.iter().find(|l| l.contains("needs about")).unwrap();
