@@ -172,8 +172,9 @@ pub fn written_as_it_goes(path: &Path) {
     WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).push(path.to_path_buf());
 }
 
-/// For a command that did not finish: what it kept of its run, said in two
-/// lines, the second the `wrote …` line (empty when nothing is on disk yet).
+/// For a command that did not finish: what it kept of its run (its
+/// UNFINISHED line), how to go on, and the `wrote …` line last (nothing when
+/// nothing is on disk yet).
 pub fn kept_so_far() -> Vec<String> {
     let registered: Vec<PathBuf> = WRITTEN_AS_IT_GOES.lock().unwrap_or_else(|p| p.into_inner()).clone();
     // A name claimed and never written (stopped before its first query): its
@@ -188,7 +189,18 @@ pub fn kept_so_far() -> Vec<String> {
         return vec![Finished::ok().wrote_all(kept).wrote_line().expect("a path")];
     }
     let resume = format!("note: what was measured so far is kept in {}: give the same command with --resume {} to go on", quoted(record), quoted(record));
-    vec![resume, Finished::ok().wrote_all(kept).wrote_line().expect("a path")]
+    let what = what_it_holds(record).map(|line| format!("note: {line}"));
+    what.into_iter().chain([resume]).chain(Finished::ok().wrote_all(kept).wrote_line()).collect()
+}
+
+/// What an unfinished record holds, as `report` says it (its UNFINISHED line).
+fn what_it_holds(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if let Ok(bench) = serde_json::from_str::<ghbench_olap::bench::BenchRecord>(&text) {
+        return ghbench_report::bench::partial_lines(&bench).into_iter().next();
+    }
+    let run: ghbench_olap::RunRecord = serde_json::from_str(&text).ok()?;
+    ghbench_report::problems(&run).into_iter().find(|line| line.starts_with("UNFINISHED"))
 }
 
 /// Whether the record at `path` says it is unfinished (None: unreadable).

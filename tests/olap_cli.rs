@@ -628,10 +628,11 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     delay("b", 0);
     let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
     let said = stopped_while_sleeping(&resumed, libc::SIGINT);
-    let last: Vec<&str> = said.lines().rev().take(3).collect();
+    let last: Vec<&str> = said.lines().rev().take(4).collect();
     assert_eq!(last[0], format!("wrote {} {}", unfinished.display(), unfinished.with_extension("answers").display()), "the record and the answers it keeps: {said}");
     assert!(last[1].starts_with("note: what was measured so far is kept in") && last[1].contains(&format!("--resume {}", unfinished.display())), "{said}");
-    assert_eq!(last[2], "exit 130", "{said}");
+    assert_eq!(last[2], "note: UNFINISHED: the run stopped after 2 query run(s) on every engine; this record holds those alone", "what it kept: {said}");
+    assert_eq!(last[3], "exit 130", "{said}");
     let second = json(&unfinished);
     assert_eq!(second["finished"], false);
     assert_eq!(second["queries"].as_array().unwrap().len(), 2, "A kept and B timed: {}", second["queries"]);

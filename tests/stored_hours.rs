@@ -390,7 +390,7 @@ async fn a_postgres_table_whose_count_differs_from_its_ledger_is_repaired_or_ref
     let live = settled_stat(&table, "n_live_tup").await;
     let out = ingest_from(work, &source, &table, "postgres", &["--from", HOUR, "--hours", "2"]);
     let said = text(&out);
-    assert!(said.contains(&format!("estimates {live} rows where its ledger lists 7802 events (rerun with --check-stored")), "{said}");
+    assert!(said.contains(&format!("estimates {live} rows where its ledger lists 7802 events (`ghbench ingest --check-stored` with the same --table")), "{said}");
     // All of it: an empty table is known for certain (its rows cannot be
     // told from rows written under other transactions: --drop, as counted).
     pg().await.batch_execute(&format!("TRUNCATE {table}")).await.unwrap();

@@ -197,6 +197,7 @@ fn show_bench(bench: &BenchRecord, args: &ReportArgs) -> Result<Finished> {
         Finished::ok().wrote_all(target.write(&format!("{}\n---\n\n{}", bench_markdown(bench, &BenchCharts::default(), ""), markdown(run)))?)
     } else {
         let screen = Screen::new(false);
+        screen.lines(ghbench_report::bench::head_lines(bench));
         for size in bench.sizes.iter().chain(&bench.measuring) {
             screen.line(size_text(size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {

@@ -27,11 +27,25 @@ pub const MOST_IOPS: u64 = u32::MAX as u64;
 /// `--disk riops=1000,rbps=437MB`: each key as the kernel's v2 `io.max`
 /// names it (riops, rbps, wiops, wbps), a count of operations or a size a
 /// second (`437MB`, `437MB/s`), comma- or space-separated.
+/// The least bandwidth a throttle may leave (read or write): a server
+/// restarted under it reads its own program through it (PostgreSQL's is
+/// 9 MB), so less would stall its start for minutes; a trial's 512 B/s
+/// never let it start at all.
+pub const LEAST_RATE: u64 = 1_000_000;
+
+/// Why a rate under [`LEAST_RATE`] is refused.
+pub fn too_slow() -> String {
+    "under 1 MB a second a server restarted under the throttle reads its own program for minutes (PostgreSQL's is 9 MB), and may never start".into()
+}
+
 pub fn parse_rules(text: &str) -> Result<DiskRules, String> {
     let mut rules = DiskRules::default();
     let example = "write the limits as riops=N, rbps=SIZE, wiops=N, wbps=SIZE, e.g. --disk riops=1000,rbps=437MB";
     for part in text.split([',', ' ']).map(str::trim).filter(|p| !p.is_empty()) {
         let (key, value) = part.split_once('=').ok_or_else(|| format!("'{part}' is not a disk limit: {example}"))?;
+        if value.contains('=') {
+            return Err(format!("'{part}': separate the limits with commas, e.g. --disk riops=1000,rbps=437MB"));
+        }
         let count = || -> Result<u64, String> {
             match value.trim().parse::<u64>() {
                 // cgroup v1 keeps them in 32 bits: more would wrap, not free the disk.
@@ -42,9 +56,8 @@ pub fn parse_rules(text: &str) -> Result<DiskRules, String> {
         let rate = || -> Result<u64, String> {
             let size = value.trim().trim_end_matches("/s");
             match ghbench_core::size::parse_size(size) {
-                // Below a page a second nothing would be read at all: a typo.
-                Ok(bytes) if bytes >= 4096 => Ok(bytes),
-                Ok(_) => Err(format!("{key}={value}: a rate under 4 KiB a second reads not one page a second; give a size with its unit, e.g. 437MB")),
+                Ok(bytes) if bytes >= LEAST_RATE => Ok(bytes),
+                Ok(_) => Err(format!("{key}={value}: {}; give a size with its unit, e.g. 437MB", too_slow())),
                 Err(e) => Err(format!("{key}={value}: {e}")),
             }
         };
@@ -434,9 +447,11 @@ mod tests {
         assert_eq!((rules.read_iops, rules.read_bytes_per_second, rules.write_iops), (Some(1000), Some(437_000_000), None));
         assert_eq!(setup_text(&rules), "riops=1000 rbps=437000000");
         assert_eq!(rules.said(), "1,000 read IOPS, 437 MB/s read");
-        for bad in ["riops=4294967296", "", "riops", "riops=0", "riops=1k", "rbps=12", "iops=5", "riops=5,riops=6"] {
+        for bad in ["riops=4294967296", "", "riops", "riops=0", "riops=1k", "rbps=12", "rbps=512KB", "iops=5", "riops=5,riops=6"] {
             assert!(parse_rules(bad).is_err(), "{bad}");
         }
+        assert!(parse_rules("rbps=512KB").unwrap_err().contains("may never start"));
+        assert!(parse_rules("riops=1000;rbps=20MB").unwrap_err().contains("separate the limits with commas"));
     }
 
     /// As root: rules set on a cgroup of its own are read back as set, then cleared.

@@ -297,6 +297,7 @@ pub struct EngineRecord {
 /// MB, with a decimal under 10 MB where it is not a whole number of them.
 fn megabytes_a_second(bytes: u64) -> String {
     match bytes {
+        b if b < 1000 => format!("{b} B/s"),
         b if b < 1_000_000 => format!("{} kB/s", thousands((b + 500) / 1000)),
         b if b >= 10_000_000 || b.is_multiple_of(1_000_000) => format!("{} MB/s", thousands((b + 500_000) / 1_000_000)),
         b => format!("{:.1} MB/s", b as f64 / 1e6),
@@ -1181,6 +1182,7 @@ mod tests {
         assert_eq!(read(8_000_000), "8 MB/s read");
         assert_eq!(read(4 << 20), "4.2 MB/s read");
         assert_eq!(read(409_600), "410 kB/s read", "100 reads of 4 KiB");
+        assert_eq!(read(512), "512 B/s read", "one read of 512 bytes a second: not 1 kB/s");
     }
 
     #[test]

@@ -392,6 +392,20 @@ fn resumed_line(record: &BenchRecord) -> Option<String> {
     Some(format!("RESUMED: sizes {}, {stopped}; the rest by this one, on the same data, servers and settings", r.said("measured", "bench")))
 }
 
+/// What a bench ran on, for the terminal: its data, its preset written
+/// down, the machine and its disk (as the Markdown says them).
+pub fn head_lines(record: &BenchRecord) -> Vec<String> {
+    let mut lines = vec![format!("data: {}", data_line(record))];
+    if let Some(preset) = &record.preset {
+        let mut said = super::setup_said(preset).into_iter();
+        lines.push(format!("preset: {}", said.next().unwrap_or_default()));
+        lines.extend(said.map(|line| format!("  - {line}")));
+    }
+    let run = largest(record).or(record.measuring.as_ref().map(|m| &m.run));
+    lines.extend(run.map(|run| format!("machine: {}", super::machine_line(&run.context.machine))));
+    lines
+}
+
 pub fn bench_markdown(record: &BenchRecord, charts: &BenchCharts, dir: &str) -> String {
     let mut md = String::new();
     let Some(run) = largest(record) else { return md };

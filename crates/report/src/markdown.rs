@@ -156,7 +156,7 @@ fn paper_section(record: &RunRecord) -> String {
         table.add_row(row);
     }
     align_numbers(&mut table, 1);
-    let per_event = super::paper::per_event_table(record).map_or_else(String::new, |t| format!("Per event, every engine beside the paper's engine it answers like for like:\n\n{}\n", t.render(Style::Markdown)));
+    let per_event = super::paper::per_event_table(record).map_or_else(String::new, |t| format!("Per event, every engine beside the paper's engine it answers like for like:\n\n{}\n\n", t.render(Style::Markdown)));
     format!("{md}{table}\n\n{per_event}")
 }
 

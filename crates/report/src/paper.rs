@@ -133,7 +133,7 @@ pub fn per_event_table(run: &RunRecord) -> Option<super::bench::TextTable> {
         }
     }
     table.notes.push(format!(
-        "events per second: the engine's events over its time; the paper's: {} events over its mean total query time, {}. Ours ÷ the paper's events/s: above 1 ours is faster. Corrected D is left out: it reads other events than published D. Within {WITHIN}× of the paper either way counts as reproducing it per event",
+        "events per second: the engine's events over its time; the paper's: {} events over its mean total query time, {}. Ours ÷ the paper's events/s: above 1 ours is faster. Corrected D is left out: it reads other events than published D. Within {WITHIN}× of the paper either way counts as reproducing it per event.",
         paper.events, paper.machine
     ));
     Some(table.with_text_columns(2).with_text_last(2))
@@ -153,6 +153,20 @@ pub fn within_lines(runs: &[(String, &RunRecord)], engine: &Engine) -> Vec<Strin
     let mut lines = Vec::new();
     let Some((_, first)) = runs.first() else { return lines };
     let Some(paper) = first.published.as_ref() else { return lines };
+    // A ratio per event is only as good as the sizes it sets side by side.
+    if let Some(events) = first.context.engines.iter().find(|e| &e.engine == engine).and_then(|e| e.data.as_ref()).map(|d| d.events) {
+        let share = events as f64 / paper.events as f64;
+        let caveat = match share < 0.001 {
+            true => ": too small for these ratios to say much (the paper's regime is reproduced by data ÷ memory, and a run this small is mostly fixed costs)",
+            false => "",
+        };
+        lines.push(format!(
+            "On {} events, {:.3}% of the paper's {}{caveat}:",
+            ghbench_record::run::thousands(events),
+            share * 100.0,
+            ghbench_record::run::thousands(paper.events)
+        ));
+    }
     for q in first.queries.iter().filter(|q| like_for_like(&q.variant, &q.query)) {
         let Some((paper_rate, _)) = paper_rate(paper, &q.query, engine) else { continue };
         // Every (heading, hot or cold, ratio) measured.

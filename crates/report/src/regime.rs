@@ -259,7 +259,11 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
             });
             let chart = Lines {
                 title: format!("{}: time against read IOPS at {ratio}× memory", engine.engine),
-                subtitle: format!("{} limit; hot median and cold run per query, the disk throttled to each point's read IOPS", said(first.memory_bytes)),
+                subtitle: format!(
+                    "{} limit; hot median and cold run per query, the disk throttled to each point's read IOPS{}",
+                    said(first.memory_bytes),
+                    regime.iops_size.map_or(String::new(), |size| format!(" and IOPS × {} a second", said(size)))
+                ),
                 x_label: "read IOPS the disk allowed (the throttle; the free disk's measured random-read rate)".into(),
                 y_label: "seconds".into(),
                 x_ticks: Vec::new(),

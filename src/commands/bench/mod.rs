@@ -283,6 +283,15 @@ impl BenchArgs {
         if let (false, Some(read_iops)) = (self.regime_iops.is_empty(), self.timing.disk.as_ref().and_then(|disk| disk.rules.read_iops)) {
             bail!("--regime-iops sets the read IOPS at each point, so --disk riops={read_iops} would hold only the queries with memory free (and `free` would drop it): leave riops= out of --disk (its rbps= holds at every point), or add {read_iops} to --regime-iops");
         }
+        if let Some(size) = self.iops_size {
+            if let Some(iops) = self.regime_iops.iter().filter_map(|point| point.0).find(|iops| iops.saturating_mul(size) < ghbench_olap::throttle::LEAST_RATE) {
+                bail!(
+                    "--regime-iops {iops} with --iops-size {size} bytes leaves {} B/s: {}; give a larger --iops-size or more IOPS",
+                    iops * size,
+                    ghbench_olap::throttle::too_slow()
+                );
+            }
+        }
         if self.iops_size.is_some() && self.regime_iops.iter().all(|point| point.0.is_none()) {
             bail!("--iops-size caps each throttled --regime-iops point's read bandwidth: add --regime-iops with read IOPS (e.g. --regime 5 --regime-iops free,1000), or give --disk rbps= for one throttle");
         }
@@ -500,7 +509,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             if let (false, Some(reference)) = (args.regime.is_empty(), backends.first()) {
                 if table == largest_table {
                     if let Ok(stored) = reference.sizes().await {
-                        regime::reachable(&args.regime, &reference.spec().engine.to_string(), stored.table_bytes + stored.index_bytes)?;
+                        regime::reachable(&args.regime, &reference.spec().engine.to_string(), stored.table_bytes + stored.index_bytes, stored.rows)?;
                     }
                 }
             }
@@ -831,6 +840,9 @@ mod tests {
         let error = bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free", "--iops-size", "128KiB"]).check_disk_axis().unwrap_err().to_string();
         assert!(error.contains("with read IOPS"), "{error}");
         Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap().check_disk_axis().unwrap();
+        // A point whose bandwidth could not start a server.
+        let error = bench(&["--hours", "1", "--regime", "0.05", "--regime-iops", "1", "--iops-size", "512"]).check_disk_axis().unwrap_err().to_string();
+        assert!(error.contains("leaves 512 B/s") && error.contains("may never start"), "{error}");
         // --disk's read IOPS would hold the baseline alone.
         let error = bench(&["--hours", "1", "--regime", "5", "--regime-iops", "free,1000", "--disk", "riops=500,rbps=400MB"]).check_disk_axis().unwrap_err().to_string();
         assert!(error.contains("riops=500") && error.contains("leave riops= out of --disk"), "{error}");

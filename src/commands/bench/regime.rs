@@ -107,9 +107,26 @@ impl DiskPoints {
 /// Whether every ratio's limit can be had for the reference engine's
 /// `bytes`: checked once the data is loaded, before its queries, so a sweep
 /// that cannot run stops before the hour they take.
-pub fn reachable(ratios: &[f64], reference: &str, bytes: u64) -> Result<()> {
+/// `events`: what the data holds, to say the smallest that would do in events.
+pub fn reachable(ratios: &[f64], reference: &str, bytes: u64, events: u64) -> Result<()> {
     let machine = ghbench_core::size::machine_memory().context("--regime: this machine's memory (MemTotal in /proc/meminfo) could not be read")?;
-    limits(ratios, reference, bytes, machine).map(|_| ())
+    limits(ratios, reference, bytes, machine).map(|_| ()).map_err(|error| {
+        let largest = ratios.iter().copied().fold(0.0, f64::max);
+        let needed = MIN_REGIME_MEMORY as f64 * largest;
+        match (events, needed > bytes as f64) {
+            (1.., true) => {
+                let per_event = bytes as f64 / events as f64;
+                let at_least = (needed / per_event).ceil() as u64;
+                error.context(format!(
+                    "{reference} stores {per_event:.0} bytes an event here ({} events in {}): --regime {largest} needs about {} events at least",
+                    ghbench_olap::record::thousands(events),
+                    said(bytes),
+                    ghbench_olap::record::thousands(at_least)
+                ))
+            }
+            _ => error,
+        }
+    })
 }
 
 /// The sweep's limits, largest memory first, for the reference engine's
@@ -346,6 +363,15 @@ mod tests {
             let error = parse_iops(wrong).unwrap_err();
             assert!(error.contains(&format!("from 1 to {most}")) && error.contains("free"), "{wrong}: {error}");
         }
+    }
+
+    #[test]
+    fn a_sweep_too_small_says_the_events_it_needs() {
+        // 100 MiB of 60,000 events, at 5×: 320 MiB of data, about 196,609 events.
+        let error = reachable(&[1.0, 5.0], "postgres", 100 << 20, 60_000).unwrap_err();
+        let said = format!("{error:#}");
+        assert!(said.contains("postgres stores 1748 bytes an event here (60,000 events in 100.0 MiB): --regime 5 needs about 192,000 events at least"), "{said}");
+        assert!(said.contains("needs 320.0 MiB of data at least"), "{said}");
     }
 
     #[test]

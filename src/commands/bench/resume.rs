@@ -50,8 +50,13 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     // The sizes kept, then the sweep's points: a bench stopped in its sweep
     // goes on with its size and points kept, and says so.
     let mut kept: Vec<String> = record.sizes.iter().map(|s| format!("{} h", s.hours)).collect();
+    // With a disk axis, the free point says so: its heading alone reads as any point at its memory.
+    let disk_axis = record.regime.as_ref().is_some_and(|r| r.iops_size.is_some() || r.points.iter().any(|p| p.disk.is_some()));
     let points = record.regime.iter().flat_map(|r| &r.points);
-    kept.extend(points.map(|p| format!("the sweep's point under a {}", ghbench_report::regime::point_heading(p))));
+    kept.extend(points.map(|p| {
+        let free = if disk_axis && p.disk.is_none() { ", the disk free" } else { "" };
+        format!("the sweep's point under a {}{free}", ghbench_report::regime::point_heading(p))
+    }));
     // When the bench this record was made by started: its first size's run
     // (a resumed one's first size of its own, the ones before kept from earlier).
     let earlier = record.resumed.as_ref().map(|r| r.kept.clone()).unwrap_or_default();

@@ -214,7 +214,7 @@ impl EngineSink for MongoSink {
         if explained != fast {
             let note = format!(
                 "{what}: its metadata count (estimatedDocumentCount) is {fast} where the hours this run counted and \
-                 its ledger's other entries make {explained}; rerun with --check-stored to count every hour"
+                 its ledger's other entries make {explained}; `ghbench ingest --check-stored` with the same --table counts every hour"
             );
             note_every(&mut stored, &note);
         }

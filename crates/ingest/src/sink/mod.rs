@@ -636,7 +636,7 @@ pub fn check_estimate(stored: &mut BTreeMap<String, StoredHour>, what: &str, est
     }
     if estimate.rows.abs_diff(listed) > listed / 10 {
         let note = format!(
-            "{what}: {} estimates {} rows where its ledger lists {listed} events (rerun with --check-stored to count them and reload what is not whole)",
+            "{what}: {} estimates {} rows where its ledger lists {listed} events (`ghbench ingest --check-stored` with the same --table counts them and reloads what is not whole)",
             estimate.from, estimate.rows
         );
         note_every(stored, &note);
