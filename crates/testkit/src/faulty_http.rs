@@ -1,5 +1,5 @@
 //! Servers that misbehave for real, on loopback: an HTTP server answering each
-//! request as the test's script says (an HTML page with 200, a body cut off
+//! GET as the test's script says (a HEAD gets 405) (an HTML page with 200, a body cut off
 //! with no Content-Length, the whole file), and a listener that accepts
 //! connections and never says a word.
 
@@ -86,6 +86,13 @@ fn serve(mut stream: TcpStream, script: &Script, hits: &Mutex<HashMap<String, us
         }
     }
     let text = String::from_utf8_lossy(&head);
+    // The script is of downloads: a HEAD (ghbench sizing hours before a load)
+    // is refused as by a server that serves none, and not counted.
+    if text.starts_with("HEAD ") {
+        let _ = stream.write_all(b"HTTP/1.1 405 Method Not Allowed\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        return;
+    }
     let path = text.split_whitespace().nth(1).unwrap_or("/").trim_start_matches('/').to_string();
     let n = {
         let mut hits = hits.lock().unwrap();

@@ -51,6 +51,8 @@ enum RunsIn {
 pub struct TableFiles {
     paths: Vec<PlRefPath>,
     schema: Schema,
+    /// The hours those files hold, as the run's record says them.
+    ledger: BTreeMap<String, HourEntry>,
     /// The readers' lock, shared, for as long as these paths are read.
     _readers: std::fs::File,
 }
@@ -115,6 +117,25 @@ impl PolarsBackend {
         Ok(())
     }
 
+    /// A worker's backend, reading `files` (its parent's listing) rather
+    /// than listing the folder again.
+    pub fn open_here_reading(dir: &std::path::Path, table: &TableName, files: Vec<String>) -> anyhow::Result<PolarsBackend> {
+        let backend = PolarsBackend::open_here(dir, table)?;
+        let listed = TableFiles {
+            paths: files.iter().map(|p| PlRefPath::from(p.as_str())).collect(),
+            schema: Layout::declared().map_err(anyhow::Error::msg)?.schema(),
+            ledger: BTreeMap::new(),
+            _readers: backend.table.read_shared()?,
+        };
+        *backend.files.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(listed));
+        Ok(backend)
+    }
+
+    /// The files this backend's runs read, as text for a worker.
+    fn file_list(&self) -> anyhow::Result<Vec<String>> {
+        Ok(self.table_files()?.paths.iter().map(|p| p.to_string()).collect())
+    }
+
     /// Another backend of the same table and limit (a client of its own).
     fn another(&self) -> PolarsBackend {
         let runs_in = match &self.runs_in {
@@ -130,7 +151,7 @@ impl PolarsBackend {
         if let RunsIn::Worker { program, worker } = &self.runs_in {
             let mut slot = worker.lock().await;
             if slot.is_none() {
-                *slot = Some(Worker::start(program, self.table.dir(), self.table.name()).await?);
+                *slot = Some(Worker::start(program, self.table.dir(), self.table.name(), self.file_list()?).await?);
             }
             if let Some(worker) = slot.as_mut() {
                 worker.warm(query).await?;
@@ -146,7 +167,7 @@ impl PolarsBackend {
         let mut slot = slot.lock().await;
         let mut worker = match slot.take() {
             Some(worker) => worker,
-            None => Worker::start(program, self.table.dir(), self.table.name()).await?,
+            None => Worker::start(program, self.table.dir(), self.table.name(), self.file_list()?).await?,
         };
         let what = format!("polars on {}: {}", self.table.name(), file.path);
         let running = Running::start(what, worker.stopper());
@@ -186,14 +207,13 @@ impl PolarsBackend {
         }
         // Held while the files are: no compaction replaces them meanwhile.
         let readers = self.table.read_shared()?;
-        let ledger = self.table.ledger()?;
+        let (ledger, live) = self.table.snapshot()?;
         let layout = self.layout(&ledger)?;
-        let live = self.table.live_files()?;
         if let Some(damage) = self.find_damage(&ledger, Check::Size)? {
             return Err(damaged(&damage));
         }
         let paths = live.iter().map(|p| PlRefPath::from(p.to_string_lossy().as_ref())).collect();
-        let known = Arc::new(TableFiles { paths, schema: layout.schema(), _readers: readers });
+        let known = Arc::new(TableFiles { paths, schema: layout.schema(), ledger, _readers: readers });
         *files = Some(known.clone());
         Ok(known)
     }
@@ -252,12 +272,22 @@ struct DamagedFile(Damage);
 
 impl std::fmt::Display for DamagedFile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let hour = self.0.stem.parse::<ghbench_core::Hour>().map_or_else(|_| self.0.stem.clone(), |h| h.to_string());
-        write!(
-            f,
-            "{}: the hour is not whole; run `ghbench ingest --reload {hour} --engines polars` (with the same --table) to load it again",
-            self.0
-        )
+        let hour = |stem: &str| stem.parse::<ghbench_core::Hour>().map_or_else(|_| stem.to_string(), |h| h.to_string());
+        match &self.0.reload {
+            None => write!(
+                f,
+                "{}: the hour is not whole; run `ghbench ingest --reload {} --engines polars` (with the same --table) to load it again",
+                self.0,
+                hour(&self.0.stem)
+            ),
+            Some((first, last)) => write!(
+                f,
+                "{}: its hours are not whole; run `ghbench ingest --reload {}..{} --engines polars` (with the same --table) to load them all again",
+                self.0,
+                hour(first),
+                hour(last)
+            ),
+        }
     }
 }
 
@@ -279,7 +309,12 @@ impl Backend for PolarsBackend {
 
     /// Refuses a table of another layout, before any query is planned.
     async fn ledger(&self) -> BackendResult<Ledger> {
-        let entries = self.table.ledger()?;
+        // The hours the run reads (one listing with its files); a table the
+        // queries cannot read (damaged) is still described, read directly.
+        let entries = match self.table_files() {
+            Ok(files) => files.ledger.clone(),
+            Err(_) => self.table.ledger()?,
+        };
         self.layout(&entries)?;
         let retries = entries.values().map(|e| u64::from(e.record.retries)).sum();
         let entries = entries.into_iter().map(|(stem, e)| Entry::new(stem, e.events() as i64).timed(Some(e.seconds), e.finished_at));
@@ -446,4 +481,18 @@ fn rows(frame: &DataFrame) -> anyhow::Result<Vec<Row>> {
         }
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_file_says_the_reload_that_repairs_it_an_hour_or_a_whole_segment() {
+        let damage = |reload: Option<(String, String)>| Damage { stem: "2015-01-01-5".into(), path: "t/x.parquet".into(), what: "is 1 bytes".into(), reload };
+        let hour = damaged(&damage(None)).to_string();
+        assert!(hour.contains("`ghbench ingest --reload 2015-01-01T05 --engines polars`"), "{hour}");
+        let segment = damaged(&damage(Some(("2015-01-01-0".into(), "2015-01-02-23".into())))).to_string();
+        assert!(segment.contains("`ghbench ingest --reload 2015-01-01T00..2015-01-02T23 --engines polars`") && segment.contains("load them all again"), "{segment}");
+    }
 }

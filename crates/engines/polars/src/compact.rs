@@ -50,13 +50,10 @@ pub struct Compacted {
 impl Compacted {
     /// `merged 8,760 files into 1 segment of 8,760 hours, 12.3 MiB written (at most 12.3 MiB more on disk meanwhile)`.
     pub fn said(&self) -> String {
-        if let Some(why) = &self.held_off {
-            return format!("not compacted: {why}");
-        }
         if self.segments == 0 {
-            return "nothing to compact".into();
+            return "nothing to merge".into();
         }
-        format!(
+        let merged = format!(
             "merged {} files into {} segment{} of {} hours, {} written (at most {} more on disk meanwhile)",
             self.files_merged,
             self.segments,
@@ -64,7 +61,11 @@ impl Compacted {
             self.hours,
             ghbench_core::size::said(self.bytes_written),
             ghbench_core::size::said(self.peak_extra_bytes)
-        )
+        );
+        match &self.held_off {
+            Some(why) => format!("{merged}; {why}"),
+            None => merged,
+        }
     }
 }
 
@@ -129,7 +130,7 @@ pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Resu
     if done.segments > 0 {
         match table.try_exclusive()? {
             Some(_readers) => drop(remove_superseded(table, &table.listing()?)?),
-            None => done.held_off = Some("a query run is reading the table: the files the segments replace stay until the next load".into()),
+            None => done.held_off = Some("the files they replace stay until the next load, as a query run was reading them".into()),
         }
     }
     Ok(done)
@@ -156,6 +157,10 @@ fn segment_is_whole(manifest: &Manifest, data: &Path) -> bool {
 /// while a query run reads the table. Stale files are removed first, so
 /// that none is read as an hour a segment no longer holds. The rows removed.
 pub fn remove_hours(table: &TableDir, stems: &[String]) -> io::Result<u64> {
+    // This load's own hours, replaced side by side, take turns here: each
+    // would otherwise find the others' exclusive lock and blame a query run.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(_readers) = table.try_exclusive()? else {
         return Err(io::Error::new(
             io::ErrorKind::WouldBlock,
@@ -175,15 +180,15 @@ pub fn remove_hours(table: &TableDir, stems: &[String]) -> io::Result<u64> {
         }
         let whole = segment_is_whole(m, &live.data);
         if !whole && !m.hours.iter().all(|h| asked.contains(h.stem.as_str())) {
-            let (first, last) = (&m.hours[0].stem, &m.hours[m.hours.len() - 1].stem);
+            let (first, last) = m.span().unwrap_or_default();
             let hour = |stem: &str| stem.parse::<ghbench_core::Hour>().map_or_else(|_| stem.to_string(), |h| h.to_string());
             return Err(io::Error::other(format!(
                 "segment {} of polars table {} is damaged, so its hours cannot be taken out one by one: load all {} of them again (`--reload {}..{}`)",
                 m.name,
                 table.name(),
                 m.hours.len(),
-                hour(first),
-                hour(last)
+                hour(&first),
+                hour(&last)
             )));
         }
         touched.push((live, whole));
@@ -457,7 +462,7 @@ mod tests {
         let error = table.remove_data("2015-01-01-8").unwrap_err().to_string();
         assert!(error.contains("a query run is reading polars table t"), "{error}");
         let done = compact(&table, 1000, 2).unwrap();
-        assert_eq!(done.held_off.as_deref(), Some("a query run is reading the table: the files the segments replace stay until the next load"));
+        assert_eq!(done.held_off.as_deref(), Some("the files they replace stay until the next load, as a query run was reading them"));
         assert!(listed.iter().all(|path| path.exists()), "what the run listed is all there");
         assert_eq!((ids(&table), table.live_files().unwrap().len()), (before.clone(), 1), "one segment read from now on");
         drop(reading);
@@ -494,6 +499,37 @@ mod tests {
         let all: Vec<String> = stems(24);
         assert_eq!(remove_hours(&table, &all).unwrap(), 48, "24 hours of 2 rows");
         assert_eq!(table.ledger().unwrap().keys().collect::<Vec<_>>(), ["2015-01-02-0", "2015-01-02-1"]);
+    }
+
+    #[test]
+    fn a_segment_is_named_by_its_earliest_and_latest_hour_whatever_its_rows_order() {
+        let (_dir, table) = table();
+        for stem in stems(24) {
+            load_hour(&table, &stem, 2);
+        }
+        compact(&table, 1000, 24).unwrap();
+        remove_hours(&table, &["2015-01-01-23".to_string()]).unwrap();
+        load_hour(&table, "2015-01-01-23", 2);
+        compact(&table, 1000, 2).unwrap();
+        let listing = table.listing().unwrap();
+        let m = &listing.segments[0].manifest;
+        // The hour loaded again comes last in the rows, as it does in time here; the name spans them all.
+        assert_eq!(m.name, "2015-01-01-0--2015-01-01-23.g3");
+        // One from the middle, loaded again, comes after the segment: the name still spans them.
+        remove_hours(&table, &["2015-01-01-5".to_string()]).unwrap();
+        load_hour(&table, "2015-01-01-5", 2);
+        compact(&table, 1000, 2).unwrap();
+        let m = table.listing().unwrap().segments[0].manifest.clone();
+        assert_eq!(m.hours.last().unwrap().stem, "2015-01-01-5", "merged after the segment it was taken out of");
+        assert_eq!(m.name, "2015-01-01-0--2015-01-01-23.g5", "not 2015-01-01-0--2015-01-01-5");
+        remove_hours(&table, &["2015-01-01-0".to_string()]).unwrap();
+        load_hour(&table, "2015-01-01-0", 2);
+        compact(&table, 1000, 2).unwrap();
+        let m = table.listing().unwrap().segments[0].manifest.clone();
+        // Merged in order of first hours: the hour before the segment's first comes first.
+        assert_eq!(m.hours.first().unwrap().stem, "2015-01-01-0");
+        assert_eq!(m.name, "2015-01-01-0--2015-01-01-23.g7");
+        assert_eq!(m.span(), Some(("2015-01-01-0".to_string(), "2015-01-01-23".to_string())));
     }
 
     #[test]

@@ -62,11 +62,20 @@ pub struct SegmentHour {
 
 impl Manifest {
     pub fn new(hours: Vec<SegmentHour>, generation: u64, bytes: u64, digest: String, layout: String, replaces: Vec<String>) -> Manifest {
-        let name = match (hours.first(), hours.last()) {
-            (Some(first), Some(last)) => format!("{}--{}.g{generation}", first.stem, last.stem),
-            _ => format!("empty.g{generation}"),
+        let mut manifest = Manifest { schema: SCHEMA.into(), name: String::new(), generation, hours, bytes, digest, layout, replaces };
+        manifest.name = match manifest.span() {
+            Some((first, last)) => format!("{first}--{last}.g{generation}"),
+            None => format!("empty.g{generation}"),
         };
-        Manifest { schema: SCHEMA.into(), name, generation, hours, bytes, digest, layout, replaces }
+        manifest
+    }
+
+    /// Its earliest and latest hours (its rows are in the order merged: an
+    /// hour loaded again comes after the segment it was taken out of).
+    pub fn span(&self) -> Option<(String, String)> {
+        let first = self.hours.iter().map(|h| &h.stem).min_by_key(|stem| hour_order(stem))?;
+        let last = self.hours.iter().map(|h| &h.stem).max_by_key(|stem| hour_order(stem))?;
+        Some((first.clone(), last.clone()))
     }
 
     pub fn rows(&self) -> u64 {

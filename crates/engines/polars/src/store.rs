@@ -64,6 +64,8 @@ pub struct StoredIn {
     pub data: PathBuf,
     pub bytes: u64,
     pub digest: String,
+    /// Its earliest and latest hours: what reloads all of it.
+    pub span: (String, String),
 }
 
 impl HourEntry {
@@ -134,6 +136,9 @@ pub struct Damage {
     pub stem: String,
     pub path: PathBuf,
     pub what: String,
+    /// The hours to load again to repair it: the segment's earliest and
+    /// latest (None: the hour alone, in a file of its own).
+    pub reload: Option<(String, String)>,
 }
 
 impl std::fmt::Display for Damage {
@@ -270,11 +275,23 @@ impl TableDir {
 
     /// The files a query reads: every live segment and loose hour, in hour order.
     pub fn live_files(&self) -> io::Result<Vec<PathBuf>> {
+        Ok(self.live_files_of(&self.listing()?))
+    }
+
+    /// The ledger and the files a query reads, from one listing of the
+    /// folder: a query run's record names exactly the hours it read, even
+    /// while a load commits more (or takes some out to load again).
+    pub fn snapshot(&self) -> io::Result<(BTreeMap<String, HourEntry>, Vec<PathBuf>)> {
         let listing = self.listing()?;
+        let files = self.live_files_of(&listing);
+        Ok((self.ledger_of(listing)?, files))
+    }
+
+    fn live_files_of(&self, listing: &Listing) -> Vec<PathBuf> {
         let mut files: Vec<((bool, Option<Hour>, String), PathBuf)> = listing.loose.iter().map(|stem| (hour_order(stem), self.data_path(stem))).collect();
         files.extend(listing.segments.iter().filter_map(|s| Some((hour_order(&s.manifest.hours.first()?.stem), s.data.clone()))));
         files.sort();
-        Ok(files.into_iter().map(|(_, path)| path).collect())
+        files.into_iter().map(|(_, path)| path).collect()
     }
 
     /// The file names and paths in the table's folder (none if it does not exist).
@@ -312,7 +329,10 @@ impl TableDir {
     /// an hour counted as loaded).
     /// Hours in segments carry where (`stored_in`).
     pub fn ledger(&self) -> io::Result<BTreeMap<String, HourEntry>> {
-        let listing = self.listing()?;
+        self.ledger_of(self.listing()?)
+    }
+
+    fn ledger_of(&self, listing: Listing) -> io::Result<BTreeMap<String, HourEntry>> {
         let mut ledger = BTreeMap::new();
         for stem in listing.loose {
             if let Some(entry) = self.own_entry(&stem)? {
@@ -322,7 +342,8 @@ impl TableDir {
         for segment in listing.segments {
             let m = &segment.manifest;
             for hour in &m.hours {
-                let stored_in = StoredIn { segment: m.name.clone(), data: segment.data.clone(), bytes: m.bytes, digest: m.digest.clone() };
+                let span = m.span().unwrap_or_default();
+                let stored_in = StoredIn { segment: m.name.clone(), data: segment.data.clone(), bytes: m.bytes, digest: m.digest.clone(), span };
                 ledger.insert(hour.stem.clone(), HourEntry { stored_in: Some(stored_in), ..hour.entry.clone() });
             }
         }
@@ -363,7 +384,7 @@ impl TableDir {
         }
         let path = self.data_path(stem);
         let Some(expected) = entry.parquet_bytes else { return Ok(None) };
-        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what }));
+        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what, reload: None }));
         let size = fs::metadata(&path).map_err(|e| annotate(e, "reading", &path))?.len();
         if size != expected {
             return damage(format!("is {size} bytes where its ledger entry recorded {expected}"));
@@ -384,7 +405,9 @@ impl TableDir {
     /// against its manifest (each hour of a damaged segment is damaged).
     fn check_segment(&self, stem: &str, stored_in: &StoredIn, check: Check) -> io::Result<Option<Damage>> {
         let path = &stored_in.data;
-        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what: format!("(segment {}) {what}", stored_in.segment) }));
+        let damage = |what: String| {
+            Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what: format!("(segment {}) {what}", stored_in.segment), reload: Some(stored_in.span.clone()) }))
+        };
         let size = fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
         if size != stored_in.bytes {
             return damage(format!("is {size} bytes where its manifest recorded {}", stored_in.bytes));

@@ -120,6 +120,12 @@ pub fn program() -> Option<&'static Path> {
     PROGRAM.get().map(PathBuf::as_path)
 }
 
+/// The first line a worker reads: the table's files its backend listed.
+#[derive(Serialize, Deserialize)]
+struct Files {
+    files: Vec<String>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct Request {
     path: String,
@@ -149,7 +155,12 @@ pub fn serve(dir: &Path, table: &TableName, warm: Vec<String>) -> anyhow::Result
     unsafe {
         libc::prctl(libc::PR_SET_NAME, c"polars-worker".as_ptr());
     }
-    let backend = crate::backend::PolarsBackend::open_here(dir, table)?;
+    let mut input = std::io::stdin().lock().lines();
+    // First, the files its backend listed: every worker of a run (one per
+    // client) reads the very files the run's record names, whatever a load
+    // commits meanwhile.
+    let files: Files = serde_json::from_str(&input.next().ok_or_else(|| anyhow::anyhow!("no file list on standard input"))??)?;
+    let backend = crate::backend::PolarsBackend::open_here_reading(dir, table, files.files)?;
     let mut out = std::io::stdout().lock();
     // A query of two numbers brings polars' thread pool and streaming
     // engine up before ghbench times anything.
@@ -159,7 +170,7 @@ pub fn serve(dir: &Path, table: &TableName, warm: Vec<String>) -> anyhow::Result
     // what fails here is said by the first query, which tries again.
     let _ = backend.table_files();
     answer(&mut out, &Reply::Ready)?;
-    for line in std::io::stdin().lock().lines() {
+    for line in input {
         let request: Request = serde_json::from_str(&line?)?;
         let query = QueryFile { path: request.path, text: request.text };
         let ran = match request.warm {
@@ -222,8 +233,9 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// Starts `program polars-worker` on the table and waits until it is ready.
-    pub async fn start(program: &Path, dir: &Path, table: &TableName) -> anyhow::Result<Worker> {
+    /// Starts `program polars-worker` on the table's `files` (as its backend
+    /// listed them) and waits until it is ready.
+    pub async fn start(program: &Path, dir: &Path, table: &TableName, files: Vec<String>) -> anyhow::Result<Worker> {
         let mut command = Command::new(program);
         command.arg(SUBCOMMAND).arg("--polars-dir").arg(dir).args(["--table", table.as_str()]);
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
@@ -251,6 +263,10 @@ impl Worker {
         let stdin = child.stdin.take().expect("piped");
         let stdout = BufReader::new(child.stdout.take().expect("piped"));
         let mut worker = Worker { child, stdin, stdout, warmed: Default::default() };
+        let mut line = serde_json::to_vec(&Files { files })?;
+        line.push(b'\n');
+        worker.stdin.write_all(&line).await?;
+        worker.stdin.flush().await?;
         match worker.read().await? {
             Reply::Ready => Ok(worker),
             _ => anyhow::bail!("the polars worker did not say it was ready"),

@@ -535,7 +535,7 @@ impl Sink {
 
 /// The whole-table steps, as progress and errors name them.
 pub const STORED_HOURS: &str = "checking the stored hours against the ledger";
-pub const UPKEEP: &str = "vacuuming and analysing the loaded table";
+pub const UPKEEP: &str = "the work after loading (PostgreSQL's statistics, polars' merge of hour files)";
 pub const REMOVE_HOURS: &str = "removing the hours to load again";
 pub const REPLACE_HOUR: &str = "starting to replace the hour";
 pub const REMOVE_UNFINISHED: &str = "removing what dead loads left of hours they did not finish";
