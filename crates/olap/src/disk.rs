@@ -114,10 +114,7 @@ fn random_reads(file: &std::fs::File, path: &Path) -> Result<f64, String> {
     let mut page = vec![0u8; PAGE as usize];
     let started = Instant::now();
     while (seen.len() as u64) < RANDOM_READS && started.elapsed() < RANDOM_FOR {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let at = state % pages;
+        let at = xorshift(&mut state) % pages;
         if seen.insert(at) {
             file.read_exact_at(&mut page, at * PAGE).map_err(|e| format!("reading {} at page {at}: {e}", path.display()))?;
         }
@@ -137,11 +134,16 @@ fn median(rates: &[f64]) -> Option<f64> {
 /// compress, and the same file every time.
 fn fill(block: &mut [u8], state: &mut u64) {
     for chunk in block.chunks_mut(8) {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+        chunk.copy_from_slice(&xorshift(state).to_le_bytes()[..chunk.len()]);
     }
+}
+
+/// The next number of a xorshift64 (nothing here needs more).
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
 }
 
 /// Bytes a second of each sequential read, and pages a second read at random.

@@ -145,7 +145,7 @@ fn rows_in(path: &Path) -> io::Result<u64> {
 
 /// Whether a segment's data file is the one its manifest recorded (size, then digest).
 fn segment_is_whole(manifest: &Manifest, data: &Path) -> bool {
-    std::fs::metadata(data).is_ok_and(|meta| meta.len() == manifest.bytes) && ghbench_engine::load::digest::of_file(data).is_ok_and(|(_, digest)| digest == manifest.digest)
+    matches!(crate::store::file_damage(data, manifest.bytes, Some(&manifest.digest), Check::Checksum, "its manifest"), Ok(None))
 }
 
 /// Takes the hours `stems` out of the table, before they are loaded again
@@ -398,6 +398,16 @@ mod tests {
         (dir, table)
     }
 
+    /// A table of 24 hours of `events` events each, merged into one segment.
+    fn a_day_in_a_segment(events: u64) -> (tempfile::TempDir, TableDir) {
+        let (dir, table) = table();
+        for stem in stems(24) {
+            load_hour(&table, &stem, events);
+        }
+        compact(&table, 1000, 24).unwrap();
+        (dir, table)
+    }
+
     fn stems(n: u32) -> Vec<String> {
         (0..n).map(|h| format!("2015-01-0{}-{}", 1 + h / 24, h % 24)).collect()
     }
@@ -437,11 +447,7 @@ mod tests {
 
     #[test]
     fn an_hour_taken_out_of_its_segment_leaves_every_other_hour_exactly() {
-        let (_dir, table) = table();
-        for stem in stems(24) {
-            load_hour(&table, &stem, 4);
-        }
-        compact(&table, 1000, 24).unwrap();
+        let (_dir, table) = a_day_in_a_segment(4);
         let before = ids(&table);
         table.remove_data("2015-01-01-7").unwrap();
         let expected: Vec<String> = before.iter().filter(|id| !id.starts_with("2015-01-01-7/")).cloned().collect();
@@ -472,11 +478,7 @@ mod tests {
 
     #[test]
     fn a_damaged_segment_is_every_one_of_its_hours_damage_and_goes_only_with_all_of_them() {
-        let (_dir, table) = table();
-        for stem in stems(24) {
-            load_hour(&table, &stem, 2);
-        }
-        compact(&table, 1000, 24).unwrap();
+        let (_dir, table) = a_day_in_a_segment(2);
         let segment = table.live_files().unwrap().remove(0);
         let mut bytes = std::fs::read(&segment).unwrap();
         let middle = bytes.len() / 2;
@@ -503,11 +505,7 @@ mod tests {
 
     #[test]
     fn a_segment_is_named_by_its_earliest_and_latest_hour_whatever_its_rows_order() {
-        let (_dir, table) = table();
-        for stem in stems(24) {
-            load_hour(&table, &stem, 2);
-        }
-        compact(&table, 1000, 24).unwrap();
+        let (_dir, table) = a_day_in_a_segment(2);
         remove_hours(&table, &["2015-01-01-23".to_string()]).unwrap();
         load_hour(&table, "2015-01-01-23", 2);
         compact(&table, 1000, 2).unwrap();

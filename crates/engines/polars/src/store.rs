@@ -379,50 +379,19 @@ impl TableDir {
     /// None when it is (or the entry predates sizes and checksums, see
     /// [`HourEntry::parquet_bytes`]).
     pub fn check(&self, stem: &str, entry: &HourEntry, check: Check) -> io::Result<Option<Damage>> {
-        if let Some(stored_in) = &entry.stored_in {
-            return self.check_segment(stem, stored_in, check);
-        }
-        let path = self.data_path(stem);
-        let Some(expected) = entry.parquet_bytes else { return Ok(None) };
-        let damage = |what: String| Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what, reload: None }));
-        let size = fs::metadata(&path).map_err(|e| annotate(e, "reading", &path))?.len();
-        if size != expected {
-            return damage(format!("is {size} bytes where its ledger entry recorded {expected}"));
-        }
-        let Some(recorded) = entry.parquet_digest.as_deref().filter(|_| check == Check::Checksum) else { return Ok(None) };
-        let (_, digest) = ghbench_engine::load::digest::of_file(&path).map_err(|e| annotate(e, "reading", &path))?;
-        if digest != recorded {
-            return damage(format!(
-                "has another checksum ({}) than its ledger entry recorded ({})",
-                ghbench_engine::load::digest::short(&digest),
-                ghbench_engine::load::digest::short(recorded)
-            ));
-        }
-        Ok(None)
-    }
-
-    /// [`TableDir::check`] of an hour in a segment: the segment's file
-    /// against its manifest (each hour of a damaged segment is damaged).
-    fn check_segment(&self, stem: &str, stored_in: &StoredIn, check: Check) -> io::Result<Option<Damage>> {
-        let path = &stored_in.data;
-        let damage = |what: String| {
-            Ok(Some(Damage { stem: stem.to_string(), path: path.clone(), what: format!("(segment {}) {what}", stored_in.segment), reload: Some(stored_in.span.clone()) }))
-        };
-        let size = fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
-        if size != stored_in.bytes {
-            return damage(format!("is {size} bytes where its manifest recorded {}", stored_in.bytes));
-        }
-        if check == Check::Checksum {
-            let (_, digest) = ghbench_engine::load::digest::of_file(path).map_err(|e| annotate(e, "reading", path))?;
-            if digest != stored_in.digest {
-                return damage(format!(
-                    "has another checksum ({}) than its manifest recorded ({})",
-                    ghbench_engine::load::digest::short(&digest),
-                    ghbench_engine::load::digest::short(&stored_in.digest)
-                ));
+        let (path, what, reload) = match &entry.stored_in {
+            Some(stored_in) => {
+                let found = file_damage(&stored_in.data, stored_in.bytes, Some(&stored_in.digest), check, "its manifest")?;
+                (stored_in.data.clone(), found.map(|what| format!("(segment {}) {what}", stored_in.segment)), Some(stored_in.span.clone()))
             }
-        }
-        Ok(None)
+            None => {
+                let path = self.data_path(stem);
+                let Some(expected) = entry.parquet_bytes else { return Ok(None) };
+                let found = file_damage(&path, expected, entry.parquet_digest.as_deref(), check, "its ledger entry")?;
+                (path, found, None)
+            }
+        };
+        Ok(what.map(|what| Damage { stem: stem.to_string(), path, what, reload }))
     }
 
     /// Each hour of `ledger` checked (`depth` says how closely), a segment
@@ -519,6 +488,25 @@ impl TableDir {
         }
         Ok(bytes)
     }
+}
+
+/// What is wrong with the file at `path` against the size and digest
+/// `recorded_by` recorded (its size always; its digest, when there is one,
+/// with `Check::Checksum`): None when nothing is.
+pub(crate) fn file_damage(path: &Path, bytes: u64, digest: Option<&str>, check: Check, recorded_by: &str) -> io::Result<Option<String>> {
+    let size = fs::metadata(path).map_err(|e| annotate(e, "reading", path))?.len();
+    if size != bytes {
+        return Ok(Some(format!("is {size} bytes where {recorded_by} recorded {bytes}")));
+    }
+    let Some(recorded) = digest.filter(|_| check == Check::Checksum) else { return Ok(None) };
+    let (_, found) = ghbench_engine::load::digest::of_file(path).map_err(|e| annotate(e, "reading", path))?;
+    Ok((found != recorded).then(|| {
+        format!(
+            "has another checksum ({}) than {recorded_by} recorded ({})",
+            ghbench_engine::load::digest::short(&found),
+            ghbench_engine::load::digest::short(recorded)
+        )
+    }))
 }
 
 /// Removes a folder and everything in it, if it exists.
