@@ -159,8 +159,9 @@ fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_k
 }
 
 /// kill -9 while the load merges its 48 hours into a segment (its temporary
-/// file being written): the rerun stores every hour exactly once, nothing
-/// half-written left, and its next load merges them.
+/// file being written): the rerun, which loads nothing, stores every hour
+/// exactly once, leaves nothing half-written and merges what the killed run
+/// left unmerged; a later load merges its hour into that segment.
 #[test]
 fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
     let Some(real) = real_hour() else { return };
@@ -201,18 +202,22 @@ fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
     let out = ghbench_with(&[], &args);
     assert!(out.status.success(), "{}", text(&out));
     assert!(text(&out).contains("0 loaded, 48 skipped (already loaded)"), "{}", text(&out));
+    assert!(text(&out).contains("merged 48 files into 1 segment of 48 hours"), "the rerun merges what the killed run left: {}", text(&out));
     assert!(!files(&table_dir).iter().any(|f| f.ends_with(".tmp")), "nothing half-written is left: {:?}", files(&table_dir));
+    assert_eq!(files(&table_dir).iter().filter(|f| f.ends_with(".parquet")).count(), 1, "{:?}", files(&table_dir));
     let output = work.path().join("results");
     let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--output", output.to_str().unwrap()];
     assert!(ghbench_with(&[], &query).status.success());
     assert_eq!(engine(&results(&output), "polars")["data"]["events"].as_u64(), Some(6 * 7702), "every event once");
-    // The next load that stores an hour merges all 49.
+    // 48 hours merged and one more: not due until there are 24 files to merge.
     std::fs::copy(&real, split.join("2015-01-03-0.json.gz")).unwrap();
     let more = ["ingest", "--engines", "polars", "--polars-dir", data.to_str().unwrap(), "--source", split.to_str().unwrap(), "--from", "2015-01-01T00", "--hours", "49", "--quarantine-dir", quarantine.to_str().unwrap()];
     let out = ghbench_with(&[], &more);
-    assert!(out.status.success() && text(&out).contains("merged 49 files into 1 segment of 49 hours"), "{}", text(&out));
+    assert!(out.status.success(), "{}", text(&out));
+    let out = ghbench_with(&[], &more);
+    assert!(out.status.success() && !text(&out).contains("merged"), "a rerun with two files to merge waits: {}", text(&out));
     let names = files(&table_dir);
-    assert_eq!(names.iter().filter(|f| f.ends_with(".parquet")).count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|f| f.ends_with(".parquet")).count(), 2, "the segment and the new hour: {names:?}");
 }
 
 #[test]

@@ -346,8 +346,18 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         // Only after a load that went through: when hours failed (a server away
         // or frozen), the rerun that loads them does it, rather than this run
         // waiting on a server already known not to answer.
-        let loaded_all = summary.totals.engines.get(&slot.engine).is_some_and(|e| e.hours_stored > 0 && e.hours_failed == 0);
-        if loaded_all {
+        let totals = summary.totals.engines.get(&slot.engine);
+        let loaded_all = totals.is_some_and(|e| e.hours_stored > 0 && e.hours_failed == 0);
+        // A run that stores nothing still finishes what a killed one left
+        // undone (polars' merge), so a rerun leaves the table as one run would.
+        let left_undone = !loaded_all
+            && totals.is_none_or(|e| e.hours_failed == 0)
+            && ctx.must_stop().is_none()
+            && match slot.ready(ctx).await {
+                Ok(sink) => sink.upkeep_due().await.unwrap_or(false),
+                Err(_) => false,
+            };
+        if loaded_all || left_undone {
             let loader = slot.loader.clone();
             let upkeep = match slot.ready(ctx).await {
                 Ok(sink) => watched(ctx, loader.as_ref(), crate::sink::UPKEEP, sink.after_load()).await,

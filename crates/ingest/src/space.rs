@@ -26,6 +26,9 @@ pub struct Room {
     pub free: Option<Free>,
     /// Room needed whatever the load's size, each with where it lives.
     pub besides: Vec<Besides>,
+    /// The engine writes what the load stored once more after it, beside
+    /// it until that ends (polars' merge of hours into segments): what it is.
+    pub rewritten_after: Option<String>,
 }
 
 /// Where free space is read.
@@ -186,6 +189,9 @@ pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
         let table = (source_bytes as f64 * ratio) as u64;
         let what = format!("{} table {} ({} of gzip hours {measured})", load.engine, size_text(table), size_text(source_bytes));
         add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), table, what);
+        if let Some(rewrite) = &load.room.rewritten_after {
+            add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), table, format!("{} {rewrite} {}", load.engine, size_text(table)));
+        }
         for b in &load.room.besides {
             add(&mut shares, &mut verdict, &load.engine, b.free.as_ref(), b.bytes, format!("{} {} {}", load.engine, b.what, size_text(b.bytes)));
         }
@@ -276,6 +282,7 @@ mod tests {
                 stored_bytes,
                 free: Some(Free::Folder(dir.path().to_path_buf())),
                 besides: vec![Besides { what: "WAL".into(), bytes: besides, free: Some(Free::Folder(dir.path().to_path_buf())) }],
+                rewritten_after: (engine == "b").then(|| "merge".to_string()),
             },
             stored_source_bytes,
             hours: vec![hour],
@@ -286,6 +293,9 @@ mod tests {
         let line = fits.lines.iter().find(|l| l.contains("needs about")).unwrap();
         assert!(line.contains("a table") && line.contains("b table") && line.contains("× 3.00, the bytes stored per gzip byte"), "{line}");
         assert!(line.contains("taken at their JSON size"), "{line}");
+        // b rewrites its load after it: its table counted twice (300 bytes of 100 gzip bytes: 3x).
+        let gzip = std::fs::metadata(dir.path().join(hour.file_name())).unwrap().len();
+        assert!(line.contains(&format!("b merge {}", size_text(gzip * 3))), "{line}");
         let short = check(&source, &[load("a", 0, 0, free / 2 + 1), load("b", 0, 0, free / 2 + 1)]);
         assert_eq!(short.short.len(), 1, "two engines on one file system add up: {short:?}");
     }

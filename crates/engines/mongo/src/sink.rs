@@ -132,7 +132,7 @@ impl EngineSink for MongoSink {
             }
             _ => None,
         };
-        Ok(Some(Room { stored_bytes: sizes.on_disk + sizes.indexes_total, free, besides: Vec::new() }))
+        Ok(Some(Room { stored_bytes: sizes.on_disk + sizes.indexes_total, free, besides: Vec::new(), rewritten_after: None }))
     }
 
     async fn ledger_events(&self) -> Result<u64, SinkError> {

@@ -136,6 +136,17 @@ pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Resu
     Ok(done)
 }
 
+/// Whether [`compact`] would merge something: read from the listing and
+/// the ledger (an hour's rows as recorded), no data file opened. (What a
+/// merge replaced goes when a load starts: [`TableDir::clean`].)
+pub fn due(table: &TableDir, target_rows: u64, min_units: usize) -> io::Result<bool> {
+    let listing = table.listing()?;
+    let ledger = table.ledger()?;
+    let mut units: Vec<Unit> = listing.loose.iter().map(|stem| Unit::Hour { stem: stem.clone(), rows: ledger.get(stem).map_or(0, |e| e.record.events) }).collect();
+    units.extend(listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() }));
+    Ok(!plan(units, target_rows, min_units).is_empty())
+}
+
 /// Rows in a Parquet file, from its footer (not its ledger entry: a file
 /// holding more rows than recorded must not be cut short unseen).
 fn rows_in(path: &Path) -> io::Result<u64> {
@@ -419,7 +430,9 @@ mod tests {
             load_hour(&table, &stem, 3);
         }
         let (rows, ledger) = (ids(&table), table.ledger().unwrap());
+        assert!(due(&table, 1000, 24).unwrap(), "30 loose hours are due to merge");
         let done = compact(&table, 1000, 24).unwrap();
+        assert!(!due(&table, 1000, 24).unwrap(), "nothing left to merge");
         assert_eq!((done.segments, done.files_merged, done.hours), (1, 30, 30), "{done:?}");
         assert!(done.said().starts_with("merged 30 files into 1 segment of 30 hours"), "{}", done.said());
         assert_eq!(table.live_files().unwrap().len(), 1, "one file to read");
@@ -435,7 +448,11 @@ mod tests {
         // Whole, by size and by checksum.
         assert!(table.damages(&after, |_| crate::store::Check::Checksum).unwrap().values().all(Option::is_none));
         // Another day's hours merge with the segment once there are enough.
-        for stem in (30..60).map(|h| format!("2015-01-0{}-{}", 1 + h / 24, h % 24)) {
+        for stem in (30..40).map(|h| format!("2015-01-0{}-{}", 1 + h / 24, h % 24)) {
+            load_hour(&table, &stem, 3);
+        }
+        assert!(!due(&table, 1000, 24).unwrap(), "ten loose hours wait for more");
+        for stem in (40..60).map(|h| format!("2015-01-0{}-{}", 1 + h / 24, h % 24)) {
             load_hour(&table, &stem, 3);
         }
         let done = compact(&table, 1000, 24).unwrap();

@@ -295,7 +295,7 @@ pub async fn room(client: &Client, url: &str, table: &str) -> Result<Room, tokio
     let folder = |path: Option<String>| path.filter(|_| here).map(|p| Free::Folder(PathBuf::from(p)));
     let max_wal: i64 = row.get(3);
     let wal = Besides { what: "WAL growing to max_wal_size".into(), bytes: max_wal.max(0) as u64, free: folder(row.get(2)) };
-    Ok(Room { stored_bytes: row.get::<_, i64>(0).max(0) as u64, free: folder(row.get(1)), besides: vec![wal] })
+    Ok(Room { stored_bytes: row.get::<_, i64>(0).max(0) as u64, free: folder(row.get(1)), besides: vec![wal], rewritten_after: None })
 }
 
 /// What the server knows of `table`'s rows without counting them: the

@@ -359,6 +359,14 @@ pub trait EngineSink: Send + Sync {
         Ok(None)
     }
 
+    /// Whether [`EngineSink::after_load`] has work left by an earlier run
+    /// (killed before or during it), for a run that stores no hour: a cheap
+    /// look, not the work. PostgreSQL's statistics are not asked again of a
+    /// table nothing changed; polars' hours not yet merged are.
+    async fn upkeep_due(&mut self) -> Result<bool, SinkError> {
+        Ok(false)
+    }
+
     /// Ends the connection while the runtime still runs its tasks (the
     /// MongoDB driver's pool must not be dropped with the runtime).
     async fn close(&mut self) {}
@@ -512,6 +520,11 @@ impl Sink {
     /// See [`EngineSink::after_load`]: a step over the whole table.
     pub async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         self.whole_table_step(UPKEEP, |s| s.after_load()).await
+    }
+
+    /// See [`EngineSink::upkeep_due`].
+    pub async fn upkeep_due(&mut self) -> Result<bool, SinkError> {
+        self.step("looking for work left after an earlier load", |s| s.upkeep_due()).await
     }
 
     /// See [`EngineSink::close`]; a server that does not answer cannot hold it.
