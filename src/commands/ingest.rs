@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use chrono::Datelike;
 use clap::Args;
-use ghbench_core::{summarise_hours, Hour, HourRange};
+use ghbench_core::{summarise_hours, Engine, Hour, HourRange};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary, Source, DEFAULT_SOURCE};
 
 use crate::options::{ConnOptions, Engines, HourArgs};
@@ -201,11 +201,13 @@ pub async fn run(args: IngestArgs, registry: &Engines) -> Result<Finished> {
     } else {
         String::new()
     };
-    let reloading = match options.reload.len() {
-        0 => String::new(),
-        _ => format!("{}reloading {}", if what.is_empty() { "" } else { ", " }, summarise_hours(options.reload.iter().copied(), 10)),
+    let reloading = summarise_hours(options.reload.iter().copied(), 10);
+    let doing = match (what.is_empty(), options.reload.is_empty()) {
+        (false, true) => format!("loading {what}"),
+        (false, false) => format!("loading {what}, reloading {reloading}"),
+        (true, _) => format!("reloading {reloading}"),
     };
-    eprintln!("loading {what}{reloading} from {} into '{}' on {target}", options.source.describe(), options.table);
+    eprintln!("{doing} from {} into '{}' on {target}", options.source.describe(), options.table);
     let progress = Arc::new(IngestProgress::new(if args.dry_run { &[] } else { &engines }));
     let summary = ingest(options, progress.clone()).await?;
     progress.finish();
@@ -325,8 +327,16 @@ fn summary_lines(s: &IngestSummary) -> Vec<String> {
     for (defect, n) in &t.quarantined {
         lines.push(format!("        quarantined {}: {n}", defect.name()));
     }
+    // One line per engine and reason: a damaged segment is every one of its hours' damage.
+    let mut reloads: Vec<(&Engine, &str, Vec<Hour>)> = Vec::new();
     for r in &s.reloaded {
-        lines.push(format!("reloading {} on {}: {}", r.hour, r.engine, r.detail));
+        match reloads.iter_mut().find(|(engine, detail, _)| *engine == &r.engine && *detail == r.detail) {
+            Some((_, _, hours)) => hours.push(r.hour),
+            None => reloads.push((&r.engine, &r.detail, vec![r.hour])),
+        }
+    }
+    for (engine, detail, hours) in reloads {
+        lines.push(format!("reloading {} on {engine}: {detail}", summarise_hours(hours, 10)));
     }
     for c in &s.changed {
         lines.push(format!(
