@@ -53,6 +53,13 @@ bench-polars hours="40" events="25000" repeat="5": setup build
 bench-polars-hours hours="7" events="25000" repeat="5": build
     bash scripts/bench-polars-hours.sh {{hours}} {{events}} {{repeat}}
 
+# The year end to end: `ingest --year 2015` on every engine from a local HTTP mirror of the
+# same 175,000 generated events as 8,760 hour files, killed with SIGKILL part way and run
+# again; indexes; Queries A-D over the year beside the same events in 7 hour files:
+# per-hour load cost, exactly once, hot medians, answers compared whole.
+bench-year hours="7" events="25000" repeat="3": setup build
+    bash scripts/bench-year.sh {{hours}} {{events}} {{repeat}}
+
 # Paper setups against tuned ones, 1M events, true cold and hot, verified: ratios, load, size.
 bench-tuned hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-tuned.sh {{hours}} {{events}} {{repeat}}

@@ -11,6 +11,7 @@ mod util;
 
 mod bench;
 mod bench_data;
+mod bench_year;
 mod concurrency;
 mod disk_limit;
 mod download;

@@ -818,6 +818,7 @@ impl QueryRuns {
         if let Some(rows) = &first_rows {
             result.rows = Some(rows.len() as u64);
             result.head = rows.iter().take(HEAD_ROWS).cloned().collect();
+            result.answer_digest = Some(crate::rows::answer_digest(rows));
         }
         (result, first_rows)
     }

@@ -94,6 +94,32 @@ pub fn rows_agree(a: &[Cell], b: &[Cell]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.agrees(y))
 }
 
+/// A digest (`blake3:…`) of a whole result, its rows in the order given:
+/// integers and text exactly, a float to 9 significant digits (as
+/// [`Cell::agrees`], about: sums in another order differ in the last bits).
+/// Equal for equal answers of one engine, so a result can be checked
+/// against another run's without keeping all its rows; across engines only
+/// where they type a value alike (an average is a float on one, an integer
+/// on another when it is whole).
+pub fn answer_digest(rows: &[Row]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for row in rows {
+        for cell in row {
+            let said = match cell {
+                Cell::Null => "n".to_string(),
+                Cell::Int(i) => format!("i{i}"),
+                Cell::Float(f) => format!("f{f:.8e}"),
+                // Debug quotes and escapes: no text can pass for a separator.
+                Cell::Text(t) => format!("t{t:?}"),
+            };
+            hasher.update(said.as_bytes());
+            hasher.update(b"\t");
+        }
+        hasher.update(b"\n");
+    }
+    format!("blake3:{}", hasher.finalize().to_hex())
+}
+
 pub fn show_row(row: &[Cell]) -> String {
     format!("({})", row.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(", "))
 }
@@ -111,5 +137,20 @@ mod tests {
         assert!(!Cell::Int(3).agrees(&Cell::Int(4)));
         assert!(!Cell::Float(1.0).agrees(&Cell::Float(1.000001)));
         assert!(!Cell::Text("3".into()).agrees(&Cell::Int(3)));
+    }
+
+    #[test]
+    fn the_answer_digest_tells_answers_apart_but_not_float_noise() {
+        let answer = |value: Cell| vec![vec![Cell::Text("a/b".into()), Cell::Int(3)], vec![Cell::Text("c".into()), value]];
+        let digest = answer_digest(&answer(Cell::Float(10.0 / 3.0)));
+        assert_eq!(digest, answer_digest(&answer(Cell::Float(10.0 / 3.0 + 1e-15))), "summed in another order");
+        assert_ne!(digest, answer_digest(&answer(Cell::Float(3.334))));
+        assert_ne!(digest, answer_digest(&answer(Cell::Null)));
+        // Rows in another order, or a cell moved across rows, are another answer.
+        let rows = answer(Cell::Int(2));
+        let swapped: Vec<Row> = rows.iter().rev().cloned().collect();
+        assert_ne!(answer_digest(&rows), answer_digest(&swapped));
+        assert_ne!(answer_digest(&[vec![Cell::Text("a".into()), Cell::Text("b".into())]]), answer_digest(&[vec![Cell::Text("a\tt\"b".into())]]));
+        assert!(digest.starts_with("blake3:"));
     }
 }

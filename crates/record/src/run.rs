@@ -837,6 +837,11 @@ pub struct EngineResult {
     pub index_used: Option<bool>,
     /// The first rows of the result, normalised (key, value).
     pub head: Vec<Row>,
+    /// A digest of the whole result of the first run ([`crate::rows::answer_digest`]):
+    /// tells whether two runs (on other tables, other days) gave the same
+    /// answer where `head` shows only its start. None in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_digest: Option<String>,
     /// Connections lost during these runs and replaced: each lost attempt is
     /// made again on a new connection and only that one is timed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -970,6 +975,7 @@ impl EngineResult {
             plan: None,
             index_used: None,
             head: Vec::new(),
+            answer_digest: None,
             reconnects: Vec::new(),
             connection_gone: false,
             timed_out: None,

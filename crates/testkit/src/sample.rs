@@ -89,6 +89,7 @@ fn result(q: usize, e: usize) -> EngineResult {
         plan: None,
         index_used: None,
         head: vec![],
+        answer_digest: None,
         reconnects: vec![],
         connection_gone: false,
         timed_out: None,
