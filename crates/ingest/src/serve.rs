@@ -17,7 +17,7 @@ pub struct StaticServer {
 impl StaticServer {
     /// Binds `addr` (port 0 picks a free port) and serves `dir` until dropped.
     pub fn start(dir: &Path, addr: &str) -> io::Result<StaticServer> {
-        let server = Arc::new(tiny_http::Server::http(addr).map_err(io::Error::other)?);
+        let server = Arc::new(tiny_http::Server::from_listener(listener(addr)?, None).map_err(io::Error::other)?);
         let addr = server
             .server_addr()
             .to_ip()
@@ -54,6 +54,23 @@ impl Drop for StaticServer {
             let _ = thread.join();
         }
     }
+}
+
+/// A listening socket whose connections send at once (TCP_NODELAY, which
+/// Linux's accepted sockets inherit). tiny_http writes a response's head and
+/// its body apart: with Nagle's algorithm on, the body of every response
+/// after the first on a kept-alive connection waited for the client's
+/// delayed ACK, 40 ms an hour (12.5 ms an hour of 20 events at 4 at once,
+/// where 2.9 ms had been measured).
+fn listener(addr: &str) -> io::Result<std::net::TcpListener> {
+    use std::net::ToSocketAddrs;
+    let address = addr.to_socket_addrs()?.next().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("{addr} names no address")))?;
+    let socket = socket2::Socket::new(socket2::Domain::for_address(address), socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_tcp_nodelay(true)?;
+    socket.bind(&address.into())?;
+    socket.listen(128)?;
+    Ok(socket.into())
 }
 
 fn respond(dir: &Path, request: tiny_http::Request) {
