@@ -128,13 +128,13 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
             Command::Ingest(args) => commands::ingest::run(args, &engines).await,
             Command::Download(args) => commands::download::run(args).await,
             Command::Doctor(args) => commands::doctor::run(args, &engines).await,
-            Command::Serve(args) => commands::serve::run(args),
+            Command::Serve(args) => off_the_runtime(move || commands::serve::run(args)).await,
             Command::Index(args) => commands::index::run(args, &engines).await,
             Command::Query(args) => commands::query::run(args, &engines).await,
             Command::Normalize(args) => commands::normalize::run(args, &engines).await,
             Command::Bench(args) => commands::bench::run(*args, &engines).await,
-            Command::Report(args) => commands::report::run(args),
-            Command::Gen(args) => commands::gen::run(args),
+            Command::Report(args) => off_the_runtime(move || commands::report::run(args)).await,
+            Command::Gen(args) => off_the_runtime(move || commands::gen::run(args)).await,
             Command::PolarsWorker(_) => unreachable!("answered before the runtime starts"),
         }
     };
@@ -199,6 +199,18 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
 }
 
 /// The exit of a command that ran to its end, well or not.
+/// A command that works without the runtime (serve's loop, gen's hours, a
+/// report), run on a thread of its own: on the runtime's it would keep the
+/// signal handler from being heard (serve ignored SIGTERM and Ctrl-C), and a
+/// signal ends ghbench whatever that thread does. A panic in it is ghbench's.
+async fn off_the_runtime(work: impl FnOnce() -> anyhow::Result<Finished> + Send + 'static) -> anyhow::Result<Finished> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(anyhow::anyhow!("the command's thread ended: {e}")),
+    }
+}
+
 fn ran_to_its_end(result: anyhow::Result<Finished>, cancelled: &[String]) -> ExitCode {
     use crate::interrupt::note;
     for line in cancelled {

@@ -1,4 +1,5 @@
-//! `ghbench download` mirrors over HTTP: complete files only, 404s recorded, reruns skip.
+//! `ghbench download` mirrors over HTTP: complete files only, 404s recorded, reruns skip;
+//! `ghbench serve` serves a mirror until a signal ends it.
 
 use std::process::Command;
 
@@ -41,4 +42,35 @@ fn mirrors_complete_files_records_missing_hours_and_refuses_damaged_ones() {
     // Rerun: the complete hour is skipped, the damaged one tried again.
     let stdout = String::from_utf8_lossy(&download(&server.url(), &mirror).stdout).to_string();
     assert!(stdout.contains("0 downloaded") && stdout.contains("1 already present"), "{stdout}");
+}
+
+/// `ghbench serve` answers until SIGTERM or Ctrl-C, then exits with 128 + the
+/// signal (it once ignored both: its loop held the thread that hears them).
+#[test]
+fn serve_answers_until_a_signal_ends_it() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("2015-01-01-0.json.gz"), b"not really gzip").unwrap();
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        let url = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no address in {first:?}"));
+        let address = url.trim_start_matches("http://").trim_end_matches('/').to_string();
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        std::io::Write::write_all(&mut stream, b"GET /2015-01-01-0.json.gz HTTP/1.0\r\n\r\n").unwrap();
+        let mut answer = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut answer).unwrap();
+        assert!(answer.starts_with(b"HTTP/1.") && answer.ends_with(b"not really gzip"), "it serves before the signal: {}", String::from_utf8_lossy(&answer));
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let ended = wait_within(child, std::time::Duration::from_secs(20));
+        assert_eq!(ended.status.code(), Some(status), "signal {signal}");
+        assert!(std::net::TcpStream::connect(&address).is_err(), "nothing answers after it ended");
+    }
 }
