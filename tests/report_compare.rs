@@ -72,6 +72,10 @@ async fn every_query_variant_and_engine_of_both_runs_is_listed_with_a_verdict() 
     d["verification"]["status"] = json!("mismatch");
     d["verification"]["mismatches"] = json!([{"engine": "polars", "reason": "row 3 differs", "first_differences": []}]);
     new["queries"].as_array_mut().unwrap().retain(|q| !(q["query"] == "B" && q["variant"] == "corrected"));
+    // As many rows, the same first ones, another whole answer (its digest): C on polars.
+    let c_polars = query(&mut new, "C", "corrected")["engines"].as_array_mut().unwrap().iter_mut().find(|e| e["engine"] == "polars").unwrap();
+    assert!(c_polars["answer_digest"].as_str().is_some_and(|d| d.starts_with("blake3:")), "a run keeps its answers' digests: {c_polars}");
+    c_polars["answer_digest"] = json!("blake3:another");
     let (old_path, new_path) = (save(&work.path().join("old.json"), &old), save(&work.path().join("new.json"), &new));
 
     let (ok, said) = ghbench(&["report", &old_path, &new_path]);
@@ -82,6 +86,8 @@ async fn every_query_variant_and_engine_of_both_runs_is_listed_with_a_verdict() 
     assert!(line(&said, "C", "corrected", "postgres").contains("failed in new"));
     assert!(said.contains("C corrected on postgres: failed in the new run: relation \"gone\" does not exist"), "the error is said: {said}");
     assert!(line(&said, "D", "corrected", "polars").contains("answers differ"));
+    assert!(line(&said, "C", "corrected", "polars").contains("answers differ"), "{said}");
+    assert!(!line(&said, "C", "corrected", "postgres").contains("answers differ"), "{said}");
     assert!(said.contains("row 3 differs"), "{said}");
     for q in ["A", "B", "C", "D"] {
         for engine in ["postgres", "polars"] {

@@ -118,8 +118,13 @@ fn answers_differ(qa: Option<&QueryRecord>, ea: Option<&EngineResult>, qb: Optio
     }
     if let (Some(ea), Some(eb)) = (ea, eb) {
         let answered = ea.error.is_none() && eb.error.is_none();
-        if same_data && answered && (ea.rows != eb.rows || ea.head != eb.head) {
-            why.push(format!("on the same data the old run gave {} rows, the new {} (or other first rows)", count(ea.rows), count(eb.rows)));
+        // The whole answers' digests where both runs kept one, else their first rows.
+        let other_rows = match (&ea.answer_digest, &eb.answer_digest) {
+            (Some(a), Some(b)) => a != b,
+            _ => ea.head != eb.head,
+        };
+        if same_data && answered && (ea.rows != eb.rows || other_rows) {
+            why.push(format!("on the same data the old run gave {} rows, the new {} (or other rows)", count(ea.rows), count(eb.rows)));
         }
     }
     (!why.is_empty()).then(|| why.join("; "))
