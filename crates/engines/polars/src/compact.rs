@@ -493,6 +493,31 @@ mod tests {
         assert_eq!(ids(&table), before);
     }
 
+    /// Killed after a `--reload`'s rewrite committed the next generation,
+    /// before the one it replaces was removed: the old is never read, the
+    /// hour taken out stays out (its rerun loads it), the next load's clean
+    /// removes the old.
+    #[test]
+    fn a_reload_rewrite_stopped_before_removing_the_old_generation_leaves_each_hour_once() {
+        let (_dir, table) = a_day_in_a_segment(3);
+        let before = ids(&table);
+        let old = table.listing().unwrap().segments[0].clone();
+        let old_manifest = table.path().join(old.manifest.manifest_file());
+        let (old_bytes, old_text) = (std::fs::read(&old.data).unwrap(), std::fs::read(&old_manifest).unwrap());
+        remove_hours(&table, &["2015-01-01-5".to_string()]).unwrap();
+        // As if killed before the removal: the first generation back beside the second.
+        std::fs::write(&old.data, &old_bytes).unwrap();
+        std::fs::write(&old_manifest, &old_text).unwrap();
+        let listing = table.listing().unwrap();
+        assert_eq!((listing.segments.len(), listing.segments[0].manifest.generation, listing.replaced.len()), (1, 2, 1));
+        let expected: Vec<String> = before.iter().filter(|id| !id.starts_with("2015-01-01-5/")).cloned().collect();
+        assert_eq!(ids(&table), expected, "the second generation alone is read");
+        assert!(!table.ledger().unwrap().contains_key("2015-01-01-5"), "the hour taken out is not listed as loaded");
+        assert_eq!(table.clean().unwrap().len(), 2, "the first generation's data and manifest");
+        load_hour(&table, "2015-01-01-5", 3);
+        assert_eq!(ids(&table), before, "loaded again, each hour once");
+    }
+
     #[test]
     fn a_damaged_segment_is_every_one_of_its_hours_damage_and_goes_only_with_all_of_them() {
         let (_dir, table) = a_day_in_a_segment(2);
