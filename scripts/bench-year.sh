@@ -43,6 +43,7 @@ echo "== bench-year: $hours x $events events, as $year_hours hour files over HTT
 "$bin" gen --split "$work/few"/*.json.gz "${year[@]}" --data-dir "$work/year" 2>&1 | tail -n 1
 
 # The mirror: `serve` says its address on its first line.
+: >"$work/serve.txt"
 "$bin" serve "$work/year" --addr 127.0.0.1:0 >"$work/serve.txt" 2>&1 &
 serve_pid=$!
 for _ in $(seq 100); do grep -q '^serving' "$work/serve.txt" && break; sleep 0.1; done
@@ -56,10 +57,11 @@ echo "mirror: $url"
 load_killed() {
     local engine=$1 kill_at=$2 log=$3 started pid loaded=0
     started=$(date +%s.%N)
+    : >"$log"
     "$bin" ingest --engines "$engine" --table "$table" --source "$url" "${year[@]}" "${common[@]}" --drop >"$log" 2>&1 &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
-        loaded=$(grep -c ' loaded in ' "$log" || true)
+        loaded=$(grep -c ' loaded in ' "$log") || loaded=0
         [ "$loaded" -ge "$kill_at" ] && break
         sleep 0.02
     done
