@@ -5,17 +5,19 @@
 #   1. `ghbench gen`: FEW hours of EVENTS events (default 7 x 25,000 = 175,000);
 #   2. `ghbench gen --split`: those events as the year's 8,760 hour files
 #      (GHBENCH_YEAR_HOURS: fewer, from 2015-01-01T00; CI runs a month, 744),
-#      served over HTTP by `ghbench serve` on a free loopback port;
+#      served over HTTP by `ghbench serve` on a free loopback port, and the FEW
+#      hours by another (both loads go the same way: the difference is the files);
 #   3. per engine, alone (so each load's time is its own): `ingest --year 2015
 #      --source http://...` into table $GHBENCH_YEAR_TABLE (default `year`),
 #      killed with SIGKILL once a third of the hours are loaded, then run again
 #      to the end (the free space is checked first, from the mirror's sizes);
-#      then the FEW hours from their folder into `<table>_few`;
+#      then the FEW hours from their mirror into `<table>_few`;
 #   4. `ghbench index`, then `ghbench query --all --variant corrected --repeat
 #      REPEAT` on both tables, every engine in one run (answers verified across
 #      engines in each);
-#   5. per engine: the per-hour load cost, exactly once (the table's events
-#      against the generated ones, hours skipped and loaded by the rerun), and
+#   5. per engine: the per-hour load cost, exactly once (the ledger's events
+#      against the generated ones, hours skipped and loaded by the rerun, and
+#      each table's exact row count against its ledger, which `query` checks), and
 #      per query the hot median over the year beside the few hours', with
 #      whether the whole answers are the same (their digests).
 # GHBENCH_YEAR_ENGINES: the engines (default every one); the records stay in
@@ -31,9 +33,13 @@ mkdir -p "$results"
 common=(--polars-dir "$work/polars" --quarantine-dir "$work/q")
 if [ "$year_hours" = 8760 ]; then year=(--year 2015); else year=(--from 2015-01-01T00 --hours "$year_hours"); fi
 
-serve_pid=
+# The mirrors and the load in the background: gone however the script ends
+# (a background job starts ignoring Ctrl-C, which ghbench honours).
+serve_pids=()
+load_pid=
 finish() {
-    [ -z "$serve_pid" ] || kill "$serve_pid" 2>/dev/null || true
+    [ -z "$load_pid" ] || kill -9 "$load_pid" 2>/dev/null || true
+    for pid in "${serve_pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     [ -n "${GHBENCH_BENCH_WORK:-}" ] || rm -rf "$work"
 }
 trap finish EXIT
@@ -42,36 +48,45 @@ echo "== bench-year: $hours x $events events, as $year_hours hour files over HTT
 [ -f "$work/few/gen-manifest.json" ] || "$bin" gen --from 2015-01-01T00 --hours "$hours" --events "$events" --seed 42 --data-dir "$work/few" 2>&1 | tail -n 1
 "$bin" gen --split "$work/few"/*.json.gz "${year[@]}" --data-dir "$work/year" 2>&1 | tail -n 1
 
-# The mirror: `serve` says its address on its first line.
-: >"$work/serve.txt"
-"$bin" serve "$work/year" --addr 127.0.0.1:0 >"$work/serve.txt" 2>&1 &
-serve_pid=$!
-for _ in $(seq 100); do grep -q '^serving' "$work/serve.txt" && break; sleep 0.1; done
-url=$(sed -n 's/^serving .* at \(http[^ ]*\) .*/\1/p' "$work/serve.txt")
-[ -n "$url" ] || { cat "$work/serve.txt"; echo "ghbench serve did not start" >&2; exit 2; }
-echo "mirror: $url"
+# Serves FOLDER over HTTP and sets $mirror to its address (`serve` says it on its first line).
+start_mirror() {
+    local log="$work/serve-$(basename "$1").txt"
+    : >"$log"
+    "$bin" serve "$1" --addr 127.0.0.1:0 >"$log" 2>&1 &
+    serve_pids+=($!)
+    for _ in $(seq 100); do grep -q '^serving' "$log" && break; sleep 0.1; done
+    mirror=$(sed -n 's/^serving .* at \(http[^ ]*\) .*/\1/p' "$log")
+    [ -n "$mirror" ] || { cat "$log"; echo "ghbench serve did not start" >&2; exit 2; }
+}
+start_mirror "$work/year"
+url=$mirror
+start_mirror "$work/few"
+few_url=$mirror
+echo "mirrors: $url (the year), $few_url (the $hours hours)"
 
 # Runs `ghbench ingest` for ENGINE in the background and kills it with
 # SIGKILL once KILL_AT hours are loaded (its log says each hour). Says how
 # long it ran; fails when it ended before it could be killed.
 load_killed() {
-    local engine=$1 kill_at=$2 log=$3 started pid loaded=0
+    local engine=$1 kill_at=$2 log=$3 started loaded=0
     started=$(date +%s.%N)
     : >"$log"
     "$bin" ingest --engines "$engine" --table "$table" --source "$url" "${year[@]}" "${common[@]}" --drop >"$log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
+    load_pid=$!
+    while kill -0 "$load_pid" 2>/dev/null; do
         loaded=$(grep -c ' loaded in ' "$log") || loaded=0
         [ "$loaded" -ge "$kill_at" ] && break
         sleep 0.02
     done
-    if ! kill -9 "$pid" 2>/dev/null; then
-        wait "$pid" || true
+    if ! kill -9 "$load_pid" 2>/dev/null; then
+        wait "$load_pid" || true
+        load_pid=
         cat "$log"
         echo "$engine: the load ended before it was killed ($loaded hours logged); nothing was tested" >&2
         exit 1
     fi
-    wait "$pid" 2>/dev/null || true
+    wait "$load_pid" 2>/dev/null || true
+    load_pid=
     python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$started" "$(date +%s.%N)" >"$log.seconds"
 }
 
@@ -80,7 +95,7 @@ for engine in ${engines//,/ }; do
     ghbench_step "$results/load-$engine-rerun.txt" "$engine: the rerun of the year's load" ingest --engines "$engine" --table "$table" \
         --source "$url" "${year[@]}" "${common[@]}" --json "$results/load-$engine-year.json"
     ghbench_step "$results/load-$engine-few.txt" "$engine: loading the $hours hours" ingest --engines "$engine" --table "$few_table" \
-        --source "$work/few" --from 2015-01-01T00 --hours "$hours" "${common[@]}" --drop --json "$results/load-$engine-few.json"
+        --source "$few_url" --from 2015-01-01T00 --hours "$hours" "${common[@]}" --drop --json "$results/load-$engine-few.json"
     echo "$engine: loaded (killed after $(cat "$results/load-$engine-killed.txt.seconds") s, then the rerun)"
 done
 

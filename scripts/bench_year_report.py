@@ -1,7 +1,9 @@
 """What `just bench-year` prints from its records (scripts/bench-year.sh).
 
 Per engine: the year's load (killed part way, then the rerun), exactly once
-(the table's events against the generated ones), the per-hour cost, and per
+(the ledger's events against the generated ones, and each table's exact row
+count against its ledger, which `ghbench query` checks before timing), the
+per-hour cost, and per
 query the hot median over the year's hour files beside the same events in a
 few, with whether the whole answers are the same (their digests). Exit
 status 1 when an engine did not store every event exactly once or gave
@@ -33,11 +35,15 @@ def main():
     engines = engines.split(",")
     year_hours = int(year_hours)
     generated = load(manifest)["totals"]["expected"]["events"]
-    year_queries = engine_results(load(f"{folder}/query-{table}.json"))
-    few_queries = engine_results(load(f"{folder}/query-{few_table}.json"))
+    year_record, few_record = load(f"{folder}/query-{table}.json"), load(f"{folder}/query-{few_table}.json")
+    year_queries, few_queries = engine_results(year_record), engine_results(few_record)
     wrong = []
+    for name, record in [(table, year_record), (few_table, few_record)]:
+        consistency = record["context"].get("data_consistency") or {}
+        if not consistency.get("agree"):
+            wrong.append(f"{name}: a table's rows or ledger differ from the others' ({consistency.get('differences')})")
 
-    print(f"\nLoad: the same {generated:,} events as {year_hours:,} hour files over HTTP (killed with SIGKILL part way, then run again) and as {few_hours}")
+    print(f"\nLoad: the same {generated:,} events as {year_hours:,} hour files (killed with SIGKILL part way, then run again) and as {few_hours}, each from a mirror over HTTP")
     print(f"{'engine':<15} {'killed at s':>11} {'rerun: kept':>11} {'loaded':>7} {'s':>8} {'ms/hour':>8} {'events':>9} {'once':>5} | {few_hours + ' hours s':>10} {'ms/hour more':>13}")
     for engine in engines:
         rerun = load(f"{folder}/load-{engine}-year.json")

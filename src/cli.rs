@@ -198,7 +198,6 @@ pub fn run(registry: Registry, args: impl IntoIterator<Item = impl Into<OsString
     std::process::exit(signal.exit_code());
 }
 
-/// The exit of a command that ran to its end, well or not.
 /// A command that works without the runtime (serve's loop, gen's hours, a
 /// report), run on a thread of its own: on the runtime's it would keep the
 /// signal handler from being heard (serve ignored SIGTERM and Ctrl-C), and a
@@ -211,6 +210,7 @@ async fn off_the_runtime(work: impl FnOnce() -> anyhow::Result<Finished> + Send 
     }
 }
 
+/// The exit of a command that ran to its end, well or not.
 fn ran_to_its_end(result: anyhow::Result<Finished>, cancelled: &[String]) -> ExitCode {
     use crate::interrupt::note;
     for line in cancelled {

@@ -52,15 +52,19 @@ fn serve_answers_until_a_signal_ends_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("2015-01-01-0.json.gz"), b"not really gzip").unwrap();
     for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ghbench"))
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .arg(dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        // Owned: with the signals' default actions (a background `cargo test`
+        // starts its children ignoring Ctrl-C), and killed if the test fails.
+        let mut child = Owned::spawn(
+            Command::new(env!("CARGO_BIN_EXE_ghbench"))
+                .args(["serve", "--addr", "127.0.0.1:0"])
+                .arg(dir.path())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null()),
+        );
+        // Kept open to the end: serve's output closed would end it (141).
+        let mut output = BufReader::new(child.take_stdout());
         let mut first = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        output.read_line(&mut first).unwrap();
         let url = first.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no address in {first:?}"));
         let address = url.trim_start_matches("http://").trim_end_matches('/').to_string();
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
@@ -69,7 +73,7 @@ fn serve_answers_until_a_signal_ends_it() {
         std::io::Read::read_to_end(&mut stream, &mut answer).unwrap();
         assert!(answer.starts_with(b"HTTP/1.") && answer.ends_with(b"not really gzip"), "it serves before the signal: {}", String::from_utf8_lossy(&answer));
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
-        let ended = wait_within(child, std::time::Duration::from_secs(20));
+        let ended = child.wait_within(std::time::Duration::from_secs(20));
         assert_eq!(ended.status.code(), Some(status), "signal {signal}");
         assert!(std::net::TcpStream::connect(&address).is_err(), "nothing answers after it ended");
     }

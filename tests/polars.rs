@@ -161,7 +161,8 @@ fn with_no_server_answering_ingest_and_query_run_on_polars_alone_and_keep_late_k
 /// kill -9 while the load merges its 48 hours into a segment (its temporary
 /// file being written): the rerun, which loads nothing, stores every hour
 /// exactly once, leaves nothing half-written and merges what the killed run
-/// left unmerged; a later load merges its hour into that segment.
+/// left unmerged; a later load of one hour leaves it beside that segment (two
+/// files to merge wait for more).
 #[test]
 fn a_load_killed_while_merging_hours_leaves_each_hour_stored_once() {
     let Some(real) = real_hour() else { return };

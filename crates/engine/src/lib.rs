@@ -54,7 +54,7 @@ pub mod load {
         TableLock, Upkeep,
     };
     pub use ghbench_ingest::source::{HourBytes, Source};
-    pub use ghbench_ingest::space::{Besides, Free, Room};
+    pub use ghbench_ingest::space::{Besides, Free, Rewrite, Room};
 
     /// The one-run-per-table lock [`crate::EngineSink::lock`] returns: kept
     /// by a task of the engine's ([`crate::load::lock::TableLock::kept`])

@@ -349,7 +349,8 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
         let totals = summary.totals.engines.get(&slot.engine);
         let loaded_all = totals.is_some_and(|e| e.hours_stored > 0 && e.hours_failed == 0);
         // A run that stores nothing still finishes what a killed one left
-        // undone (polars' merge), so a rerun leaves the table as one run would.
+        // undone where the engine says so (polars' merge; not PostgreSQL's
+        // statistics, which autovacuum keeps and a year's VACUUM would redo).
         let left_undone = !loaded_all
             && totals.is_none_or(|e| e.hours_failed == 0)
             && ctx.must_stop().is_none()

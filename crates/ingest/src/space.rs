@@ -27,8 +27,19 @@ pub struct Room {
     /// Room needed whatever the load's size, each with where it lives.
     pub besides: Vec<Besides>,
     /// The engine writes what the load stored once more after it, beside
-    /// it until that ends (polars' merge of hours into segments): what it is.
-    pub rewritten_after: Option<String>,
+    /// it until that ends (polars' merge of hours into segments).
+    pub rewritten_after: Option<Rewrite>,
+}
+
+/// What an engine rewrites after a load (see [`Room::rewritten_after`]).
+#[derive(Debug, Clone)]
+pub struct Rewrite {
+    pub what: String,
+    /// Hours stored and not rewritten yet, and their bytes: rewritten with the load's.
+    pub waiting_hours: usize,
+    pub waiting_bytes: u64,
+    /// The rewrite is done once this many hours wait, the load's included.
+    pub from_hours: usize,
 }
 
 /// Where free space is read.
@@ -166,13 +177,17 @@ pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
     verdict.lines.extend(sizes.estimated.clone());
     let size = |hour: &Hour| sizes.sizes.get(hour).copied().unwrap_or(0);
     let mut shares: BTreeMap<String, Share> = BTreeMap::new();
+    let mut counted_besides = std::collections::HashSet::new();
     for load in loads {
         let source_bytes: u64 = load.hours.iter().map(size).sum();
         // Nothing to load here (or only hours the source lacks): nothing to fit.
         if source_bytes == 0 {
             continue;
         }
-        let (ratio, measured) = match load.stored_source_bytes {
+        // A table whose size reads 0 although hours are stored (MariaDB's
+        // statistics after a killed load) is not measured on.
+        let stored_source_bytes = if load.room.stored_bytes == 0 { 0 } else { load.stored_source_bytes };
+        let (ratio, measured) = match stored_source_bytes {
             0 => {
                 let ratio = sizes.json_ratio;
                 let Some(ratio) = ratio else {
@@ -189,10 +204,16 @@ pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
         let table = (source_bytes as f64 * ratio) as u64;
         let what = format!("{} table {} ({} of gzip hours {measured})", load.engine, size_text(table), size_text(source_bytes));
         add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), table, what);
-        if let Some(rewrite) = &load.room.rewritten_after {
-            add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), table, format!("{} {rewrite} {}", load.engine, size_text(table)));
+        if let Some(rewrite) = load.room.rewritten_after.as_ref().filter(|r| r.waiting_hours + load.hours.len() >= r.from_hours) {
+            let bytes = table + rewrite.waiting_bytes;
+            add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), bytes, format!("{} {} {}", load.engine, rewrite.what, size_text(bytes)));
         }
         for b in &load.room.besides {
+            // Engines on one server share its needs (postgres and normalized
+            // one WAL): counted once, as the first engine's.
+            if !counted_besides.insert((format!("{:?}", b.free), b.what.clone(), b.bytes)) {
+                continue;
+            }
             add(&mut shares, &mut verdict, &load.engine, b.free.as_ref(), b.bytes, format!("{} {} {}", load.engine, b.what, size_text(b.bytes)));
         }
     }
@@ -281,8 +302,9 @@ mod tests {
             room: Room {
                 stored_bytes,
                 free: Some(Free::Folder(dir.path().to_path_buf())),
-                besides: vec![Besides { what: "WAL".into(), bytes: besides, free: Some(Free::Folder(dir.path().to_path_buf())) }],
-                rewritten_after: (engine == "b").then(|| "merge".to_string()),
+                // Each engine a server of its own here (its own WAL).
+                besides: vec![Besides { what: format!("WAL of server {engine}"), bytes: besides, free: Some(Free::Folder(dir.path().to_path_buf())) }],
+                rewritten_after: (engine == "b").then(|| Rewrite { what: "merge".into(), waiting_hours: 0, waiting_bytes: 50, from_hours: 1 }),
             },
             stored_source_bytes,
             hours: vec![hour],
@@ -293,10 +315,28 @@ mod tests {
         let line = fits.lines.iter().find(|l| l.contains("needs about")).unwrap();
         assert!(line.contains("a table") && line.contains("b table") && line.contains("× 3.00, the bytes stored per gzip byte"), "{line}");
         assert!(line.contains("taken at their JSON size"), "{line}");
-        // b rewrites its load after it: its table counted twice (300 bytes of 100 gzip bytes: 3x).
+        // b rewrites its load and what waits after it: its table twice (300 bytes of 100 gzip bytes: 3x), 50 bytes more.
         let gzip = std::fs::metadata(dir.path().join(hour.file_name())).unwrap().len();
-        assert!(line.contains(&format!("b merge {}", size_text(gzip * 3))), "{line}");
+        assert!(line.contains(&format!("b merge {}", size_text(gzip * 3 + 50))), "{line}");
+        // Not until enough hours wait.
+        let mut waits = load("b", 300, 100, 1000);
+        waits.room.rewritten_after = Some(Rewrite { what: "merge".into(), waiting_hours: 22, waiting_bytes: 50, from_hours: 24 });
+        let line = check(&source, &[waits]).lines.into_iter().find(|l| l.contains("needs about")).unwrap();
+        assert!(!line.contains("merge"), "{line}");
+        // A size of 0 with hours stored is not measured on.
+        let line = check(&source, &[load("c", 0, 100, 1000)]).lines.into_iter().find(|l| l.contains("needs about")).unwrap();
+        assert!(line.contains("taken at their JSON size"), "{line}");
         let short = check(&source, &[load("a", 0, 0, free / 2 + 1), load("b", 0, 0, free / 2 + 1)]);
         assert_eq!(short.short.len(), 1, "two engines on one file system add up: {short:?}");
+        // Two engines on one server: its WAL counted once.
+        let one_server = |engine: &str| {
+            let mut load = load(engine, 0, 0, free / 2 + 1);
+            load.room.besides[0].what = "WAL of the server".into();
+            load
+        };
+        let shared = check(&source, &[one_server("a"), one_server("b")]);
+        assert!(shared.short.is_empty(), "{shared:?}");
+        let line = shared.lines.iter().find(|l| l.contains("needs about")).unwrap();
+        assert_eq!(line.matches("WAL of the server").count(), 1, "{line}");
     }
 }

@@ -67,6 +67,11 @@ impl Owned {
         self.0.as_mut().expect("not yet waited for").stderr.take().expect("standard error piped, and taken once")
     }
 
+    /// Its standard output, to read as it goes (spawned with it piped).
+    pub fn take_stdout(&mut self) -> std::process::ChildStdout {
+        self.0.as_mut().expect("not yet waited for").stdout.take().expect("standard output piped, and taken once")
+    }
+
     pub fn still_running(&mut self) -> bool {
         self.0.as_mut().expect("not yet waited for").try_wait().expect("wait").is_none()
     }

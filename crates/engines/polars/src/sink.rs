@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use ghbench_core::ServerInfo;
 use ghbench_engine::load::digest::{HashingWriter, WrittenDigest};
 use ghbench_engine::load::lock::{Lost, TableLock};
-use ghbench_engine::load::{check_stored, EngineBatch, EngineSink, Free, HourRecord, Room, SinkError, StoredCheck, StoredHour, Upkeep};
+use ghbench_engine::load::{check_stored, EngineBatch, EngineSink, Free, HourRecord, Rewrite, Room, SinkError, StoredCheck, StoredHour, Upkeep};
 use polars::prelude::*;
 
 use crate::schema::{Columns, Layout};
@@ -149,10 +149,17 @@ impl EngineSink for PolarsSink {
         let folder = self.table.path();
         let files = std::fs::read_dir(&folder).into_iter().flatten().flatten();
         let stored_bytes = files.filter_map(|f| f.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum();
-        // The merge after a load writes its hours again into segments, the
-        // hours kept until it ends (a partly filled segment merged with them
-        // adds up to a segment's size more).
-        let rewritten_after = Some("merging them into segments after loading, beside them until it ends,".to_string());
+        // The merge after a load writes its hours again into segments with
+        // the loose hours already there, all kept until it ends (a partly
+        // filled segment merged with them adds up to a segment's size more).
+        let loose = self.table.listing().map_err(Self::io)?.loose;
+        let waiting_bytes = loose.iter().filter_map(|stem| std::fs::metadata(self.table.data_path(stem)).ok()).map(|m| m.len()).sum();
+        let rewritten_after = Some(Rewrite {
+            what: "merging the hours into segments after loading, beside them until it ends,".to_string(),
+            waiting_hours: loose.len(),
+            waiting_bytes,
+            from_hours: crate::compact::MIN_UNITS,
+        });
         Ok(Some(Room { stored_bytes, free: Some(Free::Folder(folder)), besides: Vec::new(), rewritten_after }))
     }
 
@@ -237,7 +244,7 @@ impl EngineSink for PolarsSink {
         Ok(Some(Upkeep { step: compacted.said(), seconds: started.elapsed().as_secs_f64() }))
     }
 
-    /// Hours a killed run loaded but did not merge, or files a merge replaced.
+    /// Hours a killed run loaded but did not merge.
     async fn upkeep_due(&mut self) -> Result<bool, SinkError> {
         let table = self.table.clone();
         tokio::task::spawn_blocking(move || crate::compact::due(&table, crate::compact::TARGET_ROWS, crate::compact::MIN_UNITS))
