@@ -85,7 +85,7 @@ pub fn compact(table: &TableDir, target_rows: u64, min_units: usize) -> io::Resu
     for stem in &listing.loose {
         units.push(Unit::Hour { stem: stem.clone(), rows: rows_in(&table.data_path(stem))? });
     }
-    units.extend(listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() }));
+    units.extend(segment_units(&listing));
     let mut done = Compacted::default();
     for group in plan(units, target_rows, min_units) {
         // Checked by checksum just before they are read: one more read of files the merge reads anyway.
@@ -143,8 +143,13 @@ pub fn due(table: &TableDir, target_rows: u64, min_units: usize) -> io::Result<b
     let listing = table.listing()?;
     let ledger = table.ledger()?;
     let mut units: Vec<Unit> = listing.loose.iter().map(|stem| Unit::Hour { stem: stem.clone(), rows: ledger.get(stem).map_or(0, |e| e.record.events) }).collect();
-    units.extend(listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() }));
+    units.extend(segment_units(&listing));
     Ok(!plan(units, target_rows, min_units).is_empty())
+}
+
+/// The live segments as units to merge (their rows from their manifests).
+fn segment_units(listing: &Listing) -> impl Iterator<Item = Unit> + '_ {
+    listing.segments.iter().map(|s| Unit::Segment { name: s.manifest.name.clone(), first: s.manifest.hours[0].stem.clone(), rows: s.manifest.rows() })
 }
 
 /// Rows in a Parquet file, from its footer (not its ledger entry: a file
