@@ -291,3 +291,24 @@ pub fn check_folder(option: &str, dir: &Path, holds: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// `--pools`: which actors and repositories generated hours draw on.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PoolsArg {
+    /// New actors and repositories keep arriving as the events grow (Heaps'
+    /// law, fitted on the profile's real hours: see the guide).
+    #[default]
+    Growing,
+    /// The same 5,831 actors and 3,318 shared repositories in every hour,
+    /// as ghbench generated before growth (records before it used these).
+    Fixed,
+}
+
+impl PoolsArg {
+    pub fn pools(self) -> ghbench_gen::growth::Pools {
+        match self {
+            PoolsArg::Growing => ghbench_gen::growth::Pools::Growing,
+            PoolsArg::Fixed => ghbench_gen::growth::Pools::Fixed,
+        }
+    }
+}

@@ -311,7 +311,7 @@ fn generated_hours_made_with_defects_are_not_the_benchs_clean_hours() {
     let mut bench = Bench::new("bench_defects");
     // `ghbench gen --defects` into the folder the bench keeps its hours of
     // this seed and size in: the same seed and events, other data.
-    let folder = bench.path("data").join("gen-300-events-seed-42");
+    let folder = bench.path("data").join("gen-300-events-seed-42-growing");
     let out = Command::new(env!("CARGO_BIN_EXE_ghbench"))
         .args(["gen", "--from", "2015-01-01T00", "--hours", "1", "--events", "300", "--seed", "42", "--defects", "0.2", "--truncate-prob", "0"])
         .arg("--data-dir")
@@ -533,4 +533,85 @@ fn a_sweep_too_small_for_its_ratio_is_refused_before_any_query_runs() {
     // No record, and no claim on a record's name left behind.
     let left: Vec<String> = std::fs::read_dir(&results).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default();
     assert_eq!(left, Vec::<String>::new(), "nothing left in --output");
+}
+
+/// `--scale … --drop-measured`: each size's tables go once its queries are
+/// recorded, so the disk holds one size at a time; the record says so per
+/// engine, and each size was measured on its own data first.
+#[tokio::test(flavor = "multi_thread")]
+async fn drop_measured_drops_each_sizes_tables_once_recorded() {
+    let _servers = shared_servers();
+    let mut bench = Bench::new("bench_drop");
+    let (said, record, md, _) = tokio::task::block_in_place(|| {
+        bench.run(&[
+            "--scale",
+            "1,2",
+            "--events-per-hour",
+            "150",
+            "--drop-measured",
+        ])
+    });
+    let sizes = record["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 2, "{said}");
+    for (size, events) in sizes.iter().zip([150, 300]) {
+        let dropped: Vec<&str> = size["dropped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_str().unwrap())
+            .collect();
+        assert_eq!(dropped, ["postgres: dropped", "polars: dropped"], "{said}");
+        assert_eq!(
+            size["run"]["context"]["engines"][0]["data"]["events"], events,
+            "measured on its data before the drop"
+        );
+        let table = size["table"].as_str().unwrap();
+        let rows: i64 = pg()
+            .await
+            .query_one(&format!("SELECT count(*) FROM {table}"), &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(rows, 0, "{table} holds nothing once measured");
+        let ledger: i64 = pg()
+            .await
+            .query_one(
+                "SELECT count(*) FROM ghbench_ledger WHERE tbl = $1",
+                &[&table],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(
+            ledger, 0,
+            "and its ledger lists no hour, so a rerun loads it again"
+        );
+        let polars_files = walk(&bench.path("polars").join(table));
+        assert!(
+            polars_files
+                .iter()
+                .all(|f| !f.to_string_lossy().ends_with(".parquet")),
+            "polars' {table} keeps no data file: {polars_files:?}"
+        );
+    }
+    assert!(
+        md.contains("dropped once measured"),
+        "the report says the tables went"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
 }

@@ -61,12 +61,18 @@ pub struct GenArgs {
     #[arg(long, value_name = "PATH")]
     pub profile: Option<PathBuf>,
 
+    /// Which actors and repositories the hours draw on: `growing` (new ones
+    /// keep arriving with the events, as the profile's growth says) or
+    /// `fixed` (the same pools every hour, as before ghbench had growth).
+    #[arg(long, value_enum, default_value_t)]
+    pub pools: crate::options::PoolsArg,
+
     /// Worker threads [default: one per CPU core]; the files do not depend on it.
     #[arg(long)]
     pub threads: Option<usize>,
 
     /// Measure these real hour files (gzip or plain JSON lines) into a profile instead of generating.
-    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile"])]
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile", "pools"])]
     pub calibrate: Vec<PathBuf>,
 
     /// Instead of drawing events: every event (line) of these hour files, in
@@ -74,7 +80,7 @@ pub struct GenArgs {
     /// first hours one more), byte for byte: the same events in another
     /// number of files, e.g. 7 real or generated hours as the year's 8,760.
     /// Writes DIR/split-manifest.json; the same split asked again is kept.
-    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["calibrate", "events", "defects", "truncate_prob", "profile", "threads", "seed"], requires = "data_dir")]
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["calibrate", "events", "defects", "truncate_prob", "profile", "pools", "threads", "seed"], requires = "data_dir")]
     pub split: Vec<PathBuf>,
 
     /// Where --calibrate writes the profile (JSON, `"format": 1`) [default: -,
@@ -99,6 +105,7 @@ pub fn run(args: GenArgs) -> Result<Finished> {
         Some(path) => (Profile::load(path)?, path.display().to_string()),
         None => (Profile::default_profile(), "built-in default".to_string()),
     };
+    let profile = args.pools.pools().apply(profile, &profile_name).map_err(anyhow::Error::msg)?;
     let defects = DefectOptions {
         rate: args.defects,
         truncate_prob: args.truncate_prob.unwrap_or((args.defects * 10.0).min(0.5)),
@@ -165,10 +172,11 @@ fn print_summary(m: &Manifest, out: &Path, made: usize, seconds: f64) {
         false => format!(": {size}"),
     };
     println!(
-        "generated {made} hours x {} events (seed {}, profile {}) into {} in {seconds:.1} s{whole}",
+        "generated {made} hours x {} events (seed {}, profile {}, {}) into {} in {seconds:.1} s{whole}",
         m.events_per_hour,
         m.seed,
         m.profile,
+        ghbench_gen::growth::Pools::said(m.growth.as_ref()),
         out.display(),
     );
     if m.defects.rate > 0.0 || m.defects.truncate_prob > 0.0 {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use flate2::read::MultiGzDecoder;
 use serde_json::Value;
 
+use crate::growth::Arrivals;
 use crate::profile::{Focus, IdClock, Profile, TypeProfile, FORMAT, SIZE_QUANTILES};
 use crate::shape::Node;
 use crate::skew::{fit_exponent, fit_zipf, Skew};
@@ -75,6 +76,9 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
     let mut types: BTreeMap<String, TypeAcc> = BTreeMap::new();
     let mut hours = Vec::new();
     let (mut orgs, mut skipped, mut sizes) = (0u64, 0u64, Vec::new());
+    // First appearances over all files in the order given: how keys keep arriving.
+    let (mut actor_arrivals, mut repo_arrivals) = (Arrivals::default(), Arrivals::default());
+    let mut repo_types = crate::growth::RepoTypes::default();
     for path in files {
         let mut hour = HourAcc::default();
         let read_err = |source| CalibrateError::Read { path: path.clone(), source };
@@ -92,6 +96,11 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
             let size = line.len() as u64;
             sizes.push(size);
             orgs += u64::from(event.org);
+            actor_arrivals.observe(Some(event.login));
+            repo_arrivals.observe((!event.own_repo).then_some(event.repo));
+            if !event.own_repo {
+                repo_types.observe(event.kind, event.repo);
+            }
             let same_repo = hour.observe(&event);
             let t = types.entry(event.kind.to_string()).or_default();
             t.repeats += u64::from(same_repo.is_some());
@@ -154,6 +163,7 @@ pub fn calibrate(files: &[PathBuf]) -> Result<Calibration, CalibrateError> {
             repeat_type: ratio(hours.iter().map(|h| h.same_type).sum(), hours.iter().map(|h| h.repeats).sum()),
         },
         types,
+        growth: crate::growth::fit(&actor_arrivals, &repo_arrivals, repo_types),
     };
     Ok(Calibration { profile, events, skipped })
 }

@@ -2,6 +2,8 @@
 //! `payload`, `public`, `created_at`, sometimes `org`) around a payload grown from
 //! the type's shape, sized after the type's real size distribution.
 
+use std::borrow::Cow;
+
 use ghbench_core::Hour;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -22,6 +24,51 @@ pub struct Generator {
     /// Cumulative type shares, for picking a type.
     type_cumulative: Vec<f64>,
     type_focus: f64,
+    /// With growth: the types of events that bring new repositories.
+    newcomer_types: Option<NewcomerTypes>,
+}
+
+/// The type mix of events that bring a new repository of others, and what
+/// the other events' mix becomes so every type keeps its share.
+struct NewcomerTypes {
+    /// Per type (the profile's order), its share of first appearances.
+    shares: Vec<f64>,
+}
+
+impl NewcomerTypes {
+    fn new(profile: &Profile) -> Option<NewcomerTypes> {
+        Some(NewcomerTypes { shares: profile.growth.as_ref()?.newcomer_shares(&profile.types) })
+    }
+
+    /// The type of an event that brings no new repository, at a newcomer
+    /// `rate`: each type's share among such events is what leaves its overall
+    /// share as measured, (share − rate·newcomer share) / (1 − rate), as far
+    /// as none goes below 0. The actor's main type is taken (with chance
+    /// `focus`) as far as that share allows; the rest is drawn to make it up.
+    fn other_type(&self, rate: f64, focus: f64, main: usize, types: &[TypeProfile], rng: &mut impl Rng) -> usize {
+        let wanted: Vec<f64> = types.iter().zip(&self.shares).map(|(t, new)| ((t.share - rate * new) / (1.0 - rate).max(1e-9)).max(0.0)).collect();
+        let share = |t: usize| types[t].share.max(1e-12);
+        if rng.random_bool(focus) && rng.random_bool((wanted[main] / share(main)).min(1.0)) {
+            return main;
+        }
+        draw(&running_sum((0..types.len()).map(|t| wanted[t] - focus * wanted[t].min(share(t)))), rng)
+    }
+}
+
+pub(crate) fn running_sum(items: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut total = 0.0;
+    items
+        .map(|x| {
+            total += x.max(0.0);
+            total
+        })
+        .collect()
+}
+
+/// An index drawn by cumulative weights.
+pub(crate) fn draw(cumulative: &[f64], rng: &mut impl Rng) -> usize {
+    let u = rng.random::<f64>() * cumulative.last().copied().unwrap_or(0.0);
+    cumulative.partition_point(|c| *c <= u).min(cumulative.len().saturating_sub(1))
 }
 
 /// Payloads grown per event at most, looking for one that fits the drawn size:
@@ -43,17 +90,10 @@ impl Generator {
         let origin = profile.ids.origin_hour.parse().expect("validated");
         let pools = Pools::new(&profile, seed);
         let plans = profile.types.iter().map(TypePlan::new).collect();
-        let mut total = 0.0;
-        let type_cumulative = profile
-            .types
-            .iter()
-            .map(|t| {
-                total += t.share.max(0.0);
-                total
-            })
-            .collect();
+        let type_cumulative = running_sum(profile.types.iter().map(|t| t.share));
         let type_focus = profile.type_focus();
-        Ok(Generator { profile, seed, pools, origin, plans, type_cumulative, type_focus })
+        let newcomer_types = NewcomerTypes::new(&profile);
+        Ok(Generator { profile, seed, pools, origin, plans, type_cumulative, type_focus, newcomer_types })
     }
 
     pub fn profile(&self) -> &Profile {
@@ -83,32 +123,41 @@ impl Generator {
         // Other (private) events take ids in between: gaps average per_hour / count.
         let max_gap = (2 * ids.per_hour / count.max(1)).max(1);
         let prefix = hour.to_string();
+        // The events before this hour, as the pools' growth counts them:
+        // every hour since the profile's first at this run's size.
+        let before = u64::try_from(hours_since).unwrap_or(0).saturating_mul(count);
         seconds
             .into_iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(i, s)| {
                 id += rng.random_range(1..=max_gap);
                 let created_at = format!("{prefix}:{:02}:{:02}Z", s / 60, s % 60);
-                self.event(&mut rng, id, &created_at)
+                self.event(&mut rng, id, &created_at, before + i as u64 + 1)
             })
             .collect()
     }
 
-    fn event(&self, rng: &mut ChaCha8Rng, id: u64, created_at: &str) -> String {
-        let (actor_index, actor) = self.pools.actor(rng);
-        let t = if rng.random_bool(self.type_focus) {
-            actor.main_type
-        } else {
-            let u = rng.random::<f64>() * self.type_cumulative.last().expect("validated: types exist");
-            self.type_cumulative.partition_point(|c| *c <= u).min(self.plans.len() - 1)
+    /// Event `n` (counted from 1 at the profile's first hour).
+    fn event(&self, rng: &mut ChaCha8Rng, id: u64, created_at: &str, n: u64) -> String {
+        let (actor_index, actor) = self.pools.actor(n, rng);
+        let new_repo = self.pools.new_shared_repo(n);
+        let t = match (&new_repo, &self.newcomer_types) {
+            // The type that brings it, as the real hours' newcomers had.
+            (Some((_, kind)), _) => *kind,
+            (None, Some(newcomers)) => newcomers.other_type(self.pools.new_repo_rate(n), self.type_focus, actor.main_type, &self.profile.types, rng),
+            _ if rng.random_bool(self.type_focus) => actor.main_type,
+            _ => draw(&self.type_cumulative, rng),
         };
         let (profile, plan) = (&self.profile.types[t], &self.plans[t]);
         let focused = rng.random_bool(profile.repo_focus());
-        let own;
-        let repo: &Repo = if rng.random_bool(profile.own_repo_share.clamp(0.0, 1.0)) {
-            own = self.pools.own_repo(actor_index, focused, rng);
-            &own
-        } else {
-            self.pools.other_repo(actor_index, t, focused, rng)
+        // With growth, an event that brings a new repository of others takes
+        // it; the others take the actor's own more often, so each type's
+        // share of own repositories stays as measured where it can.
+        let own_share = (profile.own_repo_share / (1.0 - self.pools.new_repo_rate(n)).max(1e-9)).clamp(0.0, 1.0);
+        let repo: Cow<'_, Repo> = match new_repo {
+            Some((new, _)) => new,
+            None if rng.random_bool(own_share) || !self.pools.has_shared_repo(n) => Cow::Owned(self.pools.own_repo(actor_index, &actor.login, focused, rng)),
+            None => self.pools.other_repo(actor_index, t, focused, n, rng),
         };
         // Own repositories never carry an org, so the others make up the type's share.
         let org_chance = profile.org_share / (1.0 - profile.own_repo_share).max(1e-9);

@@ -11,6 +11,7 @@
 pub mod calibrate;
 pub mod defects;
 pub mod event;
+pub mod growth;
 pub mod pool;
 pub mod profile;
 pub mod run;

@@ -46,6 +46,11 @@ pub struct Profile {
     pub focus: Focus,
     /// Event types, most frequent first.
     pub types: Vec<TypeProfile>,
+    /// How new actors and repositories keep arriving as hours go by (see
+    /// [`crate::growth`]); None: fixed pools, every hour drawing on the same
+    /// actors and repositories (as every profile before it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<crate::growth::Growth>,
 }
 
 /// Event ids grow through the year: an hour's ids start at
@@ -182,7 +187,7 @@ impl Profile {
             return Err(format!("org_share {} is not a share", self.org_share));
         }
         self.ids.origin_hour.parse::<ghbench_core::Hour>().map_err(|e| e.to_string())?;
-        Ok(())
+        self.growth.as_ref().map_or(Ok(()), crate::growth::Growth::validate)
     }
 }
 

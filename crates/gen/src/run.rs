@@ -105,6 +105,10 @@ pub struct Manifest {
     pub profile_source: Vec<String>,
     pub events_per_hour: u64,
     pub defects: DefectOptions,
+    /// How new actors and repositories keep arriving (the profile's growth);
+    /// absent: fixed pools, as in every manifest before growth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub growth: Option<crate::growth::Growth>,
     pub totals: Totals,
     pub hours: Vec<HourManifest>,
 }
@@ -138,6 +142,7 @@ pub fn run(gen: &Generator, options: &RunOptions, on_hour: &(dyn Fn(&HourManifes
         profile_source: gen.profile().source.clone(),
         events_per_hour: events,
         defects: options.defects,
+        growth: gen.profile().growth.clone(),
         totals: Totals::default(),
         hours: Vec::new(),
     };
@@ -215,14 +220,20 @@ fn kept_hours(out: &Path, this: &Manifest, range: &HourRange) -> Result<Vec<Hour
 
 /// Whether two runs make the same file of the same hour.
 fn same_settings(a: &Manifest, b: &Manifest) -> bool {
-    (&a.generator, a.seed, &a.profile, &a.profile_source, a.events_per_hour, a.defects)
-        == (&b.generator, b.seed, &b.profile, &b.profile_source, b.events_per_hour, b.defects)
+    (&a.generator, a.seed, &a.profile, &a.profile_source, a.events_per_hour, a.defects, &a.growth)
+        == (&b.generator, b.seed, &b.profile, &b.profile_source, b.events_per_hour, b.defects, &b.growth)
 }
 
 fn settings_of(m: &Manifest) -> String {
     format!(
-        "seed {}, {} events per hour, defects {} (truncate {}), profile {}, {}",
-        m.seed, m.events_per_hour, m.defects.rate, m.defects.truncate_prob, m.profile, m.generator
+        "seed {}, {} events per hour, defects {} (truncate {}), profile {}, {}, {}",
+        m.seed,
+        m.events_per_hour,
+        m.defects.rate,
+        m.defects.truncate_prob,
+        m.profile,
+        crate::growth::Pools::said(m.growth.as_ref()),
+        m.generator
     )
 }
 

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use ghbench_gen::growth::Pools;
 use ghbench_gen::{generate_hour_gzip, Profile};
 use ghbench_testkit::{lines_of, real_hour};
 use serde_json::Value;
@@ -77,9 +78,23 @@ fn within(real: f64, generated: f64, tolerance: f64) -> bool {
 
 #[test]
 fn a_generated_hour_matches_the_real_one_within_tolerances() {
+    check_first_hour(Pools::Fixed, 0.20);
+}
+
+/// Growing pools bring new repositories of others as the law says, by the
+/// types the real hour's came with; comments then spread over more of them
+/// than the real hour's did (D's groups about a fifth more, measured): the
+/// model keeps no memory of which issue a comment follows.
+#[test]
+fn a_generated_hour_with_growing_pools_matches_the_real_one_within_tolerances() {
+    check_first_hour(Pools::Growing, 0.30);
+}
+
+/// The first generated hour against the real one, query groups within `rows_tolerance`.
+fn check_first_hour(pools: Pools, rows_tolerance: f64) {
     let Some(real_path) = real_hour() else { return };
     let real = stats(&lines_of(&std::fs::read(real_path).unwrap()));
-    let profile = Profile::default_profile();
+    let profile = pools.apply(Profile::default_profile(), "built-in").unwrap();
     let events = real.events as u64;
     let generated = stats(&lines_of(&generate_hour_gzip(profile, 42, "2015-01-01T00".parse().unwrap(), events).unwrap()));
     assert_eq!(generated.events, real.events);
@@ -114,8 +129,8 @@ fn a_generated_hour_matches_the_real_one_within_tolerances() {
         let top = |rows: &[(String, f64)]| rows.first().map_or(0.0, |x| x.1);
         let head = |rows: &[(String, f64)]| rows.iter().take(3).map(|x| format!("{:.1}", x.1)).collect::<Vec<_>>().join(" ");
         eprintln!("query {query}: rows real {} gen {}; top values real [{}] gen [{}]", r.len(), g.len(), head(r), head(g));
-        if !within(r.len() as f64, g.len() as f64, 0.20) {
-            failures.push(format!("query {query}: {} rows vs real {} (±20%)", g.len(), r.len()));
+        if !within(r.len() as f64, g.len() as f64, rows_tolerance) {
+            failures.push(format!("query {query}: {} rows vs real {} (±{:.0}%)", g.len(), r.len(), rows_tolerance * 100.0));
         }
         let ratio = top(g) / top(r);
         if !(0.2..=5.0).contains(&ratio) {

@@ -68,6 +68,18 @@ pub struct DataSource {
     /// events it holds, spread over its hours (from its `split-manifest.json`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<SplitOf>,
+    /// Generated data: which actors and repositories its hours drew on,
+    /// `growing pools (Heaps' law …)` or `fixed pools`. Absent in records
+    /// before growth, whose generated hours all drew on fixed pools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pools: Option<String>,
+}
+
+impl DataSource {
+    /// The pools the generated hours drew on, as said; None for real hours.
+    pub fn pools_said(&self) -> Option<String> {
+        (self.kind == "generated").then(|| self.pools.clone().unwrap_or_else(|| "fixed pools (recorded before ghbench generated growing ones)".into()))
+    }
 }
 
 /// The events of `sources` spread over `hours` hour files, byte for byte.
@@ -118,6 +130,10 @@ pub struct SizeRecord {
     /// and index builds too (see [`LoadMemory`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory_during_load: Vec<LoadMemory>,
+    /// `--drop-measured`: per engine, its table of this size dropped once
+    /// measured (`postgres: dropped`), or why not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
 }
 
 /// What an engine's memory cgroup counted from before its load to the end

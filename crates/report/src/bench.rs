@@ -80,7 +80,7 @@ pub fn largest(record: &BenchRecord) -> Option<&RunRecord> {
 pub fn data_line(record: &BenchRecord) -> String {
     let d = &record.data;
     let what = match (d.seed, d.events_per_hour) {
-        (Some(seed), Some(n)) => format!("generated hours ({n} events each, seed {seed})"),
+        (Some(seed), Some(n)) => format!("generated hours ({n} events each, seed {seed}, {})", d.pools_said().unwrap_or_default()),
         _ => match &d.split {
             Some(split) => format!("hours from {}: {}", d.location, split.said()),
             None => format!("hours from {}", d.location),
@@ -142,6 +142,9 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         ]);
     }
     table.notes.extend(size.memory_during_load.iter().map(ghbench_record::bench::LoadMemory::said));
+    if !size.dropped.is_empty() {
+        table.notes.push(format!("tables dropped once measured (--drop-measured): {}", size.dropped.join("; ")));
+    }
     let mut at_once: Vec<usize> = size.loads.iter().filter(|l| l.seconds.is_some()).map(|l| l.concurrency).filter(|n| *n > 0).collect();
     at_once.dedup();
     if let [n] = at_once.as_slice() {

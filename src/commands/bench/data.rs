@@ -20,8 +20,9 @@ const PROFILE: &str = "built-in default";
 
 /// Where a size's hours come from.
 pub enum Origin {
-    /// `ghbench gen`'s realistic hours, made here.
-    Generated { seed: u64, events_per_hour: Option<u64> },
+    /// `ghbench gen`'s realistic hours, made here, from the built-in profile
+    /// with these pools.
+    Generated { seed: u64, events_per_hour: Option<u64>, pools: ghbench_gen::growth::Pools },
     /// A URL or a folder of `YYYY-MM-DD-H.json.gz` files.
     Source(String),
 }
@@ -63,6 +64,7 @@ fn split_of(folder: &Path) -> Result<Option<SplitOf>> {
 struct Generation {
     seed: u64,
     events: u64,
+    profile: Profile,
     range: HourRange,
     folder: PathBuf,
 }
@@ -100,18 +102,25 @@ impl Data {
                         events_per_hour: None,
                         identity: Some(identity),
                         split,
+                        pools: None,
                     },
                     table_tag: format!("_{first_tag}_src{short}"),
                     identity: text,
                     generated: None,
                 })
             }
-            Origin::Generated { seed, events_per_hour } => {
-                let profile = Profile::default_profile();
+            Origin::Generated { seed, events_per_hour, pools } => {
+                let profile = pools.apply(Profile::default_profile(), PROFILE).map_err(anyhow::Error::msg)?;
                 let events = events_per_hour.unwrap_or(profile.events_per_hour);
-                let folder = dir.join(format!("gen-{events}-events-seed-{seed}"));
+                // Growing pools make other events: a folder, a table and an
+                // identity of their own (fixed pools keep those they had).
+                let (folder_tail, seed_tag, identity_tail) = match &profile.growth {
+                    Some(growth) => ("-growing", "g", format!("\ngrowing {}", serde_json::to_string(growth)?)),
+                    None => ("", "", String::new()),
+                };
+                let folder = dir.join(format!("gen-{events}-events-seed-{seed}{folder_tail}"));
                 let location = folder.display().to_string();
-                let text = format!("generated\n{events}\n{seed}\n{first}");
+                let text = format!("generated\n{events}\n{seed}\n{first}{identity_tail}");
                 Ok(Data {
                     // The folder [`Data::make`] fills.
                     source: Source::Dir(folder.clone()),
@@ -124,10 +133,11 @@ impl Data {
                         events_per_hour: Some(events),
                         identity: Some(ghbench_core::digest::of_bytes(text.as_bytes())),
                         split: None,
+                        pools: Some(ghbench_gen::growth::Pools::said(profile.growth.as_ref())),
                     },
-                    table_tag: format!("_e{events}_s{seed}_{first_tag}"),
+                    table_tag: format!("_e{events}_s{seed}{seed_tag}_{first_tag}"),
                     identity: text,
-                    generated: Some(Generation { seed: *seed, events, range, folder }),
+                    generated: Some(Generation { seed: *seed, events, profile, range, folder }),
                 })
             }
         }
@@ -136,14 +146,14 @@ impl Data {
     /// Finds the generated hours whole in their folder (each file checked
     /// against its manifest), or makes them; nothing to do for a source.
     pub fn make(&self) -> Result<()> {
-        let Some(Generation { seed, events, range, folder }) = &self.generated else { return Ok(()) };
-        match covers(folder, *seed, *events, range) {
+        let Some(Generation { seed, events, profile, range, folder }) = &self.generated else { return Ok(()) };
+        match covers(folder, *seed, *events, profile.growth.as_ref(), range) {
             Ok(()) => eprintln!("[bench] data: reusing the generated hours in {} (each checked against its manifest)", folder.display()),
             Err(why) => {
                 if folder.join(MANIFEST).exists() {
                     eprintln!("[bench] data: {why}: generating again");
                 }
-                generate(Profile::default_profile(), *seed, *events, *range, folder)?;
+                generate(profile.clone(), *seed, *events, *range, folder)?;
             }
         }
         Ok(())
@@ -182,19 +192,23 @@ impl Data {
 /// Whether the folder holds every hour of `range` as its manifest lists it
 /// (this seed and this many events; each file of the size and digest written),
 /// or why not. Files are written before their manifest.
-fn covers(folder: &Path, seed: u64, events: u64, range: &HourRange) -> std::result::Result<(), String> {
+fn covers(folder: &Path, seed: u64, events: u64, growth: Option<&ghbench_gen::growth::Growth>, range: &HourRange) -> std::result::Result<(), String> {
     let path = folder.join(MANIFEST);
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{} cannot be read ({e})", path.display()))?;
     let manifest: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{} is not a manifest ({e})", path.display()))?;
     let clean = serde_json::to_value(CLEAN).expect("defect options serialise");
-    if manifest["seed"] != seed || manifest["events_per_hour"] != events || manifest["defects"] != clean || manifest["profile"] != PROFILE {
+    let pools = serde_json::to_value(growth).expect("growth serialises");
+    if manifest["seed"] != seed || manifest["events_per_hour"] != events || manifest["defects"] != clean || manifest["profile"] != PROFILE || manifest["growth"] != pools {
+        let theirs = serde_json::from_value::<Option<ghbench_gen::growth::Growth>>(manifest["growth"].clone()).ok().flatten();
         return Err(format!(
-            "{} was made with other settings (seed {}, {} events per hour, defects {}, profile {}; the bench's are {seed}, {events}, none, {PROFILE})",
+            "{} was made with other settings (seed {}, {} events per hour, defects {}, profile {}, {}; the bench's are {seed}, {events}, none, {PROFILE}, {})",
             path.display(),
             manifest["seed"],
             manifest["events_per_hour"],
             manifest["defects"],
-            manifest["profile"]
+            manifest["profile"],
+            ghbench_gen::growth::Pools::said(theirs.as_ref()),
+            ghbench_gen::growth::Pools::said(growth)
         ));
     }
     let listed: Vec<&serde_json::Value> = manifest["hours"].as_array().into_iter().flatten().collect();

@@ -175,6 +175,12 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 42, conflicts_with = "source")]
     pub seed: u64,
 
+    /// Which actors and repositories generated hours draw on: `growing` (new
+    /// ones keep arriving as the events grow, as in the real year) or
+    /// `fixed` (the same pools every hour, as records before growth used).
+    #[arg(long, value_enum, default_value_t, conflicts_with = "source")]
+    pub pools: crate::options::PoolsArg,
+
     /// Real hours instead of generated ones: an http(s) base URL or a folder
     /// of YYYY-MM-DD-H.json.gz files.
     #[arg(long, value_name = "URL|DIR")]
@@ -191,6 +197,12 @@ pub struct BenchArgs {
     /// Drop each size's tables and load them again, instead of reusing what is loaded.
     #[arg(long)]
     pub fresh: bool,
+
+    /// With --scale: drop each size's tables on every engine once its
+    /// queries are measured and recorded, so the disk holds one size at a
+    /// time (the generated hours stay; a rerun loads the size again).
+    #[arg(long, requires = "scale")]
+    pub drop_measured: bool,
 
     /// Run the servers and polars' workers inside a memory limit of SIZE
     /// (`4GiB`, `768MiB`), as on a machine that small (see below; needs root).
@@ -305,7 +317,7 @@ impl BenchArgs {
     fn origin(&self) -> Origin {
         match &self.source {
             Some(location) => Origin::Source(location.clone()),
-            None => Origin::Generated { seed: self.seed, events_per_hour: self.events_per_hour },
+            None => Origin::Generated { seed: self.seed, events_per_hour: self.events_per_hour, pools: self.pools.pools() },
         }
     }
 }
@@ -540,7 +552,11 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
-            let size = size.with_run(run);
+            let mut size = size.with_run(run);
+            if args.drop_measured {
+                size.dropped = drop_tables(&engines, &table).await;
+                phase(&format!("tables dropped once measured: {}", size.dropped.join("; ")));
+            }
             screen.line(size_text(&size));
             if let Some(text) = concurrency_text(&size.run, Style::Terminal) {
                 screen.line(text);
@@ -635,12 +651,12 @@ struct SizeSoFar {
 impl SizeSoFar {
     fn with_run(self, run: RunRecord) -> SizeRecord {
         let SizeSoFar { hours, table, loads, indexes, memory_during_load } = self;
-        SizeRecord { hours, table, loads, indexes, run, memory_during_load }
+        SizeRecord { hours, table, loads, indexes, run, memory_during_load, dropped: Vec::new() }
     }
 
     /// A size's record taken apart: what came before its queries, and its run.
     fn of(size: SizeRecord) -> (SizeSoFar, RunRecord) {
-        let SizeRecord { hours, table, loads, indexes, run, memory_during_load } = size;
+        let SizeRecord { hours, table, loads, indexes, run, memory_during_load, .. } = size;
         (SizeSoFar { hours, table, loads, indexes, memory_during_load }, run)
     }
 }
@@ -727,6 +743,26 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         damage: damage(&summary),
         warnings: summary.warnings.clone(),
     })
+}
+
+/// Each engine's table of one size dropped (`--drop-measured`), as said per
+/// engine: its data and ledger go, an empty table stays (a few kB) as an
+/// engine leaves one when it drops a table to load it afresh.
+async fn drop_tables(engines: &[Selected], table: &TableName) -> Vec<String> {
+    let mut said = Vec::new();
+    for engine in engines {
+        let dropped = async {
+            let mut sink = engine.loader().connect(table).await.map_err(|e| e.to_string())?;
+            let emptied = sink.prepare(true).await.map_err(|e| e.detail());
+            sink.close().await;
+            emptied
+        };
+        said.push(match dropped.await {
+            Ok(()) => format!("{}: dropped", engine.engine()),
+            Err(why) => format!("{}: NOT dropped ({why}); drop '{table}' by hand to free its space", engine.engine()),
+        });
+    }
+    said
 }
 
 /// What the hours held besides events, as ingest reported it: this run's
