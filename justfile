@@ -80,6 +80,13 @@ bench-clients hours="40" events="25000" repeat="3": setup build
 bench-regime hours="40" events="25000" repeat="3": setup build
     bash scripts/bench-regime.sh {{hours}} {{events}} {{repeat}}
 
+# Growth with the data: `bench --scale` at 4,8,16 hours of 25,000 generated events
+# (100k to 400k), true cold and hot, every answer verified, each size dropped once
+# measured, growing pools then fixed ones side by side: slopes of time, answers,
+# loads, index builds and bytes; what grew faster than the data.
+bench-growth sizes="4,8,16" events="25000" repeat="3": setup build
+    bash scripts/bench-growth.sh {{sizes}} {{events}} {{repeat}}
+
 # The paper's OLAP machine: `bench --preset paper2019` at 1M generated events on
 # postgres and polars (GHBENCH_PAPER_ENGINES for the other layouts): 5x memory with
 # the disk free, at 5,000 and at 1,000 read IOPS (437 and 131 MB/s), the paper's

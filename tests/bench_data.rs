@@ -615,3 +615,109 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         })
         .collect()
 }
+
+/// Unmounts a file system a test mounted, however the test ends.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// `--scale`: a size whose whole estimated need exceeds the free space is
+/// refused with the numbers before any of it loads (polars' folder on a 2 MiB
+/// file system of the test's own); the size before it is measured and kept.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_size_that_would_not_fit_is_refused_before_any_of_it_loads() {
+    let _servers = shared_servers();
+    if !is_root() {
+        eprintln!("SKIPPED: mounting a small file system needs root");
+        return;
+    }
+    let bench = Bench::new("bench_nofit");
+    let polars = bench.path("polars");
+    std::fs::create_dir_all(&polars).unwrap();
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"]).arg(&polars).status().unwrap();
+    assert!(mounted.success(), "mount a 2 MiB tmpfs");
+    let _unmount = Unmount(polars.clone());
+    let results = bench.path("results");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
+    command
+        .args(["bench", "--engines", "postgres,polars", "--table", &bench.base, "--variant", "corrected", "--repeat", "1", "--scale", "1,24", "--events-per-hour", "400"])
+        .arg("--polars-dir")
+        .arg(&polars)
+        .arg("--data-dir")
+        .arg(bench.path("data"))
+        .arg("--quarantine-dir")
+        .arg(bench.path("q"))
+        .arg("--output")
+        .arg(&results)
+        .env("DATABASE_URL", pg_url());
+    let out = output_within(&mut command, Duration::from_secs(300));
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(2), "an error stopped it: {said}");
+    assert!(said.contains("the 24 h size would not fit") && said.contains("nothing of it was loaded"), "{said}");
+    assert!(said.contains("needs about") && said.contains("are free") && said.contains("bytes per gzip byte, as it stored the 1 h size"), "with the numbers and what they rest on: {said}");
+    let (_, record) = bench_record(&results);
+    let sizes = record["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 1, "the 1 h size measured and kept: {record}");
+    assert_eq!(sizes[0]["run"]["context"]["engines"][0]["data"]["events"], 400);
+    let estimated = sizes[0]["disk_plan"]["estimated"].as_array().unwrap();
+    assert_eq!(estimated.len(), 2, "each engine's estimate, set against what it stored: {}", sizes[0]["disk_plan"]);
+    // The 24 h tables hold nothing: not an hour of the size was loaded.
+    let table = format!("{}_24h", bench.base);
+    let tables: Vec<String> = pg().await.query("SELECT tablename::text FROM pg_tables WHERE tablename LIKE $1", &[&format!("{table}%")]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    for t in &tables {
+        let rows: i64 = pg().await.query_one(&format!("SELECT count(*) FROM {t}"), &[]).await.unwrap().get(0);
+        assert_eq!(rows, 0, "{t}");
+    }
+    let ledger: i64 = pg().await.query_one("SELECT count(*) FROM ghbench_ledger WHERE tbl LIKE $1", &[&format!("{table}%")]).await.unwrap().get(0);
+    assert_eq!(ledger, 0, "no hour of the refused size in any ledger");
+}
+
+/// `--scale` at three sizes spanning 4x, true cold: the record fits the cold
+/// runs and the answers' rows beside the hot medians, each engine's load,
+/// index builds and bytes, keeps each size's disk estimate beside what was
+/// stored and ghbench's own peak memory per phase, and the reports show them.
+#[test]
+fn three_sizes_4x_apart_record_cold_hot_answer_load_and_index_growth() {
+    // Cold runs restart the servers `just setup` started.
+    let _servers = alone_with_servers();
+    let mut bench = Bench::new("bench_growth");
+    let (said, record, md, _) = bench.run(&["--scale", "1,2,4", "--events-per-hour", "300", "--cold"]);
+    let sizes = record["sizes"].as_array().unwrap();
+    assert_eq!(sizes.len(), 3, "{said}");
+    for size in sizes {
+        let plan = &size["disk_plan"];
+        assert_eq!(plan["estimated"].as_array().map(Vec::len), Some(2), "both engines estimated before loading: {plan}");
+        assert!(plan["gzip_bytes"].as_u64().unwrap() > 0, "{plan}");
+        let memory = &size["ghbench_memory"];
+        assert!(memory["load_bytes"].as_u64().unwrap() > 0 && memory["queries_bytes"].as_u64().unwrap() > 0, "ghbench's peaks per phase: {memory}");
+    }
+    // From the second size on, each estimate rests on what the size before stored.
+    let basis = sizes[1]["disk_plan"]["estimated"][0]["basis"].as_str().unwrap();
+    assert!(basis.contains("as it stored the 1 h size"), "{basis}");
+    assert!(record["report_peak_bytes"].as_u64().unwrap() > 0);
+    let growth = record["growth"].as_array().unwrap();
+    assert_eq!(growth.len(), 4 * 2, "each query on each engine");
+    for g in growth {
+        let (cold, rows) = (&g["cold"], &g["rows"]);
+        assert_eq!(cold["points"].as_array().map(Vec::len), Some(3), "a cold time per size: {g}");
+        assert!(cold["exponent"].as_f64().is_some() && rows["exponent"].as_f64().is_some(), "{g}");
+        let answers: Vec<f64> = rows["points"].as_array().unwrap().iter().map(|p| p[1].as_f64().unwrap()).collect();
+        assert_eq!(answers.len(), 3, "{g}");
+    }
+    let engines = record["engine_growth"].as_array().unwrap();
+    let postgres = engines.iter().find(|e| e["engine"] == "postgres").unwrap();
+    for fit in ["load_seconds", "index_seconds", "stored_bytes"] {
+        assert_eq!(postgres[fit]["points"].as_array().map(Vec::len), Some(3), "{fit}: {postgres}");
+        assert!(postgres[fit]["exponent"].as_f64().is_some(), "{fit}: {postgres}");
+    }
+    let stored = postgres["stored_bytes"]["points"].as_array().unwrap();
+    assert!(stored[2][1].as_f64().unwrap() > stored[0][1].as_f64().unwrap(), "4x the events take more bytes: {postgres}");
+    for text in [&said, &md] {
+        assert!(text.contains("cold slope") || text.contains("cold slope "), "the slopes are shown: {text}");
+    }
+    assert!(md.contains("Each engine's load, index builds and stored bytes") && md.contains("estimated") && md.contains("ghbench itself: peak"), "{md}");
+}

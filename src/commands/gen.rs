@@ -64,7 +64,7 @@ pub struct GenArgs {
     /// Which actors and repositories the hours draw on: `growing` (new ones
     /// keep arriving with the events, as the profile's growth says) or
     /// `fixed` (the same pools every hour, as before ghbench had growth).
-    #[arg(long, value_enum, default_value_t)]
+    #[arg(long, value_enum, default_value_t, env = "GHBENCH_POOLS")]
     pub pools: crate::options::PoolsArg,
 
     /// Worker threads [default: one per CPU core]; the files do not depend on it.

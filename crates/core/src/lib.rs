@@ -10,6 +10,7 @@ pub mod failure;
 pub mod hour;
 pub mod limit;
 pub mod owner;
+pub mod peak;
 pub mod redact;
 pub mod place;
 pub mod server;

@@ -19,8 +19,17 @@ pub struct BenchRecord {
     /// One per size, smallest first.
     pub sizes: Vec<SizeRecord>,
     /// Per query, variant and engine, the hot median against events loaded and
-    /// the fitted growth; empty with a single size.
+    /// the fitted growth (the cold run's and the answer's rows beside it);
+    /// empty with a single size.
     pub growth: Vec<Growth>,
+    /// ghbench's own peak memory while it drew the charts and the HTML page (see
+    /// [`PhasePeaks`]); None in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_peak_bytes: Option<u64>,
+    /// Per engine, its load, index builds and stored bytes against events
+    /// loaded; empty with a single size, and in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub engine_growth: Vec<EngineGrowth>,
     /// The size being measured when the record was last written: its loads
     /// and index builds, and its run with the queries it finished (unfinished).
     /// A bench that stops there keeps them; `--resume` goes on at its next query.
@@ -134,6 +143,73 @@ pub struct SizeRecord {
     /// measured (`postgres: dropped`), or why not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// `--scale`: the size's whole need on disk, estimated before any of it
+    /// loaded (None for older records and a single size).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_plan: Option<DiskPlan>,
+    /// ghbench's own peak memory in this size's phases (None in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ghbench_memory: Option<PhasePeaks>,
+}
+
+/// A size's need on disk, estimated before any of it loaded: every engine's
+/// table and indexes, each server's WAL once, polars' merge, against the
+/// free space of each file system (the lines say each), and per engine the
+/// estimate the reports set against what it stored.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DiskPlan {
+    /// The size's hours, gzip bytes.
+    pub gzip_bytes: u64,
+    pub lines: Vec<String>,
+    pub estimated: Vec<EngineEstimate>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineEstimate {
+    pub engine: Engine,
+    /// Table and index bytes it was expected to store.
+    pub bytes: u64,
+    /// What the estimate rests on: the size before, or the JSON size.
+    pub basis: String,
+}
+
+impl SizeRecord {
+    /// Per engine with an estimate, `postgres: estimated 1.2 GiB (…), stored 1.1 GiB`.
+    pub fn estimate_lines(&self) -> Vec<String> {
+        let Some(plan) = &self.disk_plan else { return Vec::new() };
+        plan.estimated
+            .iter()
+            .map(|e| {
+                let stored = self.run.context.engines.iter().find(|x| x.engine == e.engine).and_then(|x| x.storage.as_ref()).map(|s| s.table_bytes + s.index_bytes);
+                let stored = stored.map_or_else(|| "stored bytes not measured".into(), |b| format!("stored {}", ghbench_core::size::said(b)));
+                format!("{}: estimated {} before loading ({}), {stored}", e.engine, ghbench_core::size::said(e.bytes), e.basis)
+            })
+            .collect()
+    }
+}
+
+impl PhasePeaks {
+    /// `ghbench itself: peak 45.0 MiB loading and building indexes, 80.2 MiB querying and verifying`.
+    pub fn said(&self) -> String {
+        let peak = |bytes: Option<u64>| bytes.map_or_else(|| "not measured".into(), ghbench_core::size::said);
+        let since = if self.reset { "" } else { " (each since ghbench started: the peak could not be reset)" };
+        format!("ghbench itself: peak {} loading and building indexes, {} querying and verifying{since}", peak(self.load_bytes), peak(self.queries_bytes))
+    }
+}
+
+/// ghbench's own peak resident memory (Linux's `VmHWM`, reset at each phase's
+/// start) in each phase of a size: what the tool needs as the data grows
+/// (polars' load included: it runs inside ghbench). The servers and polars'
+/// query workers are processes of their own, not counted here.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhasePeaks {
+    /// The loads (every engine's) and index builds.
+    pub load_bytes: Option<u64>,
+    /// The queries, cold and hot, and the verification of their answers.
+    pub queries_bytes: Option<u64>,
+    /// False where the peak could not be reset: each is then the peak since
+    /// ghbench started.
+    pub reset: bool,
 }
 
 /// What an engine's memory cgroup counted from before its load to the end
@@ -359,21 +435,118 @@ pub struct Growth {
     /// The slope on log–log axes: 1 is linear growth, below 1 sublinear (an
     /// index, a fixed cost), above 1 superlinear.
     pub exponent: Option<f64>,
+    /// The same fit of the cold run (the first after `--cold` cleared the
+    /// caches); None without cold runs, and in older records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold: Option<Fit>,
+    /// The same fit of the answer's rows: an answer that grows with the data
+    /// (groups that keep arriving) costs more than its scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows: Option<Fit>,
 }
+
+/// A quantity against events loaded, over the sizes, and its fitted growth.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// (events loaded, value), smallest size first.
+    pub points: Vec<(u64, f64)>,
+    /// The least-squares slope per million events.
+    pub per_million_events: Option<f64>,
+    /// The slope on log–log axes (1: linear).
+    pub exponent: Option<f64>,
+}
+
+impl Fit {
+    pub fn of(points: Vec<(u64, f64)>) -> Fit {
+        let millions: Vec<(f64, f64)> = points.iter().map(|&(n, v)| (n as f64 / 1e6, v)).collect();
+        let logs: Vec<(f64, f64)> = points.iter().filter(|&&(n, v)| n > 0 && v > 0.0).map(|&(n, v)| ((n as f64).ln(), v.ln())).collect();
+        Fit { per_million_events: slope(&millions), exponent: slope(&logs), points }
+    }
+
+    /// Why the fit means nothing, if it does not (as [`Growth::not_meaningful`]);
+    /// `floor`: the least largest value that is more than fixed costs and noise
+    /// (seconds for times; None for sizes and rows).
+    pub fn not_meaningful(&self, floor: Option<f64>) -> Option<String> {
+        // The slope on log–log axes rests on the points above 0 alone.
+        let fitted: Vec<&(u64, f64)> = self.points.iter().filter(|p| p.0 > 0 && p.1 > 0.0).collect();
+        let (Some(first), Some(last)) = (fitted.first(), fitted.last()) else { return Some("no size answered".into()) };
+        if fitted.len() < MIN_FIT_SIZES {
+            return Some(format!("{} sizes: a fit needs {MIN_FIT_SIZES} or more", fitted.len()));
+        }
+        let span = last.0 as f64 / first.0.max(1) as f64;
+        if span < MIN_FIT_SPAN {
+            return Some(format!("sizes only {span:.1}× apart: a fit needs {MIN_FIT_SPAN}× or more"));
+        }
+        let largest = self.points.iter().map(|p| p.1).fold(0.0, f64::max);
+        if let Some(floor) = floor.filter(|floor| largest < *floor) {
+            return Some(format!("times under {} ms: fixed costs and noise, not growth", floor * 1000.0));
+        }
+        if self.per_million_events.is_some_and(|s| s < 0.0) || self.exponent.is_some_and(|e| e < 0.0) {
+            let what = if floor.is_some() { "time" } else { "it" };
+            return Some(format!("{what} fell as the data grew: noise, not a growth rate"));
+        }
+        None
+    }
+
+    /// The sizes (events) whose value is under `floor`: in a fit that holds,
+    /// their times are mostly fixed costs, said beside it.
+    pub fn under_floor(&self, floor: f64) -> Vec<u64> {
+        self.points.iter().filter(|p| p.1 < floor).map(|p| p.0).collect()
+    }
+
+    /// `1.32` when meaningful (above `floor` for times), else `–`.
+    pub fn exponent_said(&self, floor: Option<f64>) -> String {
+        match (self.not_meaningful(floor), self.exponent) {
+            (None, Some(e)) => format!("{e:.2}"),
+            _ => "–".into(),
+        }
+    }
+}
+
+/// One engine's load, index builds and stored bytes against the events, over
+/// the sizes (`bench --scale`): what a load costs as the data grows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EngineGrowth {
+    pub engine: Engine,
+    /// Seconds of the size's own load run (sizes reused from an earlier run left out).
+    pub load_seconds: Fit,
+    /// Seconds of the index builds (and the statistics after them).
+    pub index_seconds: Fit,
+    /// Table and index bytes stored.
+    pub stored_bytes: Fit,
+    /// Of them, per event at each size: (events, bytes per event).
+    pub bytes_per_event: Vec<(u64, f64)>,
+}
+
+/// Growth above this log–log slope is what the reports look into (the plan,
+/// the bytes spilled): more than linear, beyond noise.
+pub const SUPERLINEAR: f64 = 1.1;
 
 impl Growth {
     pub fn of(query: &str, variant: &str, engine: &Engine, points: Vec<(u64, f64)>) -> Growth {
-        let millions: Vec<(f64, f64)> = points.iter().map(|&(n, s)| (n as f64 / 1e6, s)).collect();
-        let logs: Vec<(f64, f64)> =
-            points.iter().filter(|&&(n, s)| n > 0 && s > 0.0).map(|&(n, s)| ((n as f64).ln(), s.ln())).collect();
+        let hot = Fit::of(points);
         Growth {
             query: query.to_string(),
             variant: variant.to_string(),
             engine: engine.clone(),
-            seconds_per_million_events: slope(&millions),
-            exponent: slope(&logs),
-            points,
+            seconds_per_million_events: hot.per_million_events,
+            exponent: hot.exponent,
+            points: hot.points,
+            cold: None,
+            rows: None,
         }
+    }
+
+    /// Why the fitted numbers mean nothing, if they do not: too few sizes,
+    /// sizes too close together, times too small, or time falling as the
+    /// data grows. Judged when shown, so older records are judged too.
+    pub fn not_meaningful(&self) -> Option<String> {
+        self.hot().not_meaningful(Some(MIN_FIT_SECONDS))
+    }
+
+    /// The hot medians' fit, as the other fits are kept.
+    pub fn hot(&self) -> Fit {
+        Fit { points: self.points.clone(), per_million_events: self.seconds_per_million_events, exponent: self.exponent }
     }
 }
 
@@ -383,30 +556,6 @@ pub const MIN_FIT_SIZES: usize = 3;
 pub const MIN_FIT_SPAN: f64 = 4.0;
 /// Below this hot median at the largest size, fixed costs and noise outweigh growth.
 pub const MIN_FIT_SECONDS: f64 = 0.01;
-
-impl Growth {
-    /// Why the fitted numbers mean nothing, if they do not: too few sizes,
-    /// sizes too close together, times too small, or time falling as the
-    /// data grows. Judged when shown, so older records are judged too.
-    pub fn not_meaningful(&self) -> Option<String> {
-        let (Some(first), Some(last)) = (self.points.first(), self.points.last()) else { return Some("no size answered".into()) };
-        if self.points.len() < MIN_FIT_SIZES {
-            return Some(format!("{} sizes: a fit needs {MIN_FIT_SIZES} or more", self.points.len()));
-        }
-        let span = last.0 as f64 / first.0.max(1) as f64;
-        if span < MIN_FIT_SPAN {
-            return Some(format!("sizes only {span:.1}× apart: a fit needs {MIN_FIT_SPAN}× or more"));
-        }
-        let largest = self.points.iter().map(|p| p.1).fold(0.0, f64::max);
-        if largest < MIN_FIT_SECONDS {
-            return Some(format!("times under {} ms: fixed costs and noise, not growth", MIN_FIT_SECONDS * 1000.0));
-        }
-        if self.seconds_per_million_events.is_some_and(|s| s < 0.0) || self.exponent.is_some_and(|e| e < 0.0) {
-            return Some("time fell as the data grew: noise, not a growth rate".into());
-        }
-        None
-    }
-}
 
 /// The least-squares slope of y on x; None with fewer than two distinct x.
 pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
@@ -431,19 +580,61 @@ pub fn growth(sizes: &[SizeRecord]) -> Vec<Growth> {
     let Some(first) = sizes.first() else { return growth };
     for q in &first.run.queries {
         for e in &q.engines {
-            let points = sizes
+            let results: Vec<(u64, &crate::run::EngineResult)> = sizes
                 .iter()
                 .filter_map(|size| {
                     let events = size.events()?;
                     let query = size.run.queries.iter().find(|o| o.query == q.query && o.variant == q.variant)?;
-                    let result = query.engines.iter().find(|r| r.engine == e.engine)?;
-                    Some((events, result.stats?.median))
+                    Some((events, query.engines.iter().find(|r| r.engine == e.engine)?))
                 })
                 .collect();
-            growth.push(Growth::of(&q.query, &q.variant, &e.engine, points));
+            let of = |value: &dyn Fn(&crate::run::EngineResult) -> Option<f64>| results.iter().filter_map(|(n, r)| Some((*n, value(r)?))).collect::<Vec<_>>();
+            let mut fitted = Growth::of(&q.query, &q.variant, &e.engine, of(&|r| Some(r.stats?.median)));
+            let cold = of(&|r| Some(r.cold_run?.seconds));
+            fitted.cold = (!cold.is_empty()).then(|| Fit::of(cold));
+            let rows = of(&|r| Some(r.rows? as f64));
+            fitted.rows = (!rows.is_empty()).then(|| Fit::of(rows));
+            growth.push(fitted);
         }
     }
     growth
+}
+
+/// Per engine of the largest size, how its load, index builds and stored
+/// bytes grow across the sizes (empty with a single size).
+pub fn engine_growth(sizes: &[SizeRecord]) -> Vec<EngineGrowth> {
+    let Some(largest) = sizes.last().filter(|_| sizes.len() > 1) else { return Vec::new() };
+    largest
+        .run
+        .context
+        .engines
+        .iter()
+        .map(|e| {
+            let engine = &e.engine;
+            // Against the engine's own events at each size.
+            let events = |s: &SizeRecord| s.run.context.engines.iter().find(|x| &x.engine == engine)?.data.as_ref().map(|d| d.events);
+            let at = |value: &dyn Fn(&SizeRecord) -> Option<f64>| sizes.iter().filter_map(|s| Some((events(s)?, value(s)?))).collect::<Vec<_>>();
+            let stored = |s: &SizeRecord| {
+                let storage = s.run.context.engines.iter().find(|x| &x.engine == engine)?.storage.as_ref()?;
+                Some((storage.table_bytes + storage.index_bytes) as f64)
+            };
+            // Indexes built by this run (an index found there already took a no-op's time).
+            let indexes = |s: &SizeRecord| {
+                let built = s.indexes.iter().find(|i| &i.engine == engine && i.error.is_none())?;
+                let made: Vec<f64> = built.indexes.iter().filter(|i| i.created).map(|i| i.seconds).collect();
+                (!made.is_empty()).then(|| made.iter().sum::<f64>() + built.statistics.as_ref().map_or(0.0, |a| a.seconds))
+            };
+            // Loads that loaded the whole size (hours reused from an earlier run took none of its time).
+            let load = |s: &SizeRecord| s.loads.iter().find(|l| &l.engine == engine && l.hours_reused == 0)?.seconds;
+            EngineGrowth {
+                engine: engine.clone(),
+                load_seconds: Fit::of(at(&load)),
+                index_seconds: Fit::of(at(&indexes)),
+                bytes_per_event: at(&|s| Some(stored(s)? / events(s)?.max(1) as f64)),
+                stored_bytes: Fit::of(at(&stored)),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

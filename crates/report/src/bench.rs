@@ -142,6 +142,10 @@ pub fn load_table(size: &SizeRecord) -> TextTable {
         ]);
     }
     table.notes.extend(size.memory_during_load.iter().map(ghbench_record::bench::LoadMemory::said));
+    table.notes.extend(size.estimate_lines());
+    if let Some(peaks) = &size.ghbench_memory {
+        table.notes.push(peaks.said());
+    }
     if !size.dropped.is_empty() {
         table.notes.push(format!("tables dropped once measured (--drop-measured): {}", size.dropped.join("; ")));
     }
@@ -233,25 +237,7 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
     Some(table.with_text_columns(3))
 }
 
-/// One row per query, variant and engine: how its hot median grows.
-pub fn growth_table(record: &BenchRecord) -> TextTable {
-    let mut table = TextTable::new(&["query", "variant", "engine", "sizes", "s per million events", "log–log slope", "not a result because"]);
-    for g in &record.growth {
-        // A fit that means nothing is not shown as a number.
-        let why = g.not_meaningful();
-        let fit = |v: Option<f64>, digits: usize| v.filter(|_| why.is_none()).map_or_else(|| "–".into(), |v| format!("{v:.digits$}"));
-        table.rows.push(vec![
-            g.query.clone(),
-            g.variant.clone(),
-            g.engine.to_string(),
-            g.points.len().to_string(),
-            fit(g.seconds_per_million_events, 4),
-            fit(g.exponent, 2),
-            why.clone().unwrap_or_default(),
-        ]);
-    }
-    table.with_text_columns(3)
-}
+pub use super::growth::growth_table;
 
 /// Above a size's concurrency table: every size's is shown, the largest's
 /// section (per query, limits, charts) follows with its full report.
@@ -449,6 +435,17 @@ pub fn bench_markdown(record: &BenchRecord, charts: &BenchCharts, dir: &str) -> 
     }
     if !record.growth.is_empty() {
         let _ = writeln!(md, "## Growth with the data\n\n{}\n", growth_table(record).render(Style::Markdown));
+        if let Some(engines) = super::growth::engine_growth_table(record) {
+            let _ = writeln!(md, "Each engine's load, index builds and stored bytes against the events:\n\n{}\n", engines.render(Style::Markdown));
+        }
+        let grew = super::growth::what_grew(record);
+        if !grew.is_empty() {
+            let _ = writeln!(md, "Faster than the data (a log–log slope above {}), from what the record keeps:\n", ghbench_record::bench::SUPERLINEAR);
+            for line in grew {
+                let _ = writeln!(md, "- {line}");
+            }
+            md.push('\n');
+        }
         md += &super::markdown::chart_links(&charts.growth, dir);
     }
     if let Some(regime) = &record.regime {

@@ -14,6 +14,7 @@ pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod concurrency;
+pub mod growth;
 pub mod html;
 mod lines;
 mod overview;

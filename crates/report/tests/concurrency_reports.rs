@@ -261,9 +261,9 @@ fn a_bench_shows_every_size_s_table_and_the_largest_size_s_section_and_charts() 
     use ghbench_record::bench::{BenchRecord, DataSource, SizeRecord, BENCH_SCHEMA};
     use ghbench_report::bench::{bench_markdown, BenchCharts};
     use ghbench_report::bench_html;
-    let size = |hours: u32| SizeRecord { hours, table: format!("bench_{hours}h"), loads: Vec::new(), indexes: Vec::new(), run: record(), memory_during_load: Vec::new(), dropped: Vec::new() };
+    let size = |hours: u32| SizeRecord { hours, table: format!("bench_{hours}h"), loads: Vec::new(), indexes: Vec::new(), run: record(), memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None, pools: None };
-    let bench = BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size(1), size(2)], growth: Vec::new(), measuring: None, finished: true, resumed: None, regime: None, preset: None };
+    let bench = BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size(1), size(2)], growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: true, resumed: None, regime: None, preset: None };
     let charts = BenchCharts::draw(&bench).unwrap();
     assert!(CHARTS.iter().all(|name| charts.largest.iter().any(|c| c.name == *name)), "the largest size's run draws them");
     let heading = "Many clients at once (the largest size's in full below):";

@@ -29,11 +29,11 @@ fn run_on_disk(random: f64) -> RunRecord {
 fn swept(iops: &[u64]) -> BenchRecord {
     let run = run_on_disk(9975.0);
     let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None, pools: None };
-    let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new(), dropped: Vec::new() };
+    let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let point = |disk: Option<DiskRules>| RegimePoint { ratio: 5.0, memory_bytes: 1 << 20, disk, run: run.clone() };
     let points = std::iter::once(point(None)).chain(iops.iter().map(|&n| point(Some(DiskRules { read_iops: Some(n), ..Default::default() })))).collect();
     let regime = Regime { reference: "postgres".into(), reference_bytes: 5 << 20, ratios: vec![5.0], load_memory: "loaded without a limit".into(), iops_size: None, points };
-    BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
+    BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
 }
 
 fn iops_chart(record: &BenchRecord) -> String {

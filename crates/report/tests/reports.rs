@@ -123,7 +123,7 @@ fn a_query_nothing_was_compared_on_is_not_marked_as_failed() {
 fn a_bench_size_says_whether_its_engines_agree_and_one_engine_alone_is_no_failure() {
     use ghbench_record::bench::SizeRecord;
     use ghbench_record::run::{RunRecord, VerificationStatus};
-    let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run, memory_during_load: Vec::new(), dropped: Vec::new() };
+    let size = |run: RunRecord| SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run, memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let with_status = |mut run: RunRecord, status: VerificationStatus| {
         run.queries.iter_mut().for_each(|q| q.verification.status = status);
         run

@@ -26,10 +26,10 @@ const NOTE: &str = "A corrected on postgres: the first hot run took 0.0500 s, mo
 /// One size, then one `--regime` point under a 1 MiB limit, of `run`.
 fn bench(run: RunRecord) -> BenchRecord {
     let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None, pools: None };
-    let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new(), dropped: Vec::new() };
+    let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let point = RegimePoint { ratio: 5.0, memory_bytes: 1 << 20, disk: None, run };
     let regime = Regime { reference: "postgres".into(), reference_bytes: 5 << 20, ratios: vec![5.0], load_memory: "loaded without a limit".into(), iops_size: None, points: vec![point] };
-    BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
+    BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
 }
 
 #[test]

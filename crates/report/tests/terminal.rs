@@ -98,7 +98,7 @@ fn a_bench_size_with_two_engines_fits_eighty_columns() {
         warnings: Vec::new(),
     };
     let warned = LoadRecord { warnings: vec!["VACUUM failed".into()], ..load("postgres") };
-    let size = SizeRecord { hours: 40, table: "bench_40h".into(), loads: vec![warned, load("mongo")], indexes: Vec::new(), run, memory_during_load: Vec::new(), dropped: Vec::new() };
+    let size = SizeRecord { hours: 40, table: "bench_40h".into(), loads: vec![warned, load("mongo")], indexes: Vec::new(), run, memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let text = size_text(&size);
     assert!(widest(&text) <= 80, "{} columns:\n{text}", widest(&text));
     assert!(text.contains("includes 2") && text.contains("8103") && text.contains("hours loaded up to 4 at a time"), "{text}");

@@ -6,6 +6,7 @@
 
 mod data;
 pub mod disk;
+mod disk_plan;
 pub mod limits;
 pub mod memory;
 mod regime;
@@ -19,7 +20,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use ghbench_core::{summarise_hours, Hour, HourRange, TableName};
 use ghbench_ingest::{ingest, HourStatus, IngestOptions, IngestSummary};
-use ghbench_olap::bench::{growth, BenchRecord, DataDamage, LoadMemory, LoadRecord, SizeRecord, BENCH_SCHEMA};
+use ghbench_olap::bench::{engine_growth, growth, BenchRecord, DataDamage, LoadMemory, LoadRecord, SizeRecord, BENCH_SCHEMA};
 use ghbench_olap::record::IndexEngineRecord;
 use ghbench_report::bench::{bench_markdown, bench_problems, largest, size_text, BenchCharts};
 use ghbench_report::concurrency::concurrency_text;
@@ -177,8 +178,9 @@ pub struct BenchArgs {
 
     /// Which actors and repositories generated hours draw on: `growing` (new
     /// ones keep arriving as the events grow, as in the real year) or
-    /// `fixed` (the same pools every hour, as records before growth used).
-    #[arg(long, value_enum, default_value_t, conflicts_with = "source")]
+    /// `fixed` (the same pools every hour, as records before growth used:
+    /// GHBENCH_POOLS=fixed reproduces them through the `just bench-*` recipes).
+    #[arg(long, value_enum, default_value_t, env = "GHBENCH_POOLS", conflicts_with = "source")]
     pub pools: crate::options::PoolsArg,
 
     /// Real hours instead of generated ones: an http(s) base URL or a folder
@@ -473,7 +475,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // The servers go back as setup left them however the bench ends (after a
     // signal, `cli` restores them: see `limits::restore_after_signal`).
     let measured = async {
-        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), measuring: None, finished: false, resumed: None, regime: None, preset: args.preset.map(Preset::setup) };
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: false, resumed: None, regime: None, preset: args.preset.map(Preset::setup) };
         // Written after every query and size (unfinished until the report): a
         // bench that stops keeps what it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
@@ -505,6 +507,20 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             phase(&format!("load into '{table}' on {}", names(&engines)));
             let range = HourRange::starting_at(data.first, hours)?;
             let before_load = args.memory.as_ref().map(|size| memory::cgroup_counters(size, &engines)).unwrap_or_default();
+            // Before any of the size loads: its whole need against free space.
+            let before = record.sizes.last().map(|s| HourRange::starting_at(data.first, s.hours).map(|r| (s, r))).transpose()?;
+            // Not for a single size (its one load is checked engine by engine),
+            // nor for the size a resumed bench stopped in (loaded already).
+            let resuming = record.measuring.as_ref().is_some_and(|m| m.hours == hours);
+            let disk_plan = match args.scale.is_empty() || resuming {
+                true => None,
+                false => Some(disk_plan::check(&engines, &table, &data.source, range, before, args.fresh, &args.timing.managed.data_folders()?).await?),
+            };
+            for line in disk_plan.iter().flat_map(|p| &p.lines) {
+                phase(&format!("disk: {line}"));
+            }
+            // ghbench's own peak in each phase of the size.
+            let reset = ghbench_core::peak::reset();
             let mut loads = Vec::new();
             for engine in &engines {
                 loads.push(load(engine, registry, &data, range, &table, &args).await?);
@@ -529,6 +545,8 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));
             }
+            let load_peak = ghbench_core::peak::peak_bytes();
+            ghbench_core::peak::reset();
             let answers = answers_dir(&json_path).join(format!("{hours}h"));
             let mut size = SizeSoFar { hours, table: table.to_string(), loads, indexes, memory_during_load };
             // The size a resumed record stopped in: its loads, index builds and
@@ -547,12 +565,16 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                 }
                 None => None,
             };
+            // A resumed size's phases ran partly in another process: no peaks for it.
+            let resumed_here = going_on.is_some();
             let keep = KeptAsItGoes { answers, save: Box::new(save_measuring(&json_path, &record, &size)) };
             let run = queries.run(backends, &table, &format!("[bench {hours} h] "), limits.as_ref(), &phase, Some(keep), going_on).await?;
             if let Some(kept) = record.sizes.first() {
                 resume::same_run(&kept.run.context, &run.context)?;
             }
             let mut size = size.with_run(run);
+            size.disk_plan = disk_plan;
+            size.ghbench_memory = (!resumed_here).then(|| ghbench_olap::bench::PhasePeaks { load_bytes: load_peak, queries_bytes: ghbench_core::peak::peak_bytes(), reset });
             if args.drop_measured {
                 size.dropped = drop_tables(&engines, &table).await;
                 phase(&format!("tables dropped once measured: {}", size.dropped.join("; ")));
@@ -568,6 +590,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             regime::sweep(&mut record, &args.regime, &args.disk_points(), &queries, &largest_table, &write_record).await?;
         }
         record.growth = growth(&record.sizes);
+        record.engine_growth = engine_growth(&record.sizes);
         record.finished = true;
         report(&record, &json_path, started.elapsed(), &args, screen)
     }
@@ -651,7 +674,7 @@ struct SizeSoFar {
 impl SizeSoFar {
     fn with_run(self, run: RunRecord) -> SizeRecord {
         let SizeSoFar { hours, table, loads, indexes, memory_during_load } = self;
-        SizeRecord { hours, table, loads, indexes, run, memory_during_load, dropped: Vec::new() }
+        SizeRecord { hours, table, loads, indexes, run, memory_during_load, dropped: Vec::new(), disk_plan: None, ghbench_memory: None }
     }
 
     /// A size's record taken apart: what came before its queries, and its run.
@@ -752,8 +775,9 @@ async fn drop_tables(engines: &[Selected], table: &TableName) -> Vec<String> {
     let mut said = Vec::new();
     for engine in engines {
         let dropped = async {
-            let mut sink = engine.loader().connect(table).await.map_err(|e| e.to_string())?;
+            let (mut sink, lock) = disk_plan::locked(engine, table).await?;
             let emptied = sink.prepare(true).await.map_err(|e| e.detail());
+            lock.release().await;
             sink.close().await;
             emptied
         };
@@ -784,14 +808,21 @@ fn damage(summary: &IngestSummary) -> DataDamage {
 /// Writes the JSON, the Markdown with its charts and the HTML page (and
 /// --json's and --markdown's files); says whether everything was verified.
 fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchArgs, screen: Screen) -> Result<Finished> {
-    let Some(run) = largest(record) else { bail!("no size was measured") };
-    let json = serde_json::to_string_pretty(record)?;
+    if largest(record).is_none() {
+        bail!("no size was measured");
+    }
+    // ghbench's own peak while drawing the charts and the page, kept in the record.
+    ghbench_core::peak::reset();
     let charts = BenchCharts::draw(record)?;
+    let html = bench_html(record, &charts)?;
+    let record = &BenchRecord { report_peak_bytes: ghbench_core::peak::peak_bytes(), ..record.clone() };
+    let run = largest(record).expect("checked above");
+    let json = serde_json::to_string_pretty(record)?;
     let render = |link: &str| format!("{}\n---\n\n{}", bench_markdown(record, &charts, link), markdown_with_charts(run, &charts.largest, link));
     let files = RunFiles { json_path, json: &json, charts_at: |md: &Path| write_charts(md, charts.all()), render };
     let mut finished = files.write(&args.results, args.markdown.markdown.as_ref())?;
     let html_path = json_path.with_extension("html");
-    write(&html_path, &bench_html(record, &charts)?)?;
+    write(&html_path, &html)?;
     finished = finished.wrote(html_path);
     let answers = answers_dir(json_path);
     if answers.is_dir() {
@@ -806,12 +837,23 @@ fn report(record: &BenchRecord, json_path: &Path, took: Duration, args: &BenchAr
     }
     screen.lines(server_lines(&run.context));
     screen.line(format!("first runs: {}", run.context.cold.label));
+    if let Some(peak) = record.report_peak_bytes {
+        screen.line(format!("ghbench itself: peak {} drawing the charts and the page", ghbench_core::size::said(peak)));
+    }
     for g in record.growth.iter().filter(|g| g.seconds_per_million_events.is_some()) {
         let fit = match (g.not_meaningful(), g.seconds_per_million_events, g.exponent) {
             (None, Some(rate), Some(exponent)) => format!("{} s per million events, log-log slope {exponent:.2}", seconds(rate)),
             (why, _, _) => format!("no growth fitted ({})", why.unwrap_or_else(|| "no slope".into())),
         };
-        screen.line(format!("growth {} {} {}: {fit}", g.query, g.variant, g.engine));
+        let cold = g.cold.as_ref().map_or_else(String::new, |c| format!("; cold slope {}", c.exponent_said(Some(ghbench_olap::bench::MIN_FIT_SECONDS))));
+        let rows = g.rows.as_ref().map_or_else(String::new, |r| format!("; answer rows slope {}", r.exponent_said(None)));
+        screen.line(format!("growth {} {} {}: {fit}{cold}{rows}", g.query, g.variant, g.engine));
+    }
+    if let Some(engines) = ghbench_report::growth::engine_growth_table(record) {
+        screen.line(format!("growth of each engine's load, index builds and bytes:\n{}", engines.render(Style::Terminal)));
+    }
+    for line in ghbench_report::growth::what_grew(record) {
+        screen.line(format!("faster than the data: {line}"));
     }
     let problems = bench_problems(record);
     let reconnects = record.sizes.iter().flat_map(|s| reconnect_notes(&s.run).into_iter().map(move |p| format!("{} h: {p}", s.hours)));

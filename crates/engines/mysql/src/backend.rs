@@ -252,13 +252,14 @@ impl Backend for MysqlBackend {
 
     /// InnoDB's buffer pool counters, server-wide (the family counts reads by
     /// table only in `performance_schema`, often off): logical reads, reads
-    /// that went to disk, and bytes read.
+    /// that went to disk, and bytes read; and the temporary tables that went
+    /// to disk (its spills, counted, not sized).
     ///
     /// Read on a connection of their own: the runner may stop waiting for
     /// them, and a call dropped half way must not leave its answer on the
     /// queries' connection.
     async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
-        let sql = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads', 'Innodb_data_read')";
+        let sql = "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_buffer_pool_read_requests', 'Innodb_buffer_pool_reads', 'Innodb_data_read', 'Created_tmp_disk_tables')";
         let mut conn = crate::connect::connect(&self.setup.spec, &self.url).await.map_err(|e| e.to_string())?;
         let said: Result<Vec<(String, String)>, _> = conn.query(sql).await;
         let _ = conn.disconnect().await;

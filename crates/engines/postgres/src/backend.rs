@@ -192,7 +192,14 @@ pub async fn read_counters(client: &Client, tables: &[String]) -> Result<BTreeMa
                FROM pg_statio_all_tables WHERE relid = ANY (SELECT to_regclass(t) FROM unnest($1::text[]) t)";
     let row = client.query_one(sql, &[&tables]).await.map_err(|e| format!("pg_statio_all_tables: {e}"))?;
     let names = ["heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read", "toast_blks_hit"];
-    Ok(names.iter().enumerate().map(|(i, name)| (name.to_string(), row.get::<_, i64>(i).max(0) as u64)).collect())
+    let mut counters: BTreeMap<String, u64> = names.iter().enumerate().map(|(i, name)| (name.to_string(), row.get::<_, i64>(i).max(0) as u64)).collect();
+    // What sorts and hashes spilled past work_mem: counted per database, so
+    // over a query's runs it is theirs while no other session writes there.
+    let sql = "SELECT temp_files, temp_bytes FROM pg_stat_database WHERE datname = current_database()";
+    let row = client.query_one(sql, &[]).await.map_err(|e| format!("pg_stat_database: {e}"))?;
+    counters.insert("temp_files (database-wide)".into(), row.get::<_, i64>(0).max(0) as u64);
+    counters.insert("temp_bytes (database-wide)".into(), row.get::<_, i64>(1).max(0) as u64);
+    Ok(counters)
 }
 
 /// The settings that bound how many sessions the server takes and how much
