@@ -178,7 +178,7 @@ impl Pools {
             Some(actor) => Cow::Borrowed(actor),
             None => {
                 let mut rng =
-                    ChaCha8Rng::seed_from_u64(mix(mix(self.seed, 0x6163_746f_72), i as u64));
+                    ChaCha8Rng::seed_from_u64(mix(mix(self.seed, 0x0061_6374_6f72), i as u64));
                 let len = rng.random_range(2..9);
                 // The index makes the login unique, as GitHub's are.
                 let login = format!("{}-{}", text::name(&mut rng, len), base36(i as u64));
@@ -227,7 +227,7 @@ impl Pools {
     fn brought_by(&self, g: &Growing, n: u64) -> usize {
         crate::event::draw(
             &g.newcomer_types,
-            &mut ChaCha8Rng::seed_from_u64(mix(mix(self.seed, 0x6e65_7774_7970_65), n)),
+            &mut ChaCha8Rng::seed_from_u64(mix(mix(self.seed, 0x006e_6577_7479_7065), n)),
         )
     }
 
@@ -280,7 +280,7 @@ impl Pools {
                 true => {
                     let arrived = g.law.actors.arrival(actor as u64);
                     let mut favourite = ChaCha8Rng::seed_from_u64(mix(
-                        mix(self.seed, 0x6661_76),
+                        mix(self.seed, 0x0066_6176),
                         mix(actor as u64, kind as u64),
                     ));
                     self.known_repo(

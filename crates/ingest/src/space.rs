@@ -2,7 +2,8 @@
 //! need, from the gzip bytes of the hours it is to load (a folder's by `stat`,
 //! an http source's estimated from a sample of HEAD requests) times what it stores
 //! per gzip byte (measured on what it holds; with nothing stored yet, the JSON
-//! size of the first hour to load, an upper bound for every engine here), plus
+//! size of the first hour to load: more than PostgreSQL's jsonb and polars store, less
+//! than MariaDB's text JSON and the normalized layout with their indexes), plus
 //! what it needs whatever the load's size (PostgreSQL's WAL up to
 //! `max_wal_size`), against the free space of the file systems ghbench can see.
 //! Engines on one file system add up. A load that would not fit is refused
