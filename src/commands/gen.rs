@@ -64,6 +64,7 @@ pub struct GenArgs {
     /// Which actors and repositories the hours draw on: `growing` (new ones
     /// keep arriving with the events, as the profile's growth says) or
     /// `fixed` (the same pools every hour, as before ghbench had growth).
+    /// Not used by --calibrate and --split, which draw nothing.
     #[arg(long, value_enum, default_value_t, env = "GHBENCH_POOLS")]
     pub pools: crate::options::PoolsArg,
 
@@ -72,7 +73,7 @@ pub struct GenArgs {
     pub threads: Option<usize>,
 
     /// Measure these real hour files (gzip or plain JSON lines) into a profile instead of generating.
-    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile", "pools"])]
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["data_dir", "events", "defects", "truncate_prob", "profile"])]
     pub calibrate: Vec<PathBuf>,
 
     /// Instead of drawing events: every event (line) of these hour files, in
@@ -80,7 +81,7 @@ pub struct GenArgs {
     /// first hours one more), byte for byte: the same events in another
     /// number of files, e.g. 7 real or generated hours as the year's 8,760.
     /// Writes DIR/split-manifest.json; the same split asked again is kept.
-    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["calibrate", "events", "defects", "truncate_prob", "profile", "pools", "threads", "seed"], requires = "data_dir")]
+    #[arg(long, num_args = 1.., value_name = "FILE", conflicts_with_all = ["calibrate", "events", "defects", "truncate_prob", "profile", "threads", "seed"], requires = "data_dir")]
     pub split: Vec<PathBuf>,
 
     /// Where --calibrate writes the profile (JSON, `"format": 1`) [default: -,

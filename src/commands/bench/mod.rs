@@ -180,7 +180,8 @@ pub struct BenchArgs {
     /// ones keep arriving as the events grow, as in the real year) or
     /// `fixed` (the same pools every hour, as records before growth used:
     /// GHBENCH_POOLS=fixed reproduces them through the `just bench-*` recipes).
-    #[arg(long, value_enum, default_value_t, env = "GHBENCH_POOLS", conflicts_with = "source")]
+    /// Not used with --source, whose events are not drawn.
+    #[arg(long, value_enum, default_value_t, env = "GHBENCH_POOLS")]
     pub pools: crate::options::PoolsArg,
 
     /// Real hours instead of generated ones: an http(s) base URL or a folder

@@ -43,9 +43,12 @@ impl TableLock {
         LockWatch(self.lost.clone())
     }
 
-    /// Gives the lock up.
+    /// Gives the lock up, the keeper ended before this returns: what it holds
+    /// (polars' locked file) is let go by then, so the same run may take the
+    /// lock again at once (a bench's disk check, then its load).
     pub async fn release(mut self) {
         self.keeper.abort();
+        let _ = tokio::time::timeout(Duration::from_secs(5), &mut self.keeper).await;
         if let Some(release) = self.release.take() {
             // Best effort: an undeleted lease expires by itself.
             let _ = tokio::time::timeout(Duration::from_secs(5), release).await;
