@@ -107,30 +107,31 @@ pub async fn check(engines: &[Selected], table: &TableName, source: &Source, ran
 /// read under the table's lock (as a load reads them), the table made
 /// (empty) first so every engine can say where it would grow.
 async fn room(engine: &Selected, table: &TableName) -> Result<(Room, HashSet<String>), String> {
-    let (mut sink, lock) = locked(engine, table).await?;
-    let found = async {
+    with_locked_table(engine, table, async |sink: &mut Sink| {
         sink.prepare(false).await.map_err(|e| e.detail())?;
         let room = sink.room().await.map_err(|e| e.detail())?;
-        Ok::<_, String>((room.unwrap_or_default(), sink.completed_hours().await.map_err(|e| e.detail())?))
-    }
-    .await;
-    lock.release().await;
-    sink.close().await;
-    found
+        Ok((room.unwrap_or_default(), sink.completed_hours().await.map_err(|e| e.detail())?))
+    })
+    .await
 }
 
-/// A connection to `engine`'s `table` holding the table's lock, as a load
-/// holds it (no other run loads or cleans the table meanwhile), every step
-/// bounded; release the lock, then close the sink.
-pub async fn locked(engine: &Selected, table: &TableName) -> Result<(Sink, TableLock), String> {
-    let sink = Sink::connect(engine.loader().as_ref(), table, STEP_TIMEOUT, None).await.map_err(|e| e.to_string())?;
-    match sink.lock().await {
-        Ok(lock) => Ok((sink, lock)),
+/// `steps` on `engine`'s `table` through a connection holding the table's
+/// lock, as a load holds it (no other run loads or cleans the table
+/// meanwhile), every step bounded; the lock released and the connection
+/// closed afterwards, whatever the steps gave.
+pub async fn with_locked_table<T>(engine: &Selected, table: &TableName, steps: impl AsyncFnOnce(&mut Sink) -> Result<T, String>) -> Result<T, String> {
+    let mut sink = Sink::connect(engine.loader().as_ref(), table, STEP_TIMEOUT, None).await.map_err(|e| e.to_string())?;
+    let lock: TableLock = match sink.lock().await {
+        Ok(lock) => lock,
         Err(e) => {
             sink.close().await;
-            Err(e.detail())
+            return Err(e.detail());
         }
-    }
+    };
+    let done = steps(&mut sink).await;
+    lock.release().await;
+    sink.close().await;
+    done
 }
 
 /// The table and index bytes `engine` held at `size`, as its run recorded them.

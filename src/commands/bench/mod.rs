@@ -775,13 +775,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
 async fn drop_tables(engines: &[Selected], table: &TableName) -> Vec<String> {
     let mut said = Vec::new();
     for engine in engines {
-        let dropped = async {
-            let (mut sink, lock) = disk_plan::locked(engine, table).await?;
-            let emptied = sink.prepare(true).await.map_err(|e| e.detail());
-            lock.release().await;
-            sink.close().await;
-            emptied
-        };
+        let dropped = disk_plan::with_locked_table(engine, table, async |sink: &mut ghbench_ingest::sink::Sink| sink.prepare(true).await.map_err(|e| e.detail()));
         said.push(match dropped.await {
             Ok(()) => format!("{}: dropped", engine.engine()),
             Err(why) => format!("{}: NOT dropped ({why}); drop '{table}' by hand to free its space", engine.engine()),
