@@ -87,6 +87,13 @@ bench-regime hours="40" events="25000" repeat="3": setup build
 bench-growth sizes="4,8,16" events="25000" repeat="3": setup build
     bash scripts/bench-growth.sh {{sizes}} {{events}} {{repeat}}
 
+# Ten million events: `bench --scale` at 100,200,400 hours of 25,000 generated
+# events (2.5M to 10M) on postgres and polars, 3 true cold and 3 hot runs per
+# query, both texts, verified; then the 10M tables at 1x and 5x memory. Root;
+# about 40 GB of disk. GHBENCH_10M_* in scripts/bench-10m.sh choose otherwise.
+bench-10m sizes="100,200,400" events="25000" repeat="3": setup build
+    bash scripts/bench-10m.sh {{sizes}} {{events}} {{repeat}}
+
 # The paper's OLAP machine: `bench --preset paper2019` at 1M generated events on
 # postgres and polars (GHBENCH_PAPER_ENGINES for the other layouts): 5x memory with
 # the disk free, at 5,000 and at 1,000 read IOPS (437 and 131 MB/s), the paper's

@@ -237,7 +237,7 @@ async fn a_server_that_stops_answering_is_abandoned_after_the_grace_and_not_wait
     let Some(LoadedThrowaway { pg, work: _work, polars }) = throwaway_with_real_hour("conc_freeze", "frozen") else { return };
     let mut backends = postgres_and_polars("frozen", &pg.url(), &polars).await;
     let catalog = Catalog::embedded().unwrap();
-    let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, rounds: false, reconnect_limit: Duration::from_secs(5), query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() };
+    let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, cold_repeat: 1, rounds: false, reconnect_limit: Duration::from_secs(5), query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() };
     let (records, _, answers) = run_queries_keeping_answers(&mut backends, &catalog, &timed, &Silent, &ClearCaches).await.unwrap();
     let options = ConcurrencyOptions {
         clients: vec![1, 2],

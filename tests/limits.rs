@@ -294,7 +294,7 @@ async fn an_abandoned_client_s_query_is_cancelled_on_the_server() {
     let mut backends: Vec<Box<dyn Backend>> =
         vec![Box::new(ghbench_postgres::backend::PostgresBackend::connect(&ghbench_postgres::setup::PAPER, &pg_url(), &name).await.unwrap())];
     let catalog = Catalog::embedded().unwrap();
-    let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, rounds: false, reconnect_limit: Duration::from_secs(5), query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() };
+    let timed = QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 1, cold: false, cold_repeat: 1, rounds: false, reconnect_limit: Duration::from_secs(5), query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() };
     let (records, _, answers) = run_queries_keeping_answers(&mut backends, &catalog, &timed, &Silent, &ClearCaches).await.unwrap();
     let options = ConcurrencyOptions {
         clients: vec![1],

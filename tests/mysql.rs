@@ -289,6 +289,7 @@ async fn a_restarted_server_is_reconnected_in_the_query_phase() {
         queries: Vec::new(),
         repeat: 2,
         cold: false,
+        cold_repeat: 1,
         rounds: false,
         reconnect_limit: Duration::from_secs(30),
         query_timeout: None,

@@ -94,6 +94,7 @@ fn options(variant: &str, queries: &[&str]) -> QueryOptions {
         queries: queries.iter().map(|q| q.to_string()).collect(),
         repeat: 1,
         cold: false,
+        cold_repeat: 1,
         rounds: false,
         reconnect_limit: ghbench_olap::runner::RECONNECT_LIMIT,
         query_timeout: None,

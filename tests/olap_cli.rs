@@ -490,6 +490,67 @@ fn rounds_with_cold_make_each_query_cold_just_before_its_own_first_run() {
     on_postgres(&format!("DROP TABLE {}_runs", fixture.table));
 }
 
+/// --cold-repeat 3: every query's three cold runs, each made cold on its own
+/// just before it, then its hot run; the record keeps each cold run, the
+/// views their median and range, and a resume asking another count is refused.
+#[test]
+fn several_cold_runs_are_each_made_cold_on_their_own_and_all_kept() {
+    let _servers = disturbs_servers(); // --cold drops the OS page cache
+    if real_hour().is_none() {
+        return;
+    }
+    let (fixture, work, catalog) = postgres_logging_its_runs("cold_repeat");
+    let results = work.path().join("results");
+    let md = work.path().join("cold.md");
+    let args = |cold_runs: &'static str| -> Vec<String> {
+        let fixed = ["query", "--all", "--variant", "corrected", "--engines", "postgres", "--repeat", "1", "--cold=clear", "--cold-repeat", cold_runs, "--catalog", catalog.to_str().unwrap()];
+        fixed.iter().map(|a| a.to_string()).chain(["--output".into(), results.display().to_string(), "--markdown".into(), md.display().to_string()]).collect()
+    };
+    let out = ghbench(&fixture, &args("3").iter().map(String::as_str).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(runs_logged(fixture.table.as_str()), "A A A A B B B B C C C C D D D D", "three cold runs, then the hot one, query by query");
+    // Each cold run is made cold just before it.
+    for query in ["A", "B", "C", "D"] {
+        let made_cold: Vec<usize> = said.match_indices(&format!("{query} corrected on postgres: making it cold")).map(|(at, _)| at).collect();
+        assert_eq!(made_cold.len(), 3, "{said}");
+        for (n, at) in made_cold.iter().enumerate() {
+            let run = said.find(&format!("{query} corrected on postgres: cold run {}/3 in ", n + 1)).unwrap_or_else(|| panic!("cold run {}: {said}", n + 1));
+            assert!(*at < run && made_cold.get(n + 1).is_none_or(|next| run < *next), "made cold before cold run {} and not again until it ran: {said}", n + 1);
+        }
+    }
+    let record = json(&newest_file(&results, "olap"));
+    assert_eq!(record["context"]["cold"]["runs"], 3, "{}", record["context"]["cold"]);
+    assert!(record["context"]["cold"]["label"].as_str().unwrap().contains("(3 cold runs of every query, each made so just before it)"), "{}", record["context"]["cold"]);
+    for q in record["queries"].as_array().unwrap() {
+        let engine = &q["engines"][0];
+        let cold: Vec<f64> = engine["cold_runs"].as_array().unwrap_or_else(|| panic!("{engine}")).iter().map(|r| r["seconds"].as_f64().unwrap()).collect();
+        assert_eq!(cold.len(), 3, "{engine}");
+        assert_eq!(engine["cold_run"], engine["cold_runs"][0], "the first cold run stays where older readers look");
+        assert_eq!(engine["iterations"].as_array().unwrap().len(), 1, "{engine}");
+        assert_eq!(engine["read"]["runs"], 4, "what the cold and hot runs read: {}", engine["read"]);
+    }
+    let markdown = std::fs::read_to_string(&md).unwrap();
+    assert!(markdown.contains("(n=3, "), "the cold runs' median and range: {markdown}");
+
+    // A resume asking two cold runs of a record made with three is refused.
+    let mut unfinished = record.clone();
+    unfinished["finished"] = false.into();
+    unfinished["queries"].as_array_mut().unwrap().truncate(2);
+    let path = work.path().join("unfinished.json");
+    std::fs::write(&path, serde_json::to_string(&unfinished).unwrap()).unwrap();
+    let resume: Vec<String> = args("2").into_iter().chain(["--resume".into(), path.display().to_string()]).collect();
+    let refused = ghbench(&fixture, &resume.iter().map(String::as_str).collect::<Vec<_>>());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert!(said.contains("--cold-repeat: 3 then, 2 now"), "{said}");
+    assert_eq!(runs_logged(fixture.table.as_str()), "", "nothing run");
+    // Without --cold there is nothing to repeat.
+    let alone = ghbench(&fixture, &["query", "A", "--engines", "postgres", "--cold-repeat", "2"]);
+    assert_eq!(alone.status.code(), Some(2), "{}", String::from_utf8_lossy(&alone.stderr));
+    on_postgres(&format!("DROP TABLE {}_runs", fixture.table));
+}
+
 /// What a query read from storage, as the kernel counted it for the
 /// server's processes (found by the port it listens on): a query that reads
 /// a file of 8 MiB, evicted from the page cache first, has 8 MiB from

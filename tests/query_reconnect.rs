@@ -14,7 +14,7 @@ use ghbench_olap::Catalog;
 use ghbench_testkit::*;
 
 fn options(limit: Duration) -> QueryOptions {
-    QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, rounds: false, reconnect_limit: limit, query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() }
+    QueryOptions { variants: vec!["corrected".into()], queries: Vec::new(), repeat: 2, cold: false, cold_repeat: 1, rounds: false, reconnect_limit: limit, query_timeout: None, analyze_plans: false, server_memory: None, skip: Vec::new() }
 }
 
 #[tokio::test(flavor = "multi_thread")]

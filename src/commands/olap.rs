@@ -87,6 +87,13 @@ pub struct TimingArgs {
     #[arg(long, value_name = "HOW", num_args = 0..=1, require_equals = true, default_missing_value = "restart")]
     pub cold: Option<ColdHow>,
 
+    /// With --cold, this many cold runs of every query, each made cold on its
+    /// own (server restarted, page cache dropped) just before it, one after
+    /// the other before the hot runs: the record keeps each, the views show
+    /// their median and range.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "cold", value_parser = crate::options::at_least_one::<u64>)]
+    pub cold_repeat: u64,
+
     /// Make the hot runs in rounds: every query once per round, in turn (A, B,
     /// C, D, A, B, …, --repeat rounds), instead of each query's runs back to
     /// back, so a query's runs find what the others left cached, not its own
@@ -126,6 +133,7 @@ impl TimingArgs {
             queries,
             repeat: self.repeat as usize,
             cold: self.cold.is_some(),
+            cold_repeat: self.cold_repeat as usize,
             rounds: self.rounds,
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: self.query_timeout,
@@ -321,6 +329,7 @@ pub async fn measure(
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
     // Known before the runs: an unfinished record says them, a resume compares them.
     context.cold.requested = options.cold;
+    context.cold.runs = if options.cold { options.cold_repeat.max(1) } else { 0 };
     context.cold.rounds = options.rounds;
     context.cold.method = cold_method.map(str::to_string);
     context.analyze_plans = options.analyze_plans;

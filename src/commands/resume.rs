@@ -37,6 +37,7 @@ pub fn changes(then: &Context, now: &Context) -> Vec<String> {
         (true, None) => "--cold".to_string(),
     };
     differs("--cold", cold(&then.cold), cold(&now.cold));
+    differs("--cold-repeat", then.cold.runs_per_query().to_string(), now.cold.runs_per_query().to_string());
     differs("--rounds", then.cold.rounds.to_string(), now.cold.rounds.to_string());
     // A measured plan's extra run warms the caches the next query finds.
     differs("--analyze-plans", then.analyze_plans.to_string(), now.analyze_plans.to_string());

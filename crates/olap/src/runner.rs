@@ -51,6 +51,9 @@ pub struct QueryOptions {
     pub queries: Vec<String>,
     pub repeat: usize,
     pub cold: bool,
+    /// `--cold-repeat`: cold runs of each query with --cold, each made cold
+    /// on its own (at least 1).
+    pub cold_repeat: usize,
     /// `--rounds`: the hot runs in rounds, every query once per round,
     /// instead of each query's runs back to back (see [`passes`]).
     pub rounds: bool,
@@ -239,9 +242,9 @@ pub async fn run_queries_keeping_answers(
     for backend in backends.iter_mut() {
         backend.limit_queries(options.query_timeout);
     }
-    let per_query = options.repeat as u64 + u64::from(options.cold) + u64::from(options.analyze_plans);
+    let per_query = (options.repeat + cold_runs(options)) as u64 + u64::from(options.analyze_plans);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
-    let mut cold = ColdRecord { requested: options.cold, rounds: options.rounds, ..ColdRecord::default() };
+    let mut cold = ColdRecord { requested: options.cold, runs: cold_runs(options), rounds: options.rounds, ..ColdRecord::default() };
     let mut records = Vec::new();
     // An engine is truly cold only if every one of its cold runs was.
     let mut true_cold = vec![options.cold; backends.len()];
@@ -259,25 +262,29 @@ pub async fn run_queries_keeping_answers(
                     runs.give_up(&engine, format!("{engine} lost its connection at {first} and did not come back"));
                     continue;
                 }
-                if pass.cools {
-                    progress.event(RunEvent::Cooling { engine: backend.engine(), variant, query, how: cooler.how(index) });
-                    let step = cooler.make_cold(index, backend).await;
-                    // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
-                    backend.limit_queries(options.query_timeout);
-                    true_cold[index] &= step.true_cold;
-                    started_afresh[index] |= step.started_afresh;
-                    if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
-                        cold.elsewhere.push(server);
-                    }
-                    for action in step.actions {
-                        if !cold.actions.contains(&action) {
-                            cold.actions.push(action);
+                for (n, visit) in pass.visits.iter().enumerate() {
+                    if visit.cools {
+                        progress.event(RunEvent::Cooling { engine: backend.engine(), variant, query, how: cooler.how(index) });
+                        let step = cooler.make_cold(index, backend).await;
+                        // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
+                        backend.limit_queries(options.query_timeout);
+                        true_cold[index] &= step.true_cold;
+                        started_afresh[index] |= step.started_afresh;
+                        if let Some(server) = step.elsewhere.filter(|s| !cold.elsewhere.contains(s)) {
+                            cold.elsewhere.push(server);
+                        }
+                        for action in step.actions {
+                            if !cold.actions.contains(&action) {
+                                cold.actions.push(action);
+                            }
                         }
                     }
-                }
-                runs.visit(backend, &pass, options, progress).await;
-                if runs.result.connection_gone {
-                    gone[index] = Some(format!("{query} {variant}"));
+                    let plans = pass.plans && n + 1 == pass.visits.len();
+                    runs.visit(backend, &visit.runs, plans, options, progress).await;
+                    if runs.result.connection_gone {
+                        gone[index] = Some(format!("{query} {variant}"));
+                        break;
+                    }
                 }
             }
             if pass.plans {
@@ -299,31 +306,46 @@ pub async fn run_queries_keeping_answers(
     Ok((records, cold, answers))
 }
 
-/// One timed run of a query on an engine: its cold run, or its `n`th hot run (from 1).
+/// Cold runs of each query the options ask for.
+fn cold_runs(options: &QueryOptions) -> usize {
+    match options.cold {
+        true => options.cold_repeat.max(1),
+        false => 0,
+    }
+}
+
+/// One timed run of a query on an engine: its `n`th cold or hot run (from 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Run {
-    Cold,
+    Cold(usize),
     Hot(usize),
 }
 
 impl Run {
-    /// As the progress says it: `cold run`, `run 2/3`.
-    fn label(self, repeat: usize) -> String {
+    /// As the progress says it: `cold run`, `cold run 2/3`, `run 2/3`.
+    fn label(self, options: &QueryOptions) -> String {
         match self {
-            Run::Cold => "cold run".into(),
-            Run::Hot(n) => format!("run {n}/{repeat}"),
+            Run::Cold(_) if cold_runs(options) == 1 => "cold run".into(),
+            Run::Cold(n) => format!("cold run {n}/{}", cold_runs(options)),
+            Run::Hot(n) => format!("run {n}/{}", options.repeat),
         }
     }
 }
 
 /// One pass over the selected queries, each engine in turn on each query:
-/// made cold first (`cools`), then these runs, then (`plans`: the query's
-/// last pass) its plan, after which its record is complete.
+/// its visits in order, then (`plans`: the query's last pass) its plan,
+/// after which its record is complete.
 #[derive(Debug, Clone, PartialEq)]
 struct Pass {
+    visits: Vec<Visit>,
+    plans: bool,
+}
+
+/// Runs of one query on one engine made together, made cold first (`cools`).
+#[derive(Debug, Clone, PartialEq)]
+struct Visit {
     cools: bool,
     runs: Vec<Run>,
-    plans: bool,
 }
 
 /// The passes a run makes. Back to back, one: each query's every run, then
@@ -334,18 +356,19 @@ struct Pass {
 /// paper, whose Query A found little of its own cached, alternating with B–D.
 /// The plans come in the last round, after each query's last run.
 fn passes(options: &QueryOptions) -> Vec<Pass> {
-    let cold = options.cold.then_some(Run::Cold);
+    // Each cold run made cold on its own, one after the other.
+    let cold: Vec<Visit> = (1..=cold_runs(options)).map(|n| Visit { cools: true, runs: vec![Run::Cold(n)] }).collect();
     let hot = (1..=options.repeat).map(Run::Hot);
     let mut passes: Vec<Pass> = match options.rounds {
-        false => vec![Pass { cools: options.cold, runs: cold.into_iter().chain(hot).collect(), plans: false }],
+        false => vec![Pass { visits: cold.into_iter().chain([Visit { cools: false, runs: hot.collect() }]).collect(), plans: false }],
         true => {
-            let cold = cold.map(|run| Pass { cools: true, runs: vec![run], plans: false });
-            cold.into_iter().chain(hot.map(|run| Pass { cools: false, runs: vec![run], plans: false })).collect()
+            let cold = (!cold.is_empty()).then_some(Pass { visits: cold, plans: false });
+            cold.into_iter().chain(hot.map(|run| Pass { visits: vec![Visit { cools: false, runs: vec![run] }], plans: false })).collect()
         }
     };
     match passes.last_mut() {
         Some(last) => last.plans = true,
-        None => passes.push(Pass { cools: false, runs: Vec::new(), plans: true }),
+        None => passes.push(Pass { visits: Vec::new(), plans: true }),
     }
     passes
 }
@@ -369,7 +392,10 @@ pub fn cold_label(cold: &ColdRecord, afresh: &[Engine]) -> String {
             false => format!("hot: before the first query {}; {after_first}", cold.actions.join("; ")),
         };
     }
-    let first_runs = cold_first_runs(cold, afresh);
+    let mut first_runs = cold_first_runs(cold, afresh);
+    if cold.runs > 1 {
+        first_runs.push_str(&format!(" ({} cold runs of every query, each made so just before it)", cold.runs));
+    }
     match cold.rounds {
         false => first_runs,
         true => format!("{first_runs}; then the hot {IN_ROUNDS}"),
@@ -684,25 +710,25 @@ impl QueryRuns {
         }
     }
 
-    /// Runs made so far, the cold one included.
+    /// Runs made so far, the cold ones included.
     fn runs_made(&self) -> usize {
-        self.result.iterations.len() + usize::from(self.result.cold_run.is_some())
+        self.result.iterations.len() + self.result.cold_runs.len().max(usize::from(self.result.cold_run.is_some()))
     }
 
-    /// Makes `pass`'s runs (none once stopped), then its plan when `pass`
-    /// is the query's last; then undoes what preparing changed on the server.
-    async fn visit(&mut self, backend: &mut Box<dyn Backend>, pass: &Pass, options: &QueryOptions, progress: &dyn Progress) {
+    /// Makes `runs` (none once stopped), then the plan when `plans` (the
+    /// query's last visit); then undoes what preparing changed on the server.
+    async fn visit(&mut self, backend: &mut Box<dyn Backend>, runs: &[Run], plans: bool, options: &QueryOptions, progress: &dyn Progress) {
         let Some(file) = self.file.clone() else { return };
         match self.stopped {
             None => {
-                self.make_runs(backend, &file, &pass.runs, options, progress).await;
-                if pass.plans && self.stopped != Some(Stopped::Unprepared) {
+                self.make_runs(backend, &file, runs, options, progress).await;
+                if plans && self.stopped != Some(Stopped::Unprepared) {
                     self.take_plan(backend, &file, options, progress).await;
                 }
             }
             // Stopped in an earlier round: prepared again, since what the
             // engine sets for its queries (undone after each visit) shapes the plan.
-            Some(Stopped::RunFailed) if pass.plans => match backend.prepare(&file).await {
+            Some(Stopped::RunFailed) if plans => match backend.prepare(&file).await {
                 Ok(_) => self.take_plan(backend, &file, options, progress).await,
                 Err(e) => self.result.plan = Some(Plan { error: Some(format!("not taken: preparing the query for it failed: {e:#}")), ..Plan::default() }),
             },
@@ -729,7 +755,7 @@ impl QueryRuns {
         let reconnects_before = self.result.reconnects.len();
         let mut made = 0;
         while let Some(run) = runs.get(made) {
-            let label = run.label(options.repeat);
+            let label = run.label(options);
             // Prepared again on a new connection (its server-side state went with the old one).
             let ready = match &prepared {
                 Some(ready) => ready,
@@ -761,7 +787,14 @@ impl QueryRuns {
                     progress.event(RunEvent::Ran { engine: &engine, seconds });
                     let iteration = Iteration { seconds, rows: rows.len() as u64 };
                     match run {
-                        Run::Cold => self.result.cold_run = Some(iteration),
+                        Run::Cold(n) => {
+                            if *n == 1 {
+                                self.result.cold_run = Some(iteration);
+                            }
+                            if cold_runs(options) > 1 {
+                                self.result.cold_runs.push(iteration);
+                            }
+                        }
                         Run::Hot(_) => self.result.iterations.push(iteration),
                     }
                     self.first_rows.get_or_insert(rows);
@@ -849,6 +882,7 @@ mod tests {
             queries: Vec::new(),
             repeat: 2,
             cold,
+            cold_repeat: 1,
             rounds,
             reconnect_limit: RECONNECT_LIMIT,
             query_timeout: None,
@@ -860,14 +894,30 @@ mod tests {
 
     #[test]
     fn in_rounds_each_pass_runs_every_query_once_and_back_to_back_one_pass_runs_them_all() {
-        let pass = |cools, runs: &[Run], plans| Pass { cools, runs: runs.to_vec(), plans };
-        assert_eq!(passes(&options(false, false)), [pass(false, &[Run::Hot(1), Run::Hot(2)], true)]);
-        assert_eq!(passes(&options(true, false)), [pass(true, &[Run::Cold, Run::Hot(1), Run::Hot(2)], true)]);
-        assert_eq!(passes(&options(false, true)), [pass(false, &[Run::Hot(1)], false), pass(false, &[Run::Hot(2)], true)]);
+        let visit = |cools, runs: &[Run]| Visit { cools, runs: runs.to_vec() };
+        let pass = |visits: Vec<Visit>, plans| Pass { visits, plans };
+        assert_eq!(passes(&options(false, false)), [pass(vec![visit(false, &[Run::Hot(1), Run::Hot(2)])], true)]);
+        assert_eq!(passes(&options(true, false)), [pass(vec![visit(true, &[Run::Cold(1)]), visit(false, &[Run::Hot(1), Run::Hot(2)])], true)]);
+        assert_eq!(passes(&options(false, true)), [pass(vec![visit(false, &[Run::Hot(1)])], false), pass(vec![visit(false, &[Run::Hot(2)])], true)]);
         // The cold runs first, each query made cold before its own; the plans with the last round.
-        assert_eq!(passes(&options(true, true)), [pass(true, &[Run::Cold], false), pass(false, &[Run::Hot(1)], false), pass(false, &[Run::Hot(2)], true)]);
+        assert_eq!(
+            passes(&options(true, true)),
+            [pass(vec![visit(true, &[Run::Cold(1)])], false), pass(vec![visit(false, &[Run::Hot(1)])], false), pass(vec![visit(false, &[Run::Hot(2)])], true)]
+        );
         let none = QueryOptions { repeat: 0, ..options(false, true) };
-        assert_eq!(passes(&none), [pass(false, &[], true)], "a query with no runs still gets its record");
+        assert_eq!(passes(&none), [pass(Vec::new(), true)], "a query with no runs still gets its record");
+    }
+
+    #[test]
+    fn each_of_several_cold_runs_is_made_cold_on_its_own_before_the_hot_runs() {
+        let three = QueryOptions { cold_repeat: 3, ..options(true, false) };
+        let visits = &passes(&three)[0].visits;
+        assert_eq!(visits.iter().filter(|v| v.cools).count(), 3, "{visits:?}");
+        assert!(visits[..3].iter().enumerate().all(|(n, v)| v.runs == [Run::Cold(n + 1)]), "one cold run per cooling: {visits:?}");
+        assert_eq!(visits[3], Visit { cools: false, runs: vec![Run::Hot(1), Run::Hot(2)] });
+        assert_eq!((Run::Cold(2).label(&three), Run::Cold(1).label(&options(true, false))), ("cold run 2/3".to_string(), "cold run".to_string()));
+        // --cold-repeat says nothing without --cold.
+        assert!(passes(&QueryOptions { cold_repeat: 3, ..options(false, false) })[0].visits.iter().all(|v| !v.cools));
     }
 
     #[test]

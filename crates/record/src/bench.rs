@@ -590,7 +590,7 @@ pub fn growth(sizes: &[SizeRecord]) -> Vec<Growth> {
                 .collect();
             let of = |value: &dyn Fn(&crate::run::EngineResult) -> Option<f64>| results.iter().filter_map(|(n, r)| Some((*n, value(r)?))).collect::<Vec<_>>();
             let mut fitted = Growth::of(&q.query, &q.variant, &e.engine, of(&|r| Some(r.stats?.median)));
-            let cold = of(&|r| Some(r.cold_run?.seconds));
+            let cold = of(&|r| r.cold_seconds());
             fitted.cold = (!cold.is_empty()).then(|| Fit::of(cold));
             let rows = of(&|r| Some(r.rows? as f64));
             fitted.rows = (!rows.is_empty()).then(|| Fit::of(rows));

@@ -249,6 +249,25 @@ pub struct ColdRecord {
     /// to back. Kept with the cold runs: both say what a run found cached.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub rounds: bool,
+    /// `--cold-repeat`: cold runs of every query, each after its own restart
+    /// and page-cache drop; 1 (and absent in older files) with --cold, 0 without.
+    #[serde(default, skip_serializing_if = "is_at_most_one")]
+    pub runs: usize,
+}
+
+fn is_at_most_one(n: &usize) -> bool {
+    *n <= 1
+}
+
+impl ColdRecord {
+    /// Cold runs of every query: `runs`, at least one when asked for (older
+    /// files say none), none without --cold.
+    pub fn runs_per_query(&self) -> usize {
+        match self.requested {
+            true => self.runs.max(1),
+            false => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -824,7 +843,13 @@ pub struct EngineResult {
     /// The catalog file that was run, e.g. `postgres/corrected/A.sql`.
     pub file: String,
     /// The run after `--cold` dropped caches, if asked for; not in `stats`.
+    /// With `--cold-repeat` above 1, the first of `cold_runs`.
     pub cold_run: Option<Iteration>,
+    /// Every cold run in order when `--cold-repeat` asked for more than one,
+    /// each after its own restart and page-cache drop (`cold_run` is the
+    /// first); empty otherwise and in older files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cold_runs: Vec<Iteration>,
     pub iterations: Vec<Iteration>,
     pub stats: Option<Stats>,
     /// Rows of the result (of the first run).
@@ -951,6 +976,20 @@ impl EngineResult {
         self.stats.map(|s| Stats { n: if s.n == 0 { self.iterations.len() } else { s.n }, ..s })
     }
 
+    /// The cold runs' median, range and count: over `cold_runs` when there
+    /// are several, else the one `cold_run`; None without a cold run.
+    pub fn cold_stats(&self) -> Option<Stats> {
+        match self.cold_runs.len() {
+            0 | 1 => self.cold_run.and_then(|c| Stats::of(&[c.seconds])),
+            _ => Stats::of(&self.cold_runs.iter().map(|c| c.seconds).collect::<Vec<_>>()),
+        }
+    }
+
+    /// The cold runs' median (the one cold run's time when one was made).
+    pub fn cold_seconds(&self) -> Option<f64> {
+        self.cold_stats().map(|s| s.median)
+    }
+
     /// The first hot run, when far slower than the others (see [`SlowFirstRun::of`]).
     pub fn slow_first_run(&self) -> Option<SlowFirstRun> {
         SlowFirstRun::of(&self.iterations.iter().map(|i| i.seconds).collect::<Vec<_>>())
@@ -967,6 +1006,7 @@ impl EngineResult {
             engine: engine.clone(),
             file: String::new(),
             cold_run: None,
+            cold_runs: Vec::new(),
             iterations: Vec::new(),
             stats: None,
             rows: None,

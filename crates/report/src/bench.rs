@@ -183,7 +183,7 @@ pub fn query_table(run: &RunRecord) -> TextTable {
             table.rows.push(vec![
                 super::query_label(q),
                 r.engine.to_string(),
-                r.cold_run.map_or_else(|| "–".into(), |c| seconds(c.seconds)),
+                super::cold_said(r, "\n").unwrap_or_else(|| "–".into()),
                 median_said(r.hot_stats(), "\n"),
                 r.rows.map_or_else(|| "–".into(), |n| n.to_string()),
                 mark(r).to_string(),
@@ -228,7 +228,7 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
             let (p_hot, t_hot) = (p.stats.map(|s| s.median), t.stats.map(|s| s.median));
             let mut row = vec![super::query_label(q), tuned.engine.to_string(), paper.engine.to_string(), cell(t_hot), cell(p_hot), times(p_hot, t_hot)];
             if cold {
-                let (p_cold, t_cold) = (p.cold_run.map(|c| c.seconds), t.cold_run.map(|c| c.seconds));
+                let (p_cold, t_cold) = (p.cold_seconds(), t.cold_seconds());
                 row.extend([cell(t_cold), cell(p_cold), times(p_cold, t_cold)]);
             }
             table.rows.push(row);

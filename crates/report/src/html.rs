@@ -302,7 +302,7 @@ fn query_view<'a>(view: &ResultsView, q: &'a QueryRecord, chart: Value) -> Query
             ResultRow {
                 engine: engine.to_string(),
                 color: engine_color(view, engine),
-                cold: cell(r.and_then(|r| r.cold_run).map(|c| c.seconds)),
+                cold: cell(r.and_then(|r| r.cold_seconds())),
                 median: cell(stats.map(|s| s.median)),
                 n: stats.map_or_else(|| "–".into(), |s| s.n.to_string()),
                 min: cell(stats.map(|s| s.min)),

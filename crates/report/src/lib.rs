@@ -98,6 +98,16 @@ pub(crate) fn median_said(stats: Option<Stats>, gap: &str) -> String {
     stats.map_or_else(|| "–".into(), |s| format!("{}{gap}({})", seconds(s.median), runs_said(&s)))
 }
 
+/// The cold runs of a result: the one run's time, or with several (`--cold-repeat`)
+/// their median and range as [`median_said`] says it; None without a cold run.
+pub(crate) fn cold_said(result: &EngineResult, gap: &str) -> Option<String> {
+    let stats = result.cold_stats()?;
+    Some(match stats.n {
+        0 | 1 => seconds(stats.median),
+        _ => median_said(Some(stats), gap),
+    })
+}
+
 /// A line per engine and query whose first hot run was far slower than the
 /// others (see [`ghbench_record::run::SlowFirstRun`]): a note beside the numbers,
 /// not a failure.

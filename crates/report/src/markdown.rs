@@ -163,7 +163,7 @@ fn paper_section(record: &RunRecord) -> String {
 fn runs_section(record: &RunRecord) -> String {
     let mut table = new_table(
         Style::Markdown,
-        ["query", "variant", "engine", "runs (s)", "n", "min", "median", "mean", "max", "cold run (s)", "index used"]
+        ["query", "variant", "engine", "runs (s)", "n", "min", "median", "mean", "max", "cold run(s) (s)", "index used"]
             .map(String::from)
             .to_vec(),
     );
@@ -182,7 +182,7 @@ fn runs_section(record: &RunRecord) -> String {
                 stat(|s| s.median),
                 stat(|s| s.mean),
                 stat(|s| s.max),
-                r.cold_run.map(|c| seconds(c.seconds)).unwrap_or_default(),
+                super::cold_said(r, " ").unwrap_or_default(),
                 match r.index_used {
                     Some(true) => format!("yes: {}", r.plan.as_ref().map(|p| p.indexes.join(", ")).unwrap_or_default()),
                     Some(false) => "no".into(),

@@ -111,7 +111,7 @@ pub fn per_event_table(run: &RunRecord) -> Option<super::bench::TextTable> {
             let Some((paper_rate, theirs)) = paper_rate(paper, &q.query, &r.engine) else { continue };
             let rate = |seconds: f64| events as f64 / seconds;
             let hot = r.hot_stats().map(|s| rate(s.median));
-            let cold = r.cold_run.map(|c| rate(c.seconds));
+            let cold = r.cold_seconds().map(rate);
             let ratio = |ours: Option<f64>| ours.map_or_else(|| "–".into(), |o| format!("{:.2}×", o / paper_rate));
             let plan = match r.index_used {
                 Some(true) => format!("index: {}", r.plan.as_ref().map(|p| p.indexes.join(", ")).unwrap_or_default()),
@@ -177,8 +177,8 @@ pub fn within_lines(runs: &[(String, &RunRecord)], engine: &Engine) -> Vec<Strin
             if let Some(stats) = r.hot_stats() {
                 ratios.push((format!("hot, {heading}"), events / stats.median / paper_rate));
             }
-            if let Some(cold) = r.cold_run {
-                ratios.push((format!("cold, {heading}"), events / cold.seconds / paper_rate));
+            if let Some(cold) = r.cold_seconds() {
+                ratios.push((format!("cold, {heading}"), events / cold / paper_rate));
             }
         }
         let distance = |r: f64| r.max(1.0 / r);

@@ -240,7 +240,7 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
                 }
                 let hot = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.stats?.median))).collect();
                 lines.push(Line { label: query_label(q), place, points: hot, dashed: false });
-                let cold: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.cold_run.as_ref()?.seconds))).collect();
+                let cold: Vec<(f64, f64)> = points.iter().filter_map(|p| Some((iops(p)?, of(p, q, &engine.engine)?.cold_seconds()?))).collect();
                 if !cold.is_empty() {
                     // The same colour as its hot line, dashed.
                     lines.push(Line { label: format!("{}, cold", query_label(q)), place, points: cold, dashed: true });

@@ -80,6 +80,7 @@ fn result(q: usize, e: usize) -> EngineResult {
         engine: ENGINES[e].into(),
         file: format!("{}/corrected/{}.sql", ENGINES[e], QUERIES[q]),
         cold_run: None,
+        cold_runs: Vec::new(),
         iterations: seconds.iter().map(|s| Iteration { seconds: *s, rows: 10 }).collect(),
         stats: Stats::of(&seconds),
         rows: (!failed).then_some(10),

@@ -90,7 +90,7 @@ pub fn expected(mix: &[MixQuery], records: &[QueryRecord], answers: &Answers, en
                 None => "its own single-client answer (not verified: no other engine answered it)",
                 Some(false) => return Err("its single-client answer disagreed (see the mismatch): no verified answer to check against".into()),
             };
-            let slowest = result.iterations.iter().chain(&result.cold_run).map(|i| i.seconds).fold(0.0, f64::max);
+            let slowest = result.iterations.iter().chain(&result.cold_run).chain(&result.cold_runs).map(|i| i.seconds).fold(0.0, f64::max);
             Ok(Expected { rows: rows.clone(), compare: record.compare, label: label.into(), slowest })
         })
         .collect()

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Ten million events (issue 53): what only size shows, in one sitting.
+#   1. `bench --scale SIZES` (default 100,200,400 hours of 25,000 generated events:
+#      2.5M, 5M and 10M, growing pools) on GHBENCH_10M_ENGINES (default postgres,
+#      the paper's jsonb, and polars, which verifies its answers): each size loaded
+#      and indexed, then GHBENCH_COLD_REPEAT (default 3) true cold runs of every
+#      query, each after its own restart and page-cache drop, and REPEAT hot runs,
+#      published and corrected texts, every answer verified; the slopes of time,
+#      answers, loads, index builds and bytes, each size's disk need estimated
+#      before it loads. The smaller sizes' tables are kept unless
+#      GHBENCH_10M_DROP=1 (each size dropped once measured, the largest too).
+#   2. Unless GHBENCH_10M_REGIME=0, the largest size's tables again under memory
+#      limits of postgres's data ÷ memory GHBENCH_10M_RATIOS (default 1,5), a true
+#      cold and REPEAT hot runs of the corrected texts (`--regime` and `--scale`
+#      are separate runs on the same tables). Needs root.
+# Records, Markdown, charts and pages go to GHBENCH_10M_OUTPUT (default results/10m).
+# The work folder (GHBENCH_BENCH_WORK) holds the generated hours (about 5 GB
+# at 10M) and polars' files; the servers' data folders hold the tables.
+# Usage: scripts/bench-10m.sh [SIZES] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-10m`)
+sizes=${1:-100,200,400}
+shift || true
+source "$(dirname "$0")/bench-common.sh" 0 "${1:-25000}" "${2:-3}"
+engines=${GHBENCH_10M_ENGINES:-postgres,polars}
+cold_repeat=${GHBENCH_COLD_REPEAT:-3}
+ratios=${GHBENCH_10M_RATIOS:-1,5}
+out=${GHBENCH_10M_OUTPUT:-results/10m}
+largest=${sizes##*,}
+mkdir -p "$out/scale" "$out/regime"
+drop=()
+[ "${GHBENCH_10M_DROP:-0}" = 1 ] && drop=(--drop-measured)
+common=(--events-per-hour "$events" --seed 42 --pools growing --repeat "$repeat" --cold
+    --engines "$engines" --table tenm --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q")
+echo "== bench-10m: --scale $sizes hours x $events events on $engines; $cold_repeat true cold and $repeat hot runs per query; $(date -u +%FT%TZ)"
+SECONDS=0
+"$bin" bench --scale "$sizes" "${common[@]}" --cold-repeat "$cold_repeat" "${drop[@]}" --output "$out/scale"
+echo "== bench-10m: the sizes took $SECONDS s"
+if [ "${GHBENCH_10M_REGIME:-1}" != 0 ] && [ "${GHBENCH_10M_DROP:-0}" != 1 ]; then
+    [ "$(id -u)" = 0 ] || { echo "bench-10m: the memory step needs root (memory cgroups); GHBENCH_10M_REGIME=0 leaves it out" >&2; exit 2; }
+    echo "== bench-10m: $largest hours under memory limits: postgres's data at $ratios x memory; $(date -u +%FT%TZ)"
+    SECONDS=0
+    "$bin" bench --hours "$largest" "${common[@]}" --variant corrected --regime "$ratios" --output "$out/regime"
+    echo "== bench-10m: the memory step took $SECONDS s"
+fi
