@@ -14,17 +14,22 @@
 #      cold and REPEAT hot runs of the corrected texts (`--regime` and `--scale`
 #      are separate runs on the same tables). Needs root.
 # Records, Markdown, charts and pages go to GHBENCH_10M_OUTPUT (default results/10m).
-# The work folder (GHBENCH_BENCH_WORK) holds the generated hours (about 5 GB
-# at 10M) and polars' files; the servers' data folders hold the tables.
+# The work folder (GHBENCH_BENCH_WORK, default .ghbench/bench-10m, kept: a run
+# stopped part way goes on with `bench --resume`, which needs polars' files)
+# holds the generated hours (about 5 GB at 10M) and polars' files; the servers'
+# data folders hold the tables. Needs root (true cold runs drop the page cache).
 # Usage: scripts/bench-10m.sh [SIZES] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-10m`)
 sizes=${1:-100,200,400}
 shift || true
+export GHBENCH_BENCH_WORK=${GHBENCH_BENCH_WORK:-$(cd "$(dirname "$0")/.." && pwd)/.ghbench/bench-10m}
+mkdir -p "$GHBENCH_BENCH_WORK"
 source "$(dirname "$0")/bench-common.sh" 0 "${1:-25000}" "${2:-3}"
+[ "$(id -u)" = 0 ] || { echo "bench-10m needs root: its cold runs drop the page cache and its memory step uses cgroups" >&2; exit 2; }
 engines=${GHBENCH_10M_ENGINES:-postgres,polars}
 cold_repeat=${GHBENCH_COLD_REPEAT:-3}
 ratios=${GHBENCH_10M_RATIOS:-1,5}
 out=${GHBENCH_10M_OUTPUT:-results/10m}
-largest=${sizes##*,}
+largest=$(tr , '\n' <<<"$sizes" | sort -n | tail -1)
 mkdir -p "$out/scale" "$out/regime"
 drop=()
 [ "${GHBENCH_10M_DROP:-0}" = 1 ] && drop=(--drop-measured)
@@ -32,10 +37,13 @@ common=(--events-per-hour "$events" --seed 42 --pools growing --repeat "$repeat"
     --engines "$engines" --table tenm --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q")
 echo "== bench-10m: --scale $sizes hours x $events events on $engines; $cold_repeat true cold and $repeat hot runs per query; $(date -u +%FT%TZ)"
 SECONDS=0
-"$bin" bench --scale "$sizes" "${common[@]}" --cold-repeat "$cold_repeat" "${drop[@]}" --output "$out/scale"
-echo "== bench-10m: the sizes took $SECONDS s"
-if [ "${GHBENCH_10M_REGIME:-1}" != 0 ] && [ "${GHBENCH_10M_DROP:-0}" != 1 ]; then
-    [ "$(id -u)" = 0 ] || { echo "bench-10m: the memory step needs root (memory cgroups); GHBENCH_10M_REGIME=0 leaves it out" >&2; exit 2; }
+status=0
+"$bin" bench --scale "$sizes" "${common[@]}" --cold-repeat "$cold_repeat" ${drop[@]+"${drop[@]}"} --output "$out/scale" || status=$?
+echo "== bench-10m: the sizes took $SECONDS s (exit status $status)"
+[ "$status" = 0 ] || { echo "bench-10m: the sizes ended with exit status $status (see above; \`ghbench --help\` says what each means)" >&2; exit "$status"; }
+if [ "${GHBENCH_10M_DROP:-0}" = 1 ]; then
+    echo "== bench-10m: no memory step: GHBENCH_10M_DROP=1 dropped the $largest-hour tables it would query"
+elif [ "${GHBENCH_10M_REGIME:-1}" != 0 ]; then
     echo "== bench-10m: $largest hours under memory limits: postgres's data at $ratios x memory; $(date -u +%FT%TZ)"
     SECONDS=0
     "$bin" bench --hours "$largest" "${common[@]}" --variant corrected --regime "$ratios" --output "$out/regime"

@@ -45,7 +45,7 @@ pub const EVERY_VARIANT: &str = "both";
 /// How each query is timed: what `query` and `bench` both take.
 #[derive(Args, Debug, Clone)]
 pub struct TimingArgs {
-    /// Timed (hot) runs per engine and query, after the cold run when --cold.
+    /// Timed (hot) runs per engine and query, after the cold run(s) when --cold.
     #[arg(long, default_value_t = 3, value_parser = crate::options::at_least_one::<u64>)]
     pub repeat: u64,
 
@@ -67,7 +67,7 @@ pub struct TimingArgs {
     /// BUFFERS), MongoDB executionStats), which runs every query once more
     /// (said in the progress). Without it the estimated plan (EXPLAIN (FORMAT
     /// JSON), queryPlanner) says which indexes each engine chose, and every
-    /// query runs exactly --repeat times (+1 with --cold).
+    /// query runs exactly --repeat times (+--cold-repeat with --cold).
     #[arg(long)]
     pub analyze_plans: bool,
 

@@ -263,7 +263,9 @@ pub async fn run_queries_keeping_answers(
                     continue;
                 }
                 for (n, visit) in pass.visits.iter().enumerate() {
-                    if visit.cools {
+                    // A query that stopped (failed, or has no file) makes no more
+                    // runs: nothing to make cold for.
+                    if visit.cools && runs.stopped.is_none() {
                         progress.event(RunEvent::Cooling { engine: backend.engine(), variant, query, how: cooler.how(index) });
                         let step = cooler.make_cold(index, backend).await;
                         // A backend made anew (a restarted server, polars afresh) keeps the run's limit.
@@ -360,7 +362,10 @@ fn passes(options: &QueryOptions) -> Vec<Pass> {
     let cold: Vec<Visit> = (1..=cold_runs(options)).map(|n| Visit { cools: true, runs: vec![Run::Cold(n)] }).collect();
     let hot = (1..=options.repeat).map(Run::Hot);
     let mut passes: Vec<Pass> = match options.rounds {
-        false => vec![Pass { visits: cold.into_iter().chain([Visit { cools: false, runs: hot.collect() }]).collect(), plans: false }],
+        false => {
+            let hot = (options.repeat > 0).then(|| Visit { cools: false, runs: hot.collect() });
+            vec![Pass { visits: cold.into_iter().chain(hot).collect(), plans: false }]
+        }
         true => {
             let cold = (!cold.is_empty()).then_some(Pass { visits: cold, plans: false });
             cold.into_iter().chain(hot.map(|run| Pass { visits: vec![Visit { cools: false, runs: vec![run] }], plans: false })).collect()
@@ -728,7 +733,7 @@ impl QueryRuns {
             }
             // Stopped in an earlier round: prepared again, since what the
             // engine sets for its queries (undone after each visit) shapes the plan.
-            Some(Stopped::RunFailed) if plans => match backend.prepare(&file).await {
+            Some(Stopped::RunFailed) if plans && self.first_rows.is_some() => match backend.prepare(&file).await {
                 Ok(_) => self.take_plan(backend, &file, options, progress).await,
                 Err(e) => self.result.plan = Some(Plan { error: Some(format!("not taken: preparing the query for it failed: {e:#}")), ..Plan::default() }),
             },

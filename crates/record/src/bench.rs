@@ -162,6 +162,12 @@ pub struct DiskPlan {
     pub gzip_bytes: u64,
     pub lines: Vec<String>,
     pub estimated: Vec<EngineEstimate>,
+    /// The engines whose need was measured on the size before and found to
+    /// fit: their loads skip ingest's own check, which knows only the JSON
+    /// size (polars stores a fifth of it) and refused the 10M size's polars
+    /// load for 48 GB where it stored 4.8 GB. Empty in older records.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured: Vec<Engine>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -879,7 +879,7 @@ pub struct EngineResult {
     /// after it are not made; `error` says which run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<f64>,
-    /// What the query's runs read (the cold run included), from the server's
+    /// What the query's runs read (the cold runs included), from the server's
     /// counters before and after them; None in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read: Option<Reads>,
@@ -894,7 +894,7 @@ pub struct EngineResult {
 /// this machine, as the kernel does.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reads {
-    /// Runs the counters span (the cold run included).
+    /// Runs the counters span (the cold runs included).
     pub runs: usize,
     /// Each counter's growth over those runs, e.g. `heap_blks_read`.
     pub counters: BTreeMap<String, u64>,

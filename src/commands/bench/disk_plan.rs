@@ -10,7 +10,8 @@
 //! stands for it, which is no bound (PostgreSQL's jsonb and polars store less,
 //! MariaDB's text JSON and the normalized layout more: 1.4× and 1.15× of it
 //! with their indexes, measured): a shortfall resting on it is said, not
-//! refused (each engine's own load check still decides). The
+//! refused (each engine's own load check still decides). A measured engine's
+//! load skips its own check, which only knows the JSON size. The
 //! generated hours are made before any size loads and are on the disk when
 //! each is checked.
 
@@ -55,6 +56,7 @@ pub async fn check(engines: &[Selected], table: &TableName, source: &Source, ran
     let sizes = space::source_sizes(source, &hours, guessed).await;
     let mut loads = Vec::new();
     let mut estimated = Vec::new();
+    let mut measured_engines = Vec::new();
     for (engine, mut room, loaded) in found {
         let name = engine.engine().clone();
         if room.free.is_none() {
@@ -64,6 +66,7 @@ pub async fn check(engines: &[Selected], table: &TableName, source: &Source, ran
         }
         let (ratio, basis) = match measured(&name) {
             Some((bytes, gzip)) => {
+                measured_engines.push(name.clone());
                 room.stored_bytes = bytes;
                 let ratio = bytes as f64 / gzip as f64;
                 (Some(ratio), format!("{ratio:.2} bytes per gzip byte, as it stored the {} h size", earlier.map_or(0, |(s, _)| s.hours)))
@@ -100,7 +103,16 @@ pub async fn check(engines: &[Selected], table: &TableName, source: &Source, ran
             );
         }
     }
-    Ok(DiskPlan { gzip_bytes: sizes.total(), lines, estimated })
+    // Past the refusal above, every measured engine's need fits (a guessed
+    // shortfall is only said): their loads need no check of their own.
+    if !verdict.short.is_empty() {
+        measured_engines.clear();
+    }
+    if !measured_engines.is_empty() {
+        let names: Vec<String> = measured_engines.iter().map(|e| e.to_string()).collect();
+        lines.push(format!("{}: measured and found room, so each load skips its own check (which knows only the JSON size)", names.join(", ")));
+    }
+    Ok(DiskPlan { gzip_bytes: sizes.total(), lines, estimated, measured: measured_engines })
 }
 
 /// The engine's room for `table` and the hours its ledger lists as loaded,

@@ -524,7 +524,9 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             let reset = ghbench_core::peak::reset();
             let mut loads = Vec::new();
             for engine in &engines {
-                loads.push(load(engine, registry, &data, range, &table, &args).await?);
+                // Its need measured and found to fit: ingest's own check, on the JSON size, would only guess.
+                let measured = disk_plan.as_ref().is_some_and(|p| p.measured.contains(engine.engine()));
+                loads.push(load(engine, registry, &data, range, &table, &args, measured).await?);
             }
             let backends = connect_backends(&engines, &table).await?;
             phase("indexes");
@@ -646,7 +648,11 @@ impl Queries<'_> {
             }
         }
         let options = self.options;
-        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, if options.cold { " after a cold one" } else { "" }));
+        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, match (options.cold, options.cold_repeat) {
+            (false, _) => String::new(),
+            (true, 0 | 1) => " after a cold one".to_string(),
+            (true, n) => format!(" after {n} cold ones, each made cold on its own"),
+        }));
         let baseline = self.engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
         progress.bar.set_prefix(prefix.to_string());
@@ -697,8 +703,10 @@ fn save_measuring(path: &Path, record: &BenchRecord, size: &SizeSoFar) -> impl F
 }
 
 /// One engine's load of one size, in a run of its own; hours its ledger
-/// lists are reused (unless --fresh).
-async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRange, table: &TableName, args: &BenchArgs) -> Result<LoadRecord> {
+/// lists are reused (unless --fresh). `room_measured`: the size's disk check
+/// measured this engine's need and found room, so ingest's guess is not made.
+#[allow(clippy::too_many_arguments)]
+async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRange, table: &TableName, args: &BenchArgs, room_measured: bool) -> Result<LoadRecord> {
     let options = IngestOptions {
         hours: range,
         source: data.source.clone(),
@@ -708,7 +716,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         concurrency: args.streams.hours_at_once(),
         retries: 4,
         timeout: Duration::from_secs(120),
-        force: false,
+        force: room_measured,
         server_folders: args.timing.managed.data_folders()?,
         check_stored: false,
         whole_table_timeout: None,
