@@ -329,7 +329,7 @@ pub async fn measure(
     context.query_timeout_seconds = options.query_timeout.map(|l| l.as_secs_f64());
     // Known before the runs: an unfinished record says them, a resume compares them.
     context.cold.requested = options.cold;
-    context.cold.runs = if options.cold { options.cold_repeat.max(1) } else { 0 };
+    context.cold.runs = options.cold_runs();
     context.cold.rounds = options.rounds;
     context.cold.method = cold_method.map(str::to_string);
     context.analyze_plans = options.analyze_plans;

@@ -71,6 +71,17 @@ pub struct QueryOptions {
     pub skip: Vec<(String, String)>,
 }
 
+impl QueryOptions {
+    /// Cold runs of each query asked for: `cold_repeat` (at least 1) with
+    /// --cold, none without.
+    pub fn cold_runs(&self) -> usize {
+        match self.cold {
+            true => self.cold_repeat.max(1),
+            false => 0,
+        }
+    }
+}
+
 /// How long past `--query-timeout` ghbench still waits for an engine to stop
 /// the query itself, before it stops waiting (and says so): the engine's own
 /// stop is the one that frees the server, and it takes a moment to come.
@@ -242,9 +253,9 @@ pub async fn run_queries_keeping_answers(
     for backend in backends.iter_mut() {
         backend.limit_queries(options.query_timeout);
     }
-    let per_query = (options.repeat + cold_runs(options)) as u64 + u64::from(options.analyze_plans);
+    let per_query = (options.repeat + options.cold_runs()) as u64 + u64::from(options.analyze_plans);
     progress.event(RunEvent::Planned { runs: per_query * (selected.len() * backends.len()) as u64 });
-    let mut cold = ColdRecord { requested: options.cold, runs: cold_runs(options), rounds: options.rounds, ..ColdRecord::default() };
+    let mut cold = ColdRecord { requested: options.cold, runs: options.cold_runs(), rounds: options.rounds, ..ColdRecord::default() };
     let mut records = Vec::new();
     // An engine is truly cold only if every one of its cold runs was.
     let mut true_cold = vec![options.cold; backends.len()];
@@ -308,13 +319,6 @@ pub async fn run_queries_keeping_answers(
     Ok((records, cold, answers))
 }
 
-/// Cold runs of each query the options ask for.
-fn cold_runs(options: &QueryOptions) -> usize {
-    match options.cold {
-        true => options.cold_repeat.max(1),
-        false => 0,
-    }
-}
 
 /// One timed run of a query on an engine: its `n`th cold or hot run (from 1).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -327,8 +331,8 @@ impl Run {
     /// As the progress says it: `cold run`, `cold run 2/3`, `run 2/3`.
     fn label(self, options: &QueryOptions) -> String {
         match self {
-            Run::Cold(_) if cold_runs(options) == 1 => "cold run".into(),
-            Run::Cold(n) => format!("cold run {n}/{}", cold_runs(options)),
+            Run::Cold(_) if options.cold_runs() == 1 => "cold run".into(),
+            Run::Cold(n) => format!("cold run {n}/{}", options.cold_runs()),
             Run::Hot(n) => format!("run {n}/{}", options.repeat),
         }
     }
@@ -359,7 +363,7 @@ struct Visit {
 /// The plans come in the last round, after each query's last run.
 fn passes(options: &QueryOptions) -> Vec<Pass> {
     // Each cold run made cold on its own, one after the other.
-    let cold: Vec<Visit> = (1..=cold_runs(options)).map(|n| Visit { cools: true, runs: vec![Run::Cold(n)] }).collect();
+    let cold: Vec<Visit> = (1..=options.cold_runs()).map(|n| Visit { cools: true, runs: vec![Run::Cold(n)] }).collect();
     let hot = (1..=options.repeat).map(Run::Hot);
     let mut passes: Vec<Pass> = match options.rounds {
         false => {
@@ -796,7 +800,7 @@ impl QueryRuns {
                             if *n == 1 {
                                 self.result.cold_run = Some(iteration);
                             }
-                            if cold_runs(options) > 1 {
+                            if options.cold_runs() > 1 {
                                 self.result.cold_runs.push(iteration);
                             }
                         }

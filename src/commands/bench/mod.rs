@@ -648,10 +648,10 @@ impl Queries<'_> {
             }
         }
         let options = self.options;
-        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, match (options.cold, options.cold_repeat) {
-            (false, _) => String::new(),
-            (true, 0 | 1) => " after a cold one".to_string(),
-            (true, n) => format!(" after {n} cold ones, each made cold on its own"),
+        phase(&format!("queries ({}, {} hot run(s){})", options.variants.join(" and "), options.repeat, match options.cold_runs() {
+            0 => String::new(),
+            1 => " after a cold one".to_string(),
+            n => format!(" after {n} cold ones, each made cold on its own"),
         }));
         let baseline = self.engines.first().map(|e| e.engine().clone());
         let progress = QueryProgress::new();
