@@ -89,7 +89,8 @@ bench-growth sizes="4,8,16" events="25000" repeat="3": setup build
 
 # Ten million events: `bench --scale` at 100,200,400 hours of 25,000 generated
 # events (2.5M to 10M) on postgres and polars, 3 true cold and 3 hot runs per
-# query, both texts, verified; then the 10M tables at 1x and 5x memory. Root;
+# query, both texts, verified; then the 10M tables at 1x and 5x memory, and on the
+# paper's machine (`--preset paper2019` at 1,000 IOPS, published texts). Root;
 # about 45 GB of disk. GHBENCH_10M_* and GHBENCH_COLD_REPEAT (scripts/bench-10m.sh)
 # choose otherwise.
 bench-10m sizes="100,200,400" events="25000" repeat="3": setup build

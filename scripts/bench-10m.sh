@@ -13,6 +13,11 @@
 #      limits of postgres's data ÷ memory GHBENCH_10M_RATIOS (default 1,5), a true
 #      cold and REPEAT hot runs of the corrected texts (`--regime` and `--scale`
 #      are separate runs on the same tables). Needs root.
+#   3. Unless GHBENCH_10M_PAPER=0, the largest size's tables on the paper's machine:
+#      `--preset paper2019` narrowed to its 1,000 IOPS point and the published texts
+#      (GHBENCH_10M_PAPER_IOPS, default 1000; at 10M each point of both texts takes
+#      about an hour), a true cold round and GHBENCH_10M_PAPER_REPEAT (default 1) rounds; its
+#      Markdown sets the per-event table beside the paper's. Needs root.
 # Records, Markdown, charts and pages go to GHBENCH_10M_OUTPUT (default results/10m).
 # The work folder (GHBENCH_BENCH_WORK, default .ghbench/bench-10m, kept: a run
 # stopped part way goes on with `bench --resume`, which needs polars' files)
@@ -42,10 +47,21 @@ status=0
 echo "== bench-10m: the sizes took $SECONDS s (exit status $status)"
 [ "$status" = 0 ] || { echo "bench-10m: the sizes ended with exit status $status (see above; \`ghbench --help\` says what each means)" >&2; exit "$status"; }
 if [ "${GHBENCH_10M_DROP:-0}" = 1 ]; then
-    echo "== bench-10m: no memory step: GHBENCH_10M_DROP=1 dropped the $largest-hour tables it would query"
+    echo "== bench-10m: no memory step and no paper's machine: GHBENCH_10M_DROP=1 dropped the $largest-hour tables they would query"
 elif [ "${GHBENCH_10M_REGIME:-1}" != 0 ]; then
     echo "== bench-10m: $largest hours under memory limits: postgres's data at $ratios x memory; $(date -u +%FT%TZ)"
     SECONDS=0
     "$bin" bench --hours "$largest" "${common[@]}" --variant corrected --regime "$ratios" --output "$out/regime"
     echo "== bench-10m: the memory step took $SECONDS s"
+fi
+if [ "${GHBENCH_10M_DROP:-0}" != 1 ] && [ "${GHBENCH_10M_PAPER:-1}" != 0 ]; then
+    paper_iops=${GHBENCH_10M_PAPER_IOPS:-1000}
+    echo "== bench-10m: $largest hours on the paper's machine at $paper_iops read IOPS, the published texts; $(date -u +%FT%TZ)"
+    mkdir -p "$out/paper2019"
+    SECONDS=0
+    # --preset sets --rounds and --cold, and refuses --rounds given: not the common options.
+    "$bin" bench --preset paper2019 --regime-iops "$paper_iops" --variant published --hours "$largest" \
+        --events-per-hour "$events" --seed 42 --pools growing --repeat "${GHBENCH_10M_PAPER_REPEAT:-1}" --engines "$engines" --table tenm \
+        --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" --output "$out/paper2019"
+    echo "== bench-10m: the paper's machine took $SECONDS s"
 fi

@@ -91,7 +91,8 @@ pub struct TimingArgs {
     /// own (server restarted, page cache dropped) just before it, one after
     /// the other before the hot runs: the record keeps each, the views show
     /// their median and range.
-    #[arg(long, value_name = "N", default_value_t = 1, requires = "cold", value_parser = crate::options::at_least_one::<u64>)]
+    // Checked in `options`, not by clap: bench's --preset sets --cold after parsing.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = crate::options::at_least_one::<u64>)]
     pub cold_repeat: u64,
 
     /// Make the hot runs in rounds: every query once per round, in turn (A, B,
@@ -124,6 +125,9 @@ impl TimingArgs {
     /// The run's options for `queries` (empty: all) of the chosen variants,
     /// checked against the catalog.
     pub fn options(&self, catalog: &Catalog, queries: Vec<String>) -> Result<QueryOptions> {
+        if self.cold_repeat > 1 && self.cold.is_none() {
+            anyhow::bail!("--cold-repeat {} asks for that many true cold runs of every query: add --cold (`--help` says what it does)", self.cold_repeat);
+        }
         let variants = match self.variant.as_str() {
             EVERY_VARIANT => catalog.variant_names(),
             one => vec![catalog.variant(one).map(|_| one.to_string())?],

@@ -174,9 +174,22 @@ pub fn counters_table(regime: &Regime) -> TextTable {
 /// machine's for the free run), log–log, with a dashed line at its stored
 /// size: to the right of it its data fits.
 pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>, ChartError> {
-    // Against memory: the points on one disk (the fastest the sweep has).
-    let memory_axis_disk = regime.points.first().map(|p| p.disk.clone());
-    let on_one_disk = Regime { points: regime.points.iter().filter(|p| Some(&p.disk) == memory_axis_disk.as_ref()).cloned().collect(), ..regime.clone() };
+    // Against memory: the points on the disk the memory-free run read (no
+    // read IOPS of --regime-iops' own). A sweep of throttled points alone (a
+    // narrowed preset) has none: its times would show the disk's slowdown as
+    // memory's, so it gets no memory chart.
+    let free_run_disk = |p: &&RegimePoint| p.disk.as_ref().is_none_or(|d| d.read_iops.is_none());
+    let mut drawn = match regime.points.iter().find(free_run_disk) {
+        Some(first) => memory_charts(record, regime, &first.disk)?,
+        None => Vec::new(),
+    };
+    drawn.extend(iops_charts(regime)?);
+    Ok(drawn)
+}
+
+/// Per engine, time against memory over the points on `disk`.
+fn memory_charts(record: &BenchRecord, regime: &Regime, disk: &Option<ghbench_record::run::DiskRules>) -> Result<Vec<Chart>, ChartError> {
+    let on_one_disk = Regime { points: regime.points.iter().filter(|p| &p.disk == disk).cloned().collect(), ..regime.clone() };
     let runs = runs(record, &on_one_disk);
     let Some((_, free)) = runs.first() else { return Ok(Vec::new()) };
     let mut drawn = Vec::new();
@@ -212,7 +225,6 @@ pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>
         };
         drawn.push(draw_lines(&format!("regime-{}", engine.engine), chart)?);
     }
-    drawn.extend(iops_charts(regime)?);
     Ok(drawn)
 }
 

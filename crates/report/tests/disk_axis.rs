@@ -27,11 +27,17 @@ fn run_on_disk(random: f64) -> RunRecord {
 
 /// At 5×: the disk free, then one point per read IOPS given.
 fn swept(iops: &[u64]) -> BenchRecord {
+    swept_from(true, iops)
+}
+
+/// At 5×: the disk free (unless `with_free` is false: a preset narrowed to
+/// throttled points), then one point per read IOPS given.
+fn swept_from(with_free: bool, iops: &[u64]) -> BenchRecord {
     let run = run_on_disk(9975.0);
     let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None, pools: None };
     let size = SizeRecord { hours: 1, table: "bench_1h".into(), loads: Vec::new(), indexes: Vec::new(), run: run.clone(), memory_during_load: Vec::new(), dropped: Vec::new(), disk_plan: None, ghbench_memory: None };
     let point = |disk: Option<DiskRules>| RegimePoint { ratio: 5.0, memory_bytes: 1 << 20, disk, run: run.clone() };
-    let points = std::iter::once(point(None)).chain(iops.iter().map(|&n| point(Some(DiskRules { read_iops: Some(n), ..Default::default() })))).collect();
+    let points = with_free.then(|| point(None)).into_iter().chain(iops.iter().map(|&n| point(Some(DiskRules { read_iops: Some(n), ..Default::default() })))).collect();
     let regime = Regime { reference: "postgres".into(), reference_bytes: 5 << 20, ratios: vec![5.0], load_memory: "loaded without a limit".into(), iops_size: None, points };
     BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: vec![size], growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: true, resumed: None, regime: Some(regime), preset: None }
 }
@@ -49,4 +55,18 @@ fn a_throttle_no_tighter_than_the_free_disk_is_said_not_to_bind() {
     assert!(svg.contains("free: this disk, 9975 random reads/s measured"), "the free disk's mark");
     let svg = iops_chart(&swept(&[5000, 1000]));
     assert!(!svg.contains("does not bind"), "every throttle below the free disk's rate binds");
+}
+
+/// A sweep whose points are all throttled (`--preset paper2019 --regime-iops
+/// 5000,1000`) has no point on the disk the memory-free run read: a memory
+/// chart would show the disk's slowdown as memory's, so there is none; the
+/// disk chart stays.
+#[test]
+fn a_sweep_of_throttled_points_alone_has_no_memory_chart() {
+    let names = |record: &BenchRecord| regime_charts(record, record.regime.as_ref().unwrap()).unwrap().into_iter().map(|c| c.name).collect::<Vec<_>>();
+    let whole = names(&swept(&[5000, 1000]));
+    assert!(whole.iter().any(|n| n.starts_with("regime-postgres")) && whole.iter().any(|n| n.starts_with("regime-iops-postgres")), "{whole:?}");
+    let narrowed = names(&swept_from(false, &[5000, 1000]));
+    assert!(!narrowed.iter().any(|n| n.starts_with("regime-postgres")), "{narrowed:?}");
+    assert!(narrowed.iter().any(|n| n.starts_with("regime-iops-postgres")), "{narrowed:?}");
 }

@@ -33,9 +33,10 @@ const STEP_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The size's need against free space (see the module's note): the plan for
 /// the record, or an error with the numbers when some file system is short
-/// by what was measured. `fresh`: every hour loads again (`--fresh`).
+/// by what was measured. `fresh`: every hour loads again (`--fresh`);
+/// `force`: a shortfall is said, not refused (`--force`).
 #[allow(clippy::too_many_arguments)]
-pub async fn check(engines: &[Selected], table: &TableName, source: &Source, range: HourRange, before: Option<(&SizeRecord, HourRange)>, fresh: bool, server_folders: &[(String, PathBuf)]) -> Result<DiskPlan> {
+pub async fn check(engines: &[Selected], table: &TableName, source: &Source, range: HourRange, before: Option<(&SizeRecord, HourRange)>, fresh: bool, force: bool, server_folders: &[(String, PathBuf)]) -> Result<DiskPlan> {
     let hours: Vec<Hour> = range.iter().collect();
     let earlier = match before {
         Some((size, range)) => Some((size, space::source_sizes(source, &range.iter().collect::<Vec<_>>(), false).await.total())),
@@ -92,7 +93,9 @@ pub async fn check(engines: &[Selected], table: &TableName, source: &Source, ran
     lines.extend(verdict.lines);
     if !verdict.short.is_empty() {
         let bases: Vec<String> = estimated.iter().map(|e| format!("{}: {}", e.engine, e.basis)).collect();
-        if guessed {
+        if force {
+            lines.push(format!("may not fit ({}): loading anyway, as --force asks (a full disk stops the load)", bases.join("; ")));
+        } else if guessed {
             lines.push(format!("may not fit, by a guess ({}); each engine's load is checked again as it starts", bases.join("; ")));
         } else {
             bail!(

@@ -121,7 +121,9 @@ paper's planner settings (random_page_cost 1.3, default_statistics_target 200,
 effective_cache_size 9/16 of its memory) from before the load on, the published texts
 beside the corrected. The record keeps the preset written down value by value, with
 why, its source and which values are inferred; the reports show each engine's events
-per second beside the paper's.
+per second beside the paper's. Two options narrow it (at ten million events each disk
+point of both texts takes about an hour): --regime-iops with some of its points (e.g.
+1000) and --variant with one text; the record's preset then says NARROWED and to what.
 
 --regime 5 --regime-iops free,5000,1000: a disk axis. At every ratio, one point per read
 IOPS given (`free`: the disk as it is), the servers restarted inside the memory limit
@@ -200,6 +202,13 @@ pub struct BenchArgs {
     /// Drop each size's tables and load them again, instead of reusing what is loaded.
     #[arg(long)]
     pub fresh: bool,
+
+    /// Load though a free-space check says a size may not fit (a full disk
+    /// then stops the load): its numbers are still said and recorded. A first
+    /// size has nothing measured, so its checks take the hours' JSON size,
+    /// several times what polars or PostgreSQL store.
+    #[arg(long)]
+    pub force: bool,
 
     /// With --scale: drop each size's tables on every engine once its
     /// queries are measured and recorded, so the disk holds one size at a
@@ -353,20 +362,37 @@ impl Preset {
         }
     }
 
+    /// The disk points it measures at its memory ratio.
+    fn disk_points(self) -> Vec<regime::ReadIops> {
+        match self {
+            Preset::Paper2019 => vec![regime::ReadIops(None), regime::ReadIops(Some(5000)), regime::ReadIops(Some(1000))],
+        }
+    }
+
     /// `args` with the options the preset stands for (--cold stays as asked,
     /// a true cold round if not); refused, naming them, when any of those
-    /// options was given too: the preset would silently replace it.
+    /// options was given too: the preset would silently replace it. Two
+    /// narrow it instead, as the record's setup then says (`as_run`): a
+    /// --regime-iops of some of its disk points, and --variant (at ten
+    /// million events each point of both texts takes about an hour).
     fn apply(self, mut args: BenchArgs) -> Result<BenchArgs> {
+        let own_points = self.disk_points();
+        if let Some(other) = args.regime_iops.iter().find(|point| !own_points.contains(point)) {
+            bail!(
+                "--preset {} measures the disk at {}: --regime-iops may pick some of those (e.g. --regime-iops 1000), not {}; give the options it stands for instead of --preset to measure others",
+                self.name(),
+                regime::points_said(&own_points),
+                regime::points_said(std::slice::from_ref(other))
+            );
+        }
         let given = [
             ("--regime", !args.regime.is_empty()),
-            ("--regime-iops", !args.regime_iops.is_empty()),
             ("--iops-size", args.iops_size.is_some()),
             ("--memory", args.memory.is_some()),
             ("--disk", args.timing.disk.is_some()),
             ("--scale", !args.scale.is_empty()),
             ("--rounds", args.timing.rounds),
-            // Its record says both texts ran, and a true cold round first.
-            ("--variant", args.timing.variant != super::olap::EVERY_VARIANT),
+            // Its record says a true cold round came first.
             ("--cold=clear", args.timing.cold == Some(super::cold::ColdHow::Clear)),
         ];
         let given: Vec<&str> = given.iter().filter(|(_, given)| *given).map(|(option, _)| *option).collect();
@@ -376,7 +402,7 @@ impl Preset {
                 false => "",
             };
             bail!(
-                "--preset {} stands for {}, both query texts and true cold runs{why}: leave out {}, or give the options it stands for instead of --preset to vary one (`ghbench bench --help` lists them)",
+                "--preset {} stands for {} and true cold runs{why}: leave out {}, or give the options it stands for instead of --preset to vary one (`ghbench bench --help` lists them)",
                 self.name(),
                 self.sets(),
                 given.join(" and ")
@@ -385,8 +411,13 @@ impl Preset {
         match self {
             Preset::Paper2019 => {
                 args.regime = vec![5.0];
-                args.regime_iops = vec![regime::ReadIops(None), regime::ReadIops(Some(5000)), regime::ReadIops(Some(1000))];
-                args.iops_size = Some(PAPER_READ_SIZE);
+                if args.regime_iops.is_empty() {
+                    args.regime_iops = own_points;
+                }
+                // Narrowed to `free` alone, no point is throttled for it to cap.
+                if args.regime_iops.iter().any(|point| point.0.is_some()) {
+                    args.iops_size = Some(PAPER_READ_SIZE);
+                }
                 args.timing.disk = Some("rbps=437MB".parse().expect("a disk limit"));
                 args.timing.rounds = true;
                 args.timing.cold = args.timing.cold.or(Some(super::cold::ColdHow::Restart));
@@ -399,6 +430,36 @@ impl Preset {
         match self {
             Preset::Paper2019 => "paper2019",
         }
+    }
+
+    /// Its setup as `args` (applied) ran it: written down whole, with what the
+    /// user narrowed said as one change more, so no record of some of its
+    /// points or texts reads as a record of all of them.
+    fn as_run(self, args: &BenchArgs) -> ghbench_core::Setup {
+        let mut setup = self.setup();
+        let mut narrowed = Vec::new();
+        let own_points = self.disk_points();
+        let mut points = Vec::new();
+        for point in &args.regime_iops {
+            if !points.contains(point) {
+                points.push(*point);
+            }
+        }
+        if own_points.iter().any(|point| !points.contains(point)) {
+            narrowed.push(format!("--regime-iops {}: only these of its disk points ({})", regime::points_said(&points), regime::points_said(&own_points)));
+        }
+        if args.timing.variant != super::olap::EVERY_VARIANT {
+            narrowed.push(format!("--variant {}: only these query texts (it stands for both)", args.timing.variant));
+        }
+        if !narrowed.is_empty() {
+            setup.about = format!("{}; NARROWED: {}", setup.about, narrowed.join("; "));
+            setup.changes.push(ghbench_core::Change {
+                what: format!("narrowed to {}", narrowed.join("; ")),
+                why: "given with the preset: the run measures part of what the preset stands for, the rest as it stands".into(),
+                source: "the bench's command line".into(),
+            });
+        }
+        setup
     }
 
     /// The options it stands for, as the user would give them.
@@ -476,7 +537,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     // The servers go back as setup left them however the bench ends (after a
     // signal, `cli` restores them: see `limits::restore_after_signal`).
     let measured = async {
-        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: false, resumed: None, regime: None, preset: args.preset.map(Preset::setup) };
+        let fresh = BenchRecord { schema: BENCH_SCHEMA.into(), data: data.record.clone(), sizes: Vec::new(), growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: false, resumed: None, regime: None, preset: args.preset.map(|preset| preset.as_run(&args)) };
         // Written after every query and size (unfinished until the report): a
         // bench that stops keeps what it measured; a resumed one finishes its record.
         let (mut record, json_path) = match &args.resume {
@@ -515,7 +576,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             let resuming = record.measuring.as_ref().is_some_and(|m| m.hours == hours);
             let disk_plan = match args.scale.is_empty() || resuming {
                 true => None,
-                false => Some(disk_plan::check(&engines, &table, &data.source, range, before, args.fresh, &args.timing.managed.data_folders()?).await?),
+                false => Some(disk_plan::check(&engines, &table, &data.source, range, before, args.fresh, args.force, &args.timing.managed.data_folders()?).await?),
             };
             for line in disk_plan.iter().flat_map(|p| &p.lines) {
                 phase(&format!("disk: {line}"));
@@ -707,6 +768,9 @@ fn save_measuring(path: &Path, record: &BenchRecord, size: &SizeSoFar) -> impl F
 /// measured this engine's need and found room, so ingest's guess is not made.
 #[allow(clippy::too_many_arguments)]
 async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRange, table: &TableName, args: &BenchArgs, room_measured: bool) -> Result<LoadRecord> {
+    if args.force && !room_measured {
+        eprintln!("[bench] {}: loading without its free-space check, as --force asks (a full disk stops the load)", engine.engine());
+    }
     let options = IngestOptions {
         hours: range,
         source: data.source.clone(),
@@ -716,7 +780,7 @@ async fn load(engine: &Selected, registry: &Engines, data: &Data, range: HourRan
         concurrency: args.streams.hours_at_once(),
         retries: 4,
         timeout: Duration::from_secs(120),
-        force: room_measured,
+        force: room_measured || args.force,
         server_folders: args.timing.managed.data_folders()?,
         check_stored: false,
         whole_table_timeout: None,
@@ -899,15 +963,50 @@ mod tests {
         let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--memory", "1GiB", "--rounds"])).unwrap_err().to_string();
         assert!(error.contains("--preset paper2019 stands for --regime 5") && error.contains("leave out --memory and --rounds"), "{error}");
         assert!(error.contains("do not go with --regime"), "{error}");
-        // What its record says ran: both texts, true cold runs.
+        // What its record says ran: true cold runs.
         let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--variant", "corrected", "--cold=clear"])).unwrap_err().to_string();
-        assert!(error.contains("leave out --variant and --cold=clear") && !error.contains("do not go with --regime"), "{error}");
+        assert!(error.contains("leave out --cold=clear") && !error.contains("--variant") && !error.contains("do not go with --regime"), "{error}");
         assert!(Preset::Paper2019.apply(bench(&["--hours", "1", "--cold=restart", "--variant", "both"])).is_ok());
         let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime", "1", "--regime-iops", "1000"])).unwrap_err().to_string();
-        assert!(error.contains("leave out --regime and --regime-iops"), "{error}");
-        // Without --regime, clap lets --regime-iops through for the preset to name it.
-        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "1000"])).unwrap_err().to_string();
-        assert!(error.contains("leave out --regime-iops"), "{error}");
+        assert!(error.contains("leave out --regime,"), "{error}");
+        // A disk point it does not stand for is refused, naming the ones it does.
+        let error = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "free,2000"])).unwrap_err().to_string();
+        assert!(error.contains("measures the disk at free,5000,1000") && error.contains("not 2000"), "{error}");
+    }
+
+    #[test]
+    fn several_cold_runs_go_with_the_preset_which_sets_cold_and_are_refused_without_cold() {
+        let with_preset = Preset::Paper2019.apply(bench(&["--hours", "1", "--cold-repeat", "3"])).unwrap();
+        let catalog = with_preset.catalog.load().unwrap();
+        assert_eq!(with_preset.timing.options(&catalog, Vec::new()).unwrap().cold_runs(), 3);
+        let error = bench(&["--hours", "1", "--cold-repeat", "3"]).timing.options(&catalog, Vec::new()).unwrap_err().to_string();
+        assert!(error.contains("--cold-repeat 3") && error.contains("add --cold"), "{error}");
+    }
+
+    #[test]
+    fn a_preset_narrowed_to_some_points_and_one_text_says_so_in_its_record() {
+        let whole = Preset::Paper2019.apply(bench(&["--hours", "1"])).unwrap();
+        assert_eq!(Preset::Paper2019.as_run(&whole), Preset::Paper2019.setup());
+        // All its points given, in its order: the preset as it stands.
+        let spelled = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "free,5000,1000", "--variant", "both"])).unwrap();
+        assert_eq!(Preset::Paper2019.as_run(&spelled), Preset::Paper2019.setup());
+        let narrowed = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "1000", "--variant", "published"])).unwrap();
+        assert_eq!((narrowed.regime_iops.clone(), narrowed.regime.clone(), narrowed.iops_size), (vec![regime::ReadIops(Some(1000))], vec![5.0], Some(PAPER_READ_SIZE)));
+        narrowed.check_disk_axis().unwrap();
+        let setup = Preset::Paper2019.as_run(&narrowed);
+        assert_eq!(setup.changes.len(), Preset::Paper2019.setup().changes.len() + 1);
+        let change = setup.changes.last().unwrap();
+        assert!(change.what.contains("--regime-iops 1000: only these of its disk points (free,5000,1000)") && change.what.contains("--variant published"), "{}", change.what);
+        assert!(setup.about.contains("NARROWED"), "{}", setup.about);
+        // The disk free alone: nothing throttled, so no read size to cap.
+        let free_alone = Preset::Paper2019.apply(bench(&["--hours", "1", "--regime-iops", "free"])).unwrap();
+        assert_eq!(free_alone.iops_size, None);
+        free_alone.check_disk_axis().unwrap();
+        assert!(Preset::Paper2019.as_run(&free_alone).changes.last().unwrap().what.contains("--regime-iops free: only"));
+        // One text alone narrows it too.
+        let one_text = Preset::Paper2019.apply(bench(&["--hours", "1", "--variant", "corrected"])).unwrap();
+        let setup = Preset::Paper2019.as_run(&one_text);
+        assert!(setup.changes.last().unwrap().what.contains("--variant corrected") && !setup.changes.last().unwrap().what.contains("--regime-iops"), "{setup:?}");
     }
 
     #[test]

@@ -56,6 +56,11 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
     }
 }
 
+/// Disk points as `--regime-iops` takes them: `free,5000,1000`.
+pub fn points_said(points: &[ReadIops]) -> String {
+    points.iter().map(|point| point.0.map_or_else(|| "free".to_string(), |iops| iops.to_string())).collect::<Vec<_>>().join(",")
+}
+
 /// The disk points of `--regime-iops`, and `--iops-size`: the largest I/O a
 /// throttled point counts as one operation, so its read bandwidth is at most
 /// its IOPS times that (as EBS counts an io1 volume's I/Os of up to 256 KiB,

@@ -23,9 +23,10 @@ pub fn unfinished_bench(path: &Path, fresh: &BenchRecord, sizes: &[u32], engines
     if then != now {
         bail!("cannot resume {}: the data differs ({then} then, {now} now); start the bench anew", path.display());
     }
-    let preset = |r: &BenchRecord| r.preset.as_ref().map_or_else(|| "none".to_string(), |p| p.name.clone());
-    if preset(&record) != preset(fresh) {
-        bail!("cannot resume {}: its preset was {} then, {} now; give the same --preset", path.display(), preset(&record), preset(fresh));
+    // The whole setup: a preset narrowed to other points or texts is another run.
+    let preset = |r: &BenchRecord| r.preset.as_ref().map_or_else(|| "none".to_string(), |p| format!("{} ({})", p.name, p.about));
+    if record.preset != fresh.preset {
+        bail!("cannot resume {}: its preset was {} then, {} now; give the same --preset, --regime-iops and --variant", path.display(), preset(&record), preset(fresh));
     }
     if record.regime.is_some() && !sweeps {
         bail!("cannot resume {}: it holds a --regime sweep this command does not ask for; give the same --regime", path.display());
@@ -108,4 +109,31 @@ fn same_as_kept(then: &Context, now: &Context, kept: &str, expected: &[&str]) ->
         bail!("cannot resume the bench of {}: {}; the {kept} it kept would not be comparable (start it anew)", then.started_at, changed.join("; "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ghbench_record::bench::{DataSource, BENCH_SCHEMA};
+
+    fn unfinished(preset: Option<ghbench_core::Setup>) -> BenchRecord {
+        let data = DataSource { kind: "generated".into(), location: "gen".into(), first_hour: "2015-01-01T00".into(), seed: Some(42), events_per_hour: Some(100), identity: None, split: None, pools: None };
+        BenchRecord { schema: BENCH_SCHEMA.into(), data, sizes: Vec::new(), growth: Vec::new(), engine_growth: Vec::new(), report_peak_bytes: None, measuring: None, finished: false, resumed: None, regime: None, preset }
+    }
+
+    #[test]
+    fn a_preset_narrowed_otherwise_than_the_stopped_run_is_refused_saying_both() {
+        let whole = ghbench_core::Setup { name: "paper2019".into(), tuned: false, of: None, about: "the paper's machine".into(), namespace: None, changes: Vec::new() };
+        let narrowed = ghbench_core::Setup { about: "the paper's machine; NARROWED: --regime-iops 1000".into(), ..whole.clone() };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bench.json");
+        std::fs::write(&path, serde_json::to_string(&unfinished(Some(whole.clone()))).unwrap()).unwrap();
+        let error = unfinished_bench(&path, &unfinished(Some(narrowed)), &[1], &[], true).unwrap_err().to_string();
+        assert!(error.contains("the paper's machine) then") && error.contains("NARROWED: --regime-iops 1000) now"), "{error}");
+        let error = unfinished_bench(&path, &unfinished(None), &[1], &[], true).unwrap_err().to_string();
+        assert!(error.contains("none now"), "{error}");
+        // The same setup resumes.
+        let resumed = unfinished_bench(&path, &unfinished(Some(whole.clone())), &[1], &[], true).unwrap();
+        assert_eq!(resumed.preset, Some(whole));
+    }
 }
