@@ -58,6 +58,7 @@ pub fn bench_html(record: &BenchRecord, charts: &BenchCharts) -> Result<String, 
     let Some(run) = largest(record) else { return Err(HtmlError::Empty) };
     let bench = BenchView {
         data: bench::data_line(record),
+        preset: record.preset.as_ref().map(super::setup_said).unwrap_or_default(),
         sizes: record
             .sizes
             .iter()
@@ -110,6 +111,8 @@ fn render(name: &str, page: &impl Serialize) -> Result<String, HtmlError> {
 #[derive(Serialize)]
 struct BenchView {
     data: String,
+    /// `--preset`'s setup as it ran, written out (first line, then each value).
+    preset: Vec<String>,
     /// Above each size's concurrency table.
     load_heading: &'static str,
     sizes: Vec<SizeView>,
