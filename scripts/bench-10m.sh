@@ -38,7 +38,8 @@ largest=$(tr , '\n' <<<"$sizes" | sort -n | tail -1)
 mkdir -p "$out/scale" "$out/regime"
 drop=()
 [ "${GHBENCH_10M_DROP:-0}" = 1 ] && drop=(--drop-measured)
-common=(--events-per-hour "$events" --seed 42 --pools growing --repeat "$repeat" --cold
+# --pools: growing unless GHBENCH_POOLS says otherwise (bench reads it).
+common=(--events-per-hour "$events" --seed 42 --repeat "$repeat" --cold
     --engines "$engines" --table tenm --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q")
 echo "== bench-10m: --scale $sizes hours x $events events on $engines; $cold_repeat true cold and $repeat hot runs per query; $(date -u +%FT%TZ)"
 SECONDS=0
@@ -49,10 +50,10 @@ echo "== bench-10m: the sizes took $SECONDS s (exit status $status)"
 if [ "${GHBENCH_10M_DROP:-0}" = 1 ]; then
     echo "== bench-10m: no memory step and no paper's machine: GHBENCH_10M_DROP=1 dropped the $largest-hour tables they would query"
 elif [ "${GHBENCH_10M_REGIME:-1}" != 0 ]; then
-    echo "== bench-10m: $largest hours under memory limits: postgres's data at $ratios x memory; $(date -u +%FT%TZ)"
+    echo "== bench-10m: $largest hours under memory limits: the first engine's data (${engines%%,*}) at $ratios x memory; $(date -u +%FT%TZ)"
     SECONDS=0
-    "$bin" bench --hours "$largest" "${common[@]}" --variant corrected --regime "$ratios" --output "$out/regime"
-    echo "== bench-10m: the memory step took $SECONDS s"
+    "$bin" bench --hours "$largest" "${common[@]}" --variant corrected --regime "$ratios" --output "$out/regime" || status=$?
+    echo "== bench-10m: the memory step took $SECONDS s (exit status $status)"
 fi
 if [ "${GHBENCH_10M_DROP:-0}" != 1 ] && [ "${GHBENCH_10M_PAPER:-1}" != 0 ]; then
     paper_iops=${GHBENCH_10M_PAPER_IOPS:-1000}
@@ -61,7 +62,9 @@ if [ "${GHBENCH_10M_DROP:-0}" != 1 ] && [ "${GHBENCH_10M_PAPER:-1}" != 0 ]; then
     SECONDS=0
     # --preset sets --rounds and --cold, and refuses --rounds given: not the common options.
     "$bin" bench --preset paper2019 --regime-iops "$paper_iops" --variant published --hours "$largest" \
-        --events-per-hour "$events" --seed 42 --pools growing --repeat "${GHBENCH_10M_PAPER_REPEAT:-1}" --engines "$engines" --table tenm \
-        --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" --output "$out/paper2019"
-    echo "== bench-10m: the paper's machine took $SECONDS s"
+        --events-per-hour "$events" --seed 42 --repeat "${GHBENCH_10M_PAPER_REPEAT:-1}" --engines "$engines" --table tenm \
+        --data-dir "$work/data" --polars-dir "$work/polars" --quarantine-dir "$work/q" --output "$out/paper2019" || status=$?
+    echo "== bench-10m: the paper's machine took $SECONDS s (exit status $status)"
 fi
+[ "$status" = 0 ] || echo "bench-10m: a step ended with exit status $status (see above; \`ghbench --help\` says what each means)" >&2
+exit "$status"
