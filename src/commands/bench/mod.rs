@@ -203,10 +203,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub fresh: bool,
 
-    /// Load though a free-space check says a size may not fit (a full disk
-    /// then stops the load): its numbers are still said and recorded. A first
-    /// size has nothing measured, so its checks take the hours' JSON size,
-    /// several times what polars or PostgreSQL store.
+    /// Load even if a free-space check would refuse: each engine's load skips
+    /// its own check, saying so (a --scale size's plan still says and records
+    /// its numbers); a full disk then stops the load. A first size has nothing
+    /// measured, so the checks take the hours' JSON size, several times what
+    /// polars or PostgreSQL store.
     #[arg(long)]
     pub force: bool,
 
