@@ -413,6 +413,14 @@ pub struct RegimePoint {
     pub run: RunRecord,
 }
 
+impl RegimePoint {
+    /// On the disk the memory-free run read: no read IOPS of `--regime-iops`'
+    /// own (`free`, or no disk axis; `--disk`'s other rules may hold).
+    pub fn on_free_disk(&self) -> bool {
+        self.disk.as_ref().and_then(|d| d.read_iops).is_none()
+    }
+}
+
 impl Regime {
     /// The limit for `ratio`: the reference's bytes over it, in whole 4 KiB
     /// pages; None below [`MIN_REGIME_MEMORY`].

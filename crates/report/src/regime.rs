@@ -178,8 +178,7 @@ pub fn regime_charts(record: &BenchRecord, regime: &Regime) -> Result<Vec<Chart>
     // read IOPS of --regime-iops' own). A sweep of throttled points alone (a
     // narrowed preset) has none: its times would show the disk's slowdown as
     // memory's, so it gets no memory chart.
-    let free_run_disk = |p: &&RegimePoint| p.disk.as_ref().is_none_or(|d| d.read_iops.is_none());
-    let mut drawn = match regime.points.iter().find(free_run_disk) {
+    let mut drawn = match regime.points.iter().find(|p| p.on_free_disk()) {
         Some(first) => memory_charts(record, regime, &first.disk)?,
         None => Vec::new(),
     };
@@ -242,7 +241,7 @@ fn iops_charts(regime: &Regime) -> Result<Vec<Chart>, ChartError> {
         }
         // Where the free disk goes on the axis: what it measured (None: not drawn).
         let iops = |p: &RegimePoint| p.disk.as_ref().and_then(|d| d.read_iops).map(|n| n as f64).or(p.run.context.machine.disk.as_ref()?.random_reads_per_second);
-        let free_measured = points.iter().find(|p| p.disk.as_ref().and_then(|d| d.read_iops).is_none()).and_then(|p| iops(p));
+        let free_measured = points.iter().find(|p| p.on_free_disk()).and_then(|p| iops(p));
         let Some(first) = points.first() else { continue };
         for engine in &first.run.context.engines {
             let mut lines = Vec::new();

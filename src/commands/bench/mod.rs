@@ -383,7 +383,7 @@ impl Preset {
                 "--preset {} measures the disk at {}: --regime-iops may pick some of those (e.g. --regime-iops 1000), not {}; give the options it stands for instead of --preset to measure others",
                 self.name(),
                 regime::points_said(&own_points),
-                regime::points_said(std::slice::from_ref(other))
+                other
             );
         }
         let given = [

@@ -43,6 +43,16 @@ pub fn parse_ratio(text: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadIops(pub Option<u64>);
 
+/// As `--regime-iops` takes it: `free` or the read IOPS.
+impl std::fmt::Display for ReadIops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(iops) => write!(f, "{iops}"),
+            None => f.write_str("free"),
+        }
+    }
+}
+
 pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
     match text.trim() {
         "free" => Ok(ReadIops(None)),
@@ -58,7 +68,7 @@ pub fn parse_iops(text: &str) -> Result<ReadIops, String> {
 
 /// Disk points as `--regime-iops` takes them: `free,5000,1000`.
 pub fn points_said(points: &[ReadIops]) -> String {
-    points.iter().map(|point| point.0.map_or_else(|| "free".to_string(), |iops| iops.to_string())).collect::<Vec<_>>().join(",")
+    points.iter().map(ReadIops::to_string).collect::<Vec<_>>().join(",")
 }
 
 /// The disk points of `--regime-iops`, and `--iops-size`: the largest I/O a
@@ -95,10 +105,7 @@ impl DiskPoints {
     pub fn disk_at(&self, base: Option<&DiskArg>, iops: ReadIops) -> Option<DiskArg> {
         let mut rules = base.map(|b| b.rules.clone()).unwrap_or_default();
         rules.read_iops = iops.0;
-        let mut asked = match iops.0 {
-            Some(n) => format!("--regime-iops {n}"),
-            None => "--regime-iops free".into(),
-        };
+        let mut asked = format!("--regime-iops {iops}");
         if let (Some(n), Some(io_size)) = (iops.0, self.io_size) {
             let bandwidth = n.saturating_mul(io_size);
             rules.read_bytes_per_second = Some(rules.read_bytes_per_second.map_or(bandwidth, |b| b.min(bandwidth)));
