@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Stops the servers `scripts/setup.sh` started; their data stays in $GHBENCH_HOME.
-# Usage: scripts/down.sh [postgres|mongo|mysql]   (default: all three)
+# Usage: scripts/down.sh [postgres|mongo|mysql|citus|citus-NODE]   (default: all; citus: every node of the cluster)
 set -uo pipefail
 # root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
 export PATH="$PATH:/usr/sbin:/sbin"
 which=${1:-all}
-case $which in all|postgres|mongo|mysql) ;; *) echo "usage: $0 [postgres|mongo|mysql]" >&2; exit 2 ;; esac
-wants() { [ "$which" = all ] || [ "$which" = "$1" ]; }
+case $which in all|postgres|mongo|mysql|citus|citus-coordinator|citus-worker[1-9]) ;; *) echo "usage: $0 [postgres|mongo|mysql|citus]" >&2; exit 2 ;; esac
+wants() { [ "$which" = all ] || [ "$which" = "$1" ] || { [ "$which" = citus ] && [[ $1 == citus-* ]]; }; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
 GHBENCH_HOME=${GHBENCH_HOME:-$repo/.ghbench}
 GHBENCH_HOME=$(realpath -m "$GHBENCH_HOME")
@@ -27,9 +27,13 @@ failed=0
 # the cgroup's counters go on across it, as a cold run's record needs.
 cleanup=${GHBENCH_RESTARTING:-}
 
-pgdir=$(readlink -f "$GHBENCH_HOME/pg" 2>/dev/null || echo "$GHBENCH_HOME/pg")
-data=$pgdir/data
-if wants postgres && [ -f "$data/postmaster.pid" ]; then
+# Stops the PostgreSQL cluster setup made in folder $2 (said as $1), when its
+# postmaster runs.
+stop_pg_cluster() {
+    local label=$1 pgdir data pid bin run
+    pgdir=$(readlink -f "$2" 2>/dev/null || echo "$2")
+    data=$pgdir/data
+    [ -f "$data/postmaster.pid" ] || return 0
     if postmaster_pid "$data"; then
         pid=$found_pid
         for bin in /usr/lib/postgresql/*/bin; do [ -x "$bin/pg_ctl" ] && break; done
@@ -38,21 +42,19 @@ if wants postgres && [ -f "$data/postmaster.pid" ]; then
         # the shutdown checkpoint goes on. Without pg_ctl, the same signal.
         if ! "${run[@]}" "$bin/pg_ctl" -D "$data" -m fast -W stop >/dev/null 2>&1 && ! kill -INT "$pid" 2>/dev/null; then
             # Not asked to stop, it would be waited on for as long as it works.
-            echo "[down] error: PostgreSQL (pid $pid) could not be asked to stop (pg_ctl and SIGINT both refused): it still runs" >&2
-            failed=1
-        else
-            stop_again=(kill -INT "$pid")
-            if wait_server stop PostgreSQL "$pid" "$pgdir/server.log"; then
-                echo "[down] PostgreSQL stopped"
-            else
-                failed=1
-            fi
+            echo "[down] error: $label (pid $pid) could not be asked to stop (pg_ctl and SIGINT both refused): it still runs" >&2
+            return 1
         fi
+        stop_again=(kill -INT "$pid")
+        wait_server stop "$label" "$pid" "$pgdir/server.log" || return 1
+        echo "[down] $label stopped"
     else
         # PostgreSQL's own file: it tells a stale one apart itself when it starts.
-        echo "[down] PostgreSQL was not running (its postmaster.pid names pid ${found_pid:-?}, which is no running PostgreSQL)"
+        echo "[down] $label was not running (its postmaster.pid names pid ${found_pid:-?}, which is no running PostgreSQL)"
     fi
-fi
+}
+
+if wants postgres; then stop_pg_cluster PostgreSQL "$GHBENCH_HOME/pg" || failed=1; fi
 if wants postgres && [ -z "$cleanup" ]; then remove_memory_cgroups postgres; fi
 
 # stop_by_pid_file NAME PIDFILE PATTERN LOG: stops the server pid file
@@ -98,4 +100,14 @@ if wants mysql; then
     stop_by_pid_file "$name" "$mysqldir/server.pid" 'mariadbd|mysqld' "$mysqldir/server.log" || failed=1
     if [ -z "$cleanup" ]; then remove_memory_cgroups mysql; fi
 fi
+# Citus's nodes, whichever setup made (the coordinator first: no query reaches
+# the workers once it is down).
+for node_dir in "$GHBENCH_HOME"/citus/coordinator "$GHBENCH_HOME"/citus/worker*; do
+    [ -e "$node_dir" ] || continue
+    node=${node_dir##*/}
+    if wants "citus-$node"; then
+        stop_pg_cluster "Citus $node" "$node_dir" || failed=1
+        if [ -z "$cleanup" ]; then remove_memory_cgroups "citus-$node"; fi
+    fi
+done
 exit "$failed"

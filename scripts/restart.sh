@@ -2,10 +2,10 @@
 # Restarts one server `scripts/setup.sh` started, the way `ghbench query|bench --cold`
 # asks for a true cold run (the command is listed in $GHBENCH_HOME/servers.json):
 # stop it, then setup.sh starts it (only it) again with the same settings.
-# Usage: scripts/restart.sh postgres|mongo|mysql
+# Usage: scripts/restart.sh postgres|mongo|mysql|citus   (citus: every node of the cluster)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-case ${1:-} in postgres|mongo|mysql) ;; *) echo "usage: $0 postgres|mongo|mysql" >&2; exit 2 ;; esac
+case ${1:-} in postgres|mongo|mysql|citus) ;; *) echo "usage: $0 postgres|mongo|mysql|citus" >&2; exit 2 ;; esac
 # The memory limit: the one asked for now (`ghbench bench --memory` sets
 # GHBENCH_MEMORY, empty for none), else the one setup ran with.
 export GHBENCH_MEMORY=${GHBENCH_MEMORY-${GHBENCH_SETUP_MEMORY:-}}

@@ -5,12 +5,14 @@
 #     on PATH, otherwise SecantusDB in a venv (no registry ships mongod).
 #   - a MySQL-family server in $GHBENCH_HOME/mysql: a real MySQL 8 when its
 #     `mysqld` is on PATH, otherwise MariaDB (installed from apt when missing).
+#   - a Citus cluster in $GHBENCH_HOME/citus when Citus is available (the
+#     first optional server: scripts/citus.sh says when; else one line).
 # Prints the connection URLs as `export` lines and writes them to $GHBENCH_HOME/env.
 # Remove everything with `just down && rm -rf .ghbench`.
-# Usage: scripts/setup.sh [postgres|mongo|mysql]   (default: all three, and the env files)
+# Usage: scripts/setup.sh [postgres|mongo|mysql|citus]   (default: all, and the env files)
 set -euo pipefail
 which=${1:-all}
-case $which in all|postgres|mongo|mysql) ;; *) echo "usage: $0 [postgres|mongo|mysql]" >&2; exit 2 ;; esac
+case $which in all|postgres|mongo|mysql|citus) ;; *) echo "usage: $0 [postgres|mongo|mysql|citus]" >&2; exit 2 ;; esac
 # root's tools (runuser, apt-get) live in sbin, which a non-login shell's PATH can lack.
 export PATH="$PATH:/usr/sbin:/sbin"
 
@@ -38,6 +40,8 @@ say_as=setup
 . "$repo/scripts/cgroup.sh"
 # shellcheck source=lifecycle.sh
 . "$repo/scripts/lifecycle.sh"
+# shellcheck source=citus.sh
+. "$repo/scripts/citus.sh"
 MEMORY_BYTES=
 if [ -n "$MEMORY" ]; then
     MEMORY_BYTES=$(size_bytes "$MEMORY") \
@@ -119,7 +123,7 @@ pool_bytes=$(mysql_size_bytes "$MYSQL_BUFFER_POOL") \
 # As PostgreSQL's buffers: a pool larger than the limit would have the server killed once it fills.
 # Checked only when MariaDB is set up: restarting another server under a limit
 # (`restart.sh postgres` for `bench --memory`) must not fail on its setting.
-if [ "$which" != postgres ] && [ "$which" != mongo ] && [ -n "$MEMORY_BYTES" ] && awk -v b="$pool_bytes" -v m="$MEMORY_BYTES" 'BEGIN { exit !(b >= m) }'; then
+if { [ "$which" = all ] || [ "$which" = mysql ]; } && [ -n "$MEMORY_BYTES" ] && awk -v b="$pool_bytes" -v m="$MEMORY_BYTES" 'BEGIN { exit !(b >= m) }'; then
     echo "[setup] error: GHBENCH_MYSQL_BUFFER_POOL=$MYSQL_BUFFER_POOL does not fit in GHBENCH_MEMORY=$MEMORY: MySQL would be killed for memory once its buffer pool fills; leave it unset to scale it to the limit" >&2
     exit 2
 fi
@@ -273,6 +277,7 @@ read_journal() {
         log "waiting for another ghbench or setup that is putting servers back ($GHBENCH_HOME/changes)"
         flock -w 600 9 || die "another process held $GHBENCH_HOME/changes/.lock for 600 s: run setup again once it has ended"
     fi
+    # (Not Citus's nodes: no engine changes them yet, so nothing journals them.)
     out=$(journal_entries "$GHBENCH_HOME" "postgres=127.0.0.1:$PG_PORT" "mongo=127.0.0.1:$MONGO_PORT" "mysql=127.0.0.1:$MYSQL_PORT") || die "could not read ghbench's journal of changes in $GHBENCH_HOME/changes (with python3)"
     [ -n "$out" ] || return 0
     mapfile -t journal <<<"$out"
@@ -360,7 +365,7 @@ journal_restored() {
     journal_undo=()
 }
 
-# Stops server $1 (postgres, mongo, mysql), to be started again below, when
+# Stops server $1 (postgres, mongo, mysql, citus-NODE), to be started again below, when
 # it runs ($2: its pid, or empty) and there is a reason to ($3, said first;
 # empty: none). Then sets the caller's pid empty.
 restart_for() {
@@ -400,30 +405,55 @@ new_postmaster() {
     return 1
 }
 
-# Whether the postmaster $2 of data folder $1 is ready and answers on its port.
-postgres_serves() { postmaster_ready "$1" "$2" && port_open "$PG_PORT"; }
+# Whether the postmaster $2 of data folder $1 is ready and answers on port $3.
+postgres_serves() { postmaster_ready "$1" "$2" && port_open "$3"; }
+
+# The settings setup writes for a PostgreSQL cluster it owns: shared_buffers
+# $1, work_mem $2, effective_cache_size $3, maintenance_work_mem $4.
+pg_tuning() {
+    cat <<EOF
+shared_buffers = $1
+work_mem = $2
+effective_cache_size = $3
+maintenance_work_mem = $4
+max_parallel_maintenance_workers = $PG_MAINTENANCE_WORKERS
+max_wal_size = 8GB
+checkpoint_timeout = 30min
+$PG_PLANNER
+EOF
+}
 
 setup_postgres() {
-    local bin
+    setup_pg_cluster PostgreSQL postgres "$GHBENCH_HOME/pg" "$PG_PORT" GHBENCH_PG_PORT "$(printf '%s' "$repo" | md5sum | cut -c1-12)" \
+        "$(pg_tuning "$PG_SHARED_BUFFERS" "$PG_WORK_MEM" "$PG_EFFECTIVE_CACHE_SIZE" "$PG_MAINTENANCE_WORK_MEM")"
+}
+
+# Creates (once) and starts (unless running with these settings) a PostgreSQL
+# cluster setup owns, with the database ghbench: $1 its label (PostgreSQL,
+# "Citus worker1"), $2 its server name (journal, memory cgroup, down.sh), $3
+# its folder, $4 its port, $5 the variable that sets the port, $6 the name of
+# its folder under /var/lib/ghbench when user postgres cannot enter $3's, $7
+# its settings (pg_tuning's, and any of its own).
+setup_pg_cluster() {
+    local label=$1 name=$2 dir=$3 port=$4 port_variable=$5 outside_name=$6 settings=$7 bin
     if ! bin=$(pg_bindir); then
         log "installing PostgreSQL from apt"
         apt_install postgresql
         bin=$(pg_bindir) || die "PostgreSQL installed but initdb not found"
     fi
-    local dir=$GHBENCH_HOME/pg
     # initdb refuses to run as root: the cluster belongs to the `postgres` user then.
     local run=()
+    mkdir -p "$(dirname "$dir")"
     if [ "$(id -u)" = 0 ]; then
         id postgres >/dev/null 2>&1 || die "user 'postgres' missing; reinstall the postgresql package"
         run=(runuser -u postgres --)
-        if [ ! -e "$dir" ] && ! runuser -u postgres -- test -x "$GHBENCH_HOME"; then
+        if [ ! -e "$dir" ] && ! runuser -u postgres -- test -x "$(dirname "$dir")"; then
             # `postgres` cannot reach the checkout (e.g. under /root): keep the
             # cluster where it can, linked from where users look for it.
-            local outside
-            outside=/var/lib/ghbench/$(printf '%s' "$repo" | md5sum | cut -c1-12)
+            local outside=/var/lib/ghbench/$outside_name
             mkdir -p "$outside"
             ln -s "$outside" "$dir"
-            log "cluster kept in $outside (linked from $dir): user postgres cannot enter $GHBENCH_HOME"
+            log "$label's cluster kept in $outside (linked from $dir): user postgres cannot enter $(dirname "$dir")"
         fi
     fi
     mkdir -p "$dir/"
@@ -432,15 +462,15 @@ setup_postgres() {
     if [ "$(id -u)" = 0 ]; then chown postgres: "$dir"; fi
     local data=$dir/data
     if [ ! -f "$data/PG_VERSION" ]; then
-        log "creating PostgreSQL cluster in $data"
+        log "creating $label's cluster in $data"
         # Locale C: text sorts bytewise, as MongoDB sorts strings, so tie-breaks by
         # name agree across engines.
         "${run[@]}" "$bin/initdb" -D "$data" -U ghbench --auth=trust -E UTF8 --locale=C >"$dir/initdb.log" 2>&1 \
-            || { cat "$dir/initdb.log" >&2; die "initdb failed"; }
+            || { cat "$dir/initdb.log" >&2; die "initdb failed for $label"; }
         echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
     fi
     # Changed by a ghbench still running: left as it is, settings too.
-    journal_holds postgres PostgreSQL && { held_answers PostgreSQL "$PG_PORT"; return 0; }
+    journal_holds "$name" "$label" && { held_answers "$label" "$port"; return 0; }
     local restore=; [ ${#journal_undo[@]} -eq 0 ] || restore=1
     # Rewritten on every setup, so changed ports or memory settings take effect.
     local conf=$data/ghbench.conf before
@@ -448,16 +478,9 @@ setup_postgres() {
     "${run[@]}" tee "$conf" >/dev/null <<EOF
 # written by scripts/setup.sh on every run; change it with GHBENCH_PG_* variables
 listen_addresses = '127.0.0.1'
-port = $PG_PORT
+port = $port
 unix_socket_directories = '$dir'
-shared_buffers = $PG_SHARED_BUFFERS
-work_mem = $PG_WORK_MEM
-effective_cache_size = $PG_EFFECTIVE_CACHE_SIZE
-maintenance_work_mem = $PG_MAINTENANCE_WORK_MEM
-max_parallel_maintenance_workers = $PG_MAINTENANCE_WORKERS
-max_wal_size = 8GB
-checkpoint_timeout = 30min
-$PG_PLANNER
+$settings
 EOF
     grep -q "include_if_exists = 'ghbench.conf'" "$data/postgresql.conf" \
         || echo "include_if_exists = 'ghbench.conf'" | "${run[@]}" tee -a "$data/postgresql.conf" >/dev/null
@@ -467,38 +490,38 @@ EOF
         # Still starting (a crash recovery at scale takes long), or on its way
         # down (pg_ctl status says it runs until it is gone): wait for either end.
         if ! postmaster_ready "$data" "$pid"; then
-            log "PostgreSQL (pid $pid) is starting or stopping: waiting for it to accept connections or to stop"
-            wait_server settle PostgreSQL "$pid" "$dir/server.log" "accept connections" postmaster_ready "$data" "$pid" || rc=$?
+            log "$label (pid $pid) is starting or stopping: waiting for it to accept connections or to stop"
+            wait_server settle "$label" "$pid" "$dir/server.log" "accept connections" postmaster_ready "$data" "$pid" || rc=$?
             case $rc in 0) ;; 2) pid= ;; *) exit 1 ;; esac
         fi
     fi
     # A running server cannot be moved under another limit: it is restarted.
     local why=
-    if [ -n "$restore" ]; then why="PostgreSQL: a ghbench that ended left it changed: restarting as setup leaves it"
+    if [ -n "$restore" ]; then why="$label: a ghbench that ended left it changed: restarting as setup leaves it"
     elif [ "$before" != "$(cat "$conf")" ] || [ "$limited_as" != "$(cat "$limit_file" 2>/dev/null || echo none)" ]; then
-        why="PostgreSQL settings, memory or disk limit changed: restarting"
+        why="$label settings, memory or disk limit changed: restarting"
     fi
-    restart_for postgres "$pid" "$why"
+    restart_for "$name" "$pid" "$why"
     if [ -n "$pid" ]; then
-        log "PostgreSQL already running"
+        log "$label already running"
     else
-        port_open "$PG_PORT" && die "port $PG_PORT is taken by another server; set GHBENCH_PG_PORT"
-        log "starting PostgreSQL on 127.0.0.1:$PG_PORT"
+        port_open "$port" && die "port $port is taken by another server; set $port_variable"
+        log "starting $label on 127.0.0.1:$port"
         # -W: pg_ctl only starts it; the wait is ours, as long as it makes
         # progress. (`&&`: under `||`, `set -e` does not stop a failed step.)
         local log_size; log_size=$(file_size "$dir/server.log")
-        ( enter_limits postgres "$data" &&
+        ( enter_limits "$name" "$data" &&
           "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -W start >/dev/null 9>&- ) \
-            || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL did not start"; }
+            || { tail -n 30 "$dir/server.log" >&2; die "$label did not start"; }
         pid=$(new_postmaster "$bin" "$data" "$dir/server.log" "$log_size") \
-            || { tail -n 30 "$dir/server.log" >&2; die "PostgreSQL ended before it could accept connections on 127.0.0.1:$PG_PORT${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $dir/server.log)"; }
-        wait_started PostgreSQL "$pid" "$dir/server.log" "accept connections on 127.0.0.1:$PG_PORT" postgres_serves "$data" "$pid"
+            || { tail -n 30 "$dir/server.log" >&2; die "$label ended before it could accept connections on 127.0.0.1:$port${MEMORY:+ (under GHBENCH_MEMORY=$MEMORY: a log that stops short means the kernel killed it for memory)} (log: $dir/server.log)"; }
+        wait_started "$label" "$pid" "$dir/server.log" "accept connections on 127.0.0.1:$port" postgres_serves "$data" "$pid" "$port"
         echo "$limited_as" >"$limit_file"
-        journal_restored PostgreSQL
+        journal_restored "$label"
     fi
-    if ! "$bin/psql" -h 127.0.0.1 -p "$PG_PORT" -U ghbench -d postgres -tAc \
+    if ! "$bin/psql" -h 127.0.0.1 -p "$port" -U ghbench -d postgres -tAc \
         "SELECT 1 FROM pg_database WHERE datname = 'ghbench'" | grep -q 1; then
-        "$bin/createdb" -h 127.0.0.1 -p "$PG_PORT" -U ghbench ghbench
+        "$bin/createdb" -h 127.0.0.1 -p "$port" -U ghbench ghbench
     fi
 }
 
@@ -752,9 +775,18 @@ write_servers_json() {
     for given in GHBENCH_PG_SHARED_BUFFERS GHBENCH_PG_WORK_MEM GHBENCH_PG_EFFECTIVE_CACHE_SIZE GHBENCH_PG_MAINTENANCE_WORK_MEM GHBENCH_PG_MAINTENANCE_WORKERS GHBENCH_WT_CACHE_MB GHBENCH_MYSQL_BUFFER_POOL; do
         if [ -n "${!given:-}" ]; then restart+=", \"$given=${!given}\""; fi
     done
+    # The cluster's shape, which its restart keeps.
+    if [ -n "$citus_ready" ]; then restart+=", \"GHBENCH_CITUS_PORT=$CITUS_PORT\", \"GHBENCH_CITUS_WORKERS=$CITUS_WORKERS\""; fi
     # The limits setup ran with, which a restart keeps unless GHBENCH_MEMORY
     # or GHBENCH_DISK says otherwise.
     restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"GHBENCH_SETUP_DISK=$DISK\", \"GHBENCH_SETUP_PG_PAPER2019=$PAPER2019\", \"bash\", \"$repo/scripts/restart.sh\""
+    # Citus by its coordinator's address; its restart restarts every node (a
+    # cold run of the cluster).
+    local citus_entry=
+    if [ -n "$citus_ready" ]; then
+        citus_entry=",
+    {\"name\": \"citus\", \"address\": \"127.0.0.1:$CITUS_PORT\", \"data_dir\": \"$(readlink -f "$GHBENCH_HOME/citus/coordinator")/data\", \"restart\": [$restart, \"citus\"]}"
+    fi
     cat >"$GHBENCH_HOME/servers.json" <<JSON
 {
   "written_by": "scripts/setup.sh",
@@ -763,7 +795,7 @@ write_servers_json() {
   "servers": [
     {"name": "postgres", "address": "127.0.0.1:$PG_PORT", "data_dir": "$pg_data", "restart": [$restart, "postgres"]},
     {"name": "mongo", "address": "127.0.0.1:$MONGO_PORT", "data_dir": "$GHBENCH_HOME/mongo/data", "restart": [$restart, "mongo"]},
-    {"name": "mysql", "address": "127.0.0.1:$MYSQL_PORT", "data_dir": "$mysql_data", "restart": [$restart, "mysql"]}
+    {"name": "mysql", "address": "127.0.0.1:$MYSQL_PORT", "data_dir": "$mysql_data", "restart": [$restart, "mysql"]}$citus_entry
   ]
 }
 JSON
@@ -780,10 +812,22 @@ case $which in
     postgres) setup_postgres; none_held_down; exit 0 ;;
     mongo) setup_mongo; none_held_down; exit 0 ;;
     mysql) setup_mysql; none_held_down; exit 0 ;;
+    citus) setup_citus; [ -n "$citus_ready" ] || exit 1; none_held_down; exit 0 ;;
 esac
 setup_postgres
 setup_mongo
 setup_mysql
+# Citus is optional: in a subshell of its own (set -e kept: not under `||`), so
+# its failure, said there, leaves the other servers ready without it.
+set +e
+( set -e; setup_citus; [ -n "$citus_ready" ] || exit 3 )
+citus_status=$?
+set -e
+case $citus_status in
+    0) citus_ready=1 ;;
+    3) ;; # skipped, said in one line
+    *) log "Citus not started (said above): the other servers are ready without it" ;;
+esac
 write_servers_json
 none_held_down
 
@@ -791,6 +835,8 @@ env_lines="export DATABASE_URL=postgres://ghbench@127.0.0.1:$PG_PORT/ghbench
 export MONGODB_URI=mongodb://127.0.0.1:$MONGO_PORT/ghbench?directConnection=true
 export MYSQL_URL=mysql://ghbench@127.0.0.1:$MYSQL_PORT/ghbench
 export GHBENCH_SERVERS=$GHBENCH_HOME/servers.json"
+if [ -n "$citus_ready" ]; then env_lines+="
+export CITUS_URL=postgres://ghbench@127.0.0.1:$CITUS_PORT/ghbench"; fi
 printf '%s\n' "$env_lines" >"$GHBENCH_HOME/env"
 log "servers ready; connection settings also in $GHBENCH_HOME/env"
 printf '%s\n' "$env_lines"

@@ -51,6 +51,8 @@ impl OwnSetup {
         // Its MariaDB too (setup starts every server), small, on a port of its own.
         let mysql_port = free_port();
         command.env("GHBENCH_MYSQL_PORT", mysql_port.to_string()).env("GHBENCH_MYSQL_BUFFER_POOL", "128M");
+        // No Citus cluster (the Citus tests start their own).
+        command.env("GHBENCH_CITUS", "off");
         match shared_buffers {
             Some(size) => command.env("GHBENCH_PG_SHARED_BUFFERS", size),
             None => command.env_remove("GHBENCH_PG_SHARED_BUFFERS"),

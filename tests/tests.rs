@@ -12,6 +12,7 @@ mod util;
 mod bench;
 mod bench_data;
 mod bench_year;
+mod citus;
 mod concurrency;
 mod disk_limit;
 mod download;

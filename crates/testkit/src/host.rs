@@ -4,18 +4,39 @@ use std::collections::HashSet;
 use std::process::Command;
 use std::sync::Mutex;
 
+/// The ports given to the tests of this process so far.
+static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+
 /// A loopback port nothing listens on right now, and one no other test of
 /// this process was given: every test runs in one process, and the kernel
 /// may hand a port it just freed to the next test asking before the first
 /// test's server binds it.
 pub fn free_port() -> u16 {
-    static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
     let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let given = given.get_or_insert_with(HashSet::new);
     loop {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         if given.insert(port) {
             return port;
+        }
+    }
+}
+
+/// The first of `n` loopback ports in a row that nothing listens on and no
+/// other test of this process was given (a server and the nodes of its own
+/// cluster, on the ports after it).
+pub fn free_ports_in_a_row(n: u16) -> u16 {
+    loop {
+        let first = free_port();
+        if first > u16::MAX - n {
+            continue;
+        }
+        let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let given = given.get_or_insert_with(HashSet::new);
+        let rest = (first + 1)..(first + n);
+        if rest.clone().all(|p| !given.contains(&p) && std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
+            given.extend(rest);
+            return first;
         }
     }
 }

@@ -32,7 +32,7 @@ pub mod tls;
 
 pub use data::{data_dir, gzip_lines, lines_of, real_hour, real_hour_copies, real_lines, repo, write_hour, HOUR, HOUR_EVENTS, REAL_HOUR_FILE};
 pub use groups::{alone_with_servers, disturbs_servers, shared_servers, ServersGuard};
-pub use host::{free_port, is_root, own_temp_dir};
+pub use host::{free_port, free_ports_in_a_row, is_root, own_temp_dir};
 #[cfg(feature = "olap")]
 pub use olap_fixture::{ingest_options, postgres_and_polars, LoadedTable};
 pub use process::{output_within, text, wait_within, Owned};

@@ -1,0 +1,154 @@
+//! The Citus cluster `scripts/setup.sh` starts (issue 54), in a folder and on
+//! ports of the test's own: a coordinator and two workers that take a
+//! distributed table, each node with its share of the single server's
+//! memory settings, setup run again leaving them as they are, a cluster of
+//! another shape refused, the cluster restarted as a cold run restarts it
+//! (its rows kept), and `down.sh citus` stopping every node; with Citus off,
+//! setup says so in one line.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use ghbench_testkit::*;
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(name)
+}
+
+/// `bash scripts/NAME ARGS` for the setup of folder `home`, its coordinator
+/// on `port` with `workers` workers, the single server's `shared_buffers`
+/// 300MB and `work_mem` 30MB (each node's share: a third).
+fn run_script_with(name: &str, args: &[&str], home: &Path, port: u16, workers: &str) -> Output {
+    Command::new("bash")
+        .arg(script(name))
+        .args(args)
+        .env("GHBENCH_HOME", home)
+        .env("GHBENCH_CITUS_PORT", port.to_string())
+        .env("GHBENCH_CITUS_WORKERS", workers)
+        .env("GHBENCH_PG_SHARED_BUFFERS", "300MB")
+        .env("GHBENCH_PG_WORK_MEM", "30MB")
+        .env_remove("GHBENCH_MEMORY")
+        .env_remove("GHBENCH_DISK")
+        .output()
+        .unwrap()
+}
+
+fn run_script(name: &str, args: &[&str], home: &Path, port: u16) -> Output {
+    run_script_with(name, args, home, port, "2")
+}
+
+/// Whether Citus is installed in the PostgreSQL setup runs, where setup
+/// looks for it (`pg_config --pkglibdir`, Debian's servers).
+fn citus_installed() -> bool {
+    let Ok(dirs) = std::fs::read_dir("/usr/lib/postgresql") else { return false };
+    dirs.flatten().any(|d| {
+        let libdir = Command::new(d.path().join("bin/pg_config")).arg("--pkglibdir").output();
+        libdir.is_ok_and(|o| o.status.success() && Path::new(String::from_utf8_lossy(&o.stdout).trim()).join("citus.so").is_file())
+    })
+}
+
+fn answers(port: u16) -> bool {
+    std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+}
+
+/// Stops the test's cluster and removes its folder however the test ends.
+struct OwnCluster {
+    home: PathBuf,
+    port: u16,
+}
+
+impl Drop for OwnCluster {
+    fn drop(&mut self) {
+        let _ = run_script("down.sh", &["citus"], &self.home, self.port);
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}
+
+async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e:?}")).get(0)
+}
+
+async fn query_one_i64(port: u16, sql: &str) -> i64 {
+    query_one(port, sql).await
+}
+
+#[tokio::test]
+async fn setup_starts_a_citus_cluster_that_distributes_a_table_and_down_stops_every_node() {
+    if !citus_installed() {
+        // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
+        eprintln!("SKIPPED: Citus is not installed (run `GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup`)");
+        return;
+    }
+    let port = free_ports_in_a_row(3);
+    let cluster = OwnCluster { home: own_temp_dir("citus"), port };
+    let out = run_script("setup.sh", &["citus"], &cluster.home, port);
+    assert!(out.status.success(), "setup.sh citus: {}", text(&out));
+    assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
+
+    assert_eq!(query_one_i64(port, "SELECT count(*) FROM citus_get_active_worker_nodes()").await, 2);
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    client.batch_execute("CREATE TABLE events (data jsonb)").await.unwrap();
+    client.execute("SELECT create_distributed_table('events', 'data')", &[]).await.unwrap();
+    client
+        .execute("INSERT INTO events SELECT jsonb_build_object('id', i, 'type', 'PushEvent') FROM generate_series(1, 500) AS i", &[])
+        .await
+        .unwrap();
+    drop(client);
+    assert_eq!(query_one_i64(port, "SELECT count(*) FROM events").await, 500);
+    // Both workers hold shards of it, and the coordinator none.
+    let holders = "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'events'::regclass";
+    assert_eq!(query_one_i64(port, holders).await, 2);
+
+    // Each node, the workers too, has a third of the single server's memory settings.
+    for node in [port, port + 2] {
+        assert_eq!(query_one::<String>(node, "SHOW shared_buffers").await, "100MB");
+        assert_eq!(query_one::<String>(node, "SHOW work_mem").await, "10MB");
+    }
+
+    // Setup again: every node kept as it runs, no worker added twice.
+    let again = run_script("setup.sh", &["citus"], &cluster.home, port);
+    assert!(again.status.success(), "setup.sh citus again: {}", text(&again));
+    assert_eq!(text(&again).matches("already running").count(), 3, "{}", text(&again));
+    assert_eq!(query_one_i64(port, "SELECT count(*) FROM pg_dist_node").await, 3);
+
+    // A cluster of another shape is refused, saying how it was made; nothing is changed.
+    let shrunk = run_script_with("setup.sh", &["citus"], &cluster.home, port, "1");
+    assert!(!shrunk.status.success(), "setup.sh citus with 1 worker must refuse a cluster of 2: {}", text(&shrunk));
+    assert!(text(&shrunk).contains(&format!("was made with port {port}, workers 2, not port {port}, workers 1")), "{}", text(&shrunk));
+    assert_eq!(query_one_i64(port, "SELECT count(*) FROM citus_get_active_worker_nodes()").await, 2);
+
+    // A cold run's restart: every node down and up again, the rows still there.
+    let restart = run_script("restart.sh", &["citus"], &cluster.home, port);
+    assert!(restart.status.success(), "restart.sh citus: {}", text(&restart));
+    assert_eq!(text(&restart).matches("stopped").count(), 3, "{}", text(&restart));
+    assert_eq!(query_one_i64(port, "SELECT count(*) FROM events").await, 500);
+
+    let down = run_script("down.sh", &["citus"], &cluster.home, port);
+    assert!(down.status.success(), "down.sh citus: {}", text(&down));
+    for node in 0..3 {
+        assert!(!answers(port + node), "port {} still answers after down.sh citus: {}", port + node, text(&down));
+    }
+}
+
+#[test]
+fn setup_with_citus_off_says_so_in_one_line() {
+    let home = own_temp_dir("citus-off");
+    let out = Command::new("bash")
+        .arg(script("setup.sh"))
+        .arg("citus")
+        .env("GHBENCH_HOME", &home)
+        .env("GHBENCH_CITUS", "off")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "setup.sh citus with Citus off must fail: {said}");
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines, ["[setup] Citus skipped: GHBENCH_CITUS=off"], "{said}");
+}
