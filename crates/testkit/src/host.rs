@@ -1,19 +1,22 @@
 //! This machine, as tests that start servers of their own see it.
 
-use std::collections::HashSet;
+use std::collections::BTreeSet;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// The ports given to the tests of this process so far.
-static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+fn given_ports() -> MutexGuard<'static, BTreeSet<u16>> {
+    GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 /// A loopback port nothing listens on right now, and one no other test of
 /// this process was given: every test runs in one process, and the kernel
 /// may hand a port it just freed to the next test asking before the first
 /// test's server binds it.
 pub fn free_port() -> u16 {
-    let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let given = given.get_or_insert_with(HashSet::new);
+    let mut given = given_ports();
     loop {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         if given.insert(port) {
@@ -31,8 +34,7 @@ pub fn free_ports_in_a_row(n: u16) -> u16 {
         if first > u16::MAX - n {
             continue;
         }
-        let mut given = GIVEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let given = given.get_or_insert_with(HashSet::new);
+        let mut given = given_ports();
         let rest = (first + 1)..(first + n);
         if rest.clone().all(|p| !given.contains(&p) && std::net::TcpListener::bind(("127.0.0.1", p)).is_ok()) {
             given.extend(rest);
