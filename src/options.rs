@@ -106,6 +106,33 @@ impl Selected {
     }
 }
 
+/// Whether each of `engines`' servers answers, by its index in `engines`
+/// (in the order they answer): all at once, since a server that is down can
+/// take the whole probe time to say so. A server that refused the login
+/// answered: its error is the user's to see (exit 2), not a reason to go on
+/// without it.
+async fn probe_all(engines: &[&Selected], table: &TableName) -> Vec<(usize, std::result::Result<(), String>)> {
+    let mut probes = tokio::task::JoinSet::new();
+    for (index, engine) in engines.iter().enumerate() {
+        let (loader, table, name) = (engine.loader(), table.clone(), engine.engine().clone());
+        probes.spawn(async move {
+            let answer = match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(&table)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) if e.login_refused() => Ok(()),
+                Ok(Err(e)) => Err(format!("{name} at {}: {}", e.url, e.reason)),
+                Err(_) => Err(format!("{name} at {}: no answer in {} s", loader.location(), PROBE_TIMEOUT.as_secs())),
+            };
+            (index, answer)
+        });
+    }
+    let mut answers = Vec::new();
+    while let Some(probe) = probes.join_next().await {
+        // A probe that panicked answered nothing.
+        answers.push(probe.unwrap_or_else(|e| (usize::MAX, Err(format!("a probe failed: {e}")))));
+    }
+    answers
+}
+
 impl Engines {
     /// Reads each engine's options from the command's arguments (flag,
     /// environment or default); commands without engines have none.
@@ -148,35 +175,17 @@ impl Engines {
     /// engines answers, the engines that need no server (polars), said in one
     /// line, so ghbench works on a machine without a database.
     pub async fn select_reachable(&self, conn: &ConnOptions, table: &TableName) -> Result<Vec<Selected>> {
-        let selected = self.select(conn)?;
+        let selected = self.select_present(conn, table).await?;
         let servers: Vec<&Selected> = selected.iter().filter(|s| s.plugin.spec().capabilities.server).collect();
         let embedded: Vec<Selected> = self.registry.embedded().map(|p| self.configured(p.clone())).collect();
         if !self.engines_defaulted || embedded.is_empty() || servers.is_empty() {
             return Ok(selected);
         }
-        // All at once: a server that is down can take the whole probe time to say so.
-        let mut probes = tokio::task::JoinSet::new();
-        for (index, engine) in servers.into_iter().enumerate() {
-            let (loader, table, name) = (engine.loader(), table.clone(), engine.engine().clone());
-            probes.spawn(async move {
-                let answer = match tokio::time::timeout(PROBE_TIMEOUT, loader.connect(&table)).await {
-                    Ok(Ok(_)) => Ok(()),
-                    // A server that refused the login answered: its error is
-                    // the user's to see (exit 2), not a reason to stand in.
-                    Ok(Err(e)) if e.login_refused() => Ok(()),
-                    Ok(Err(e)) => Err(format!("{name} at {}: {}", e.url, e.reason)),
-                    Err(_) => Err(format!("{name} at {}: no answer in {} s", loader.location(), PROBE_TIMEOUT.as_secs())),
-                };
-                (index, answer)
-            });
-        }
         let mut unreachable = Vec::new();
-        while let Some(probe) = probes.join_next().await {
-            match probe {
-                Ok((_, Ok(()))) => return Ok(selected),
-                Ok((index, Err(why))) => unreachable.push((index, why)),
-                // A probe that panicked answered nothing.
-                Err(e) => unreachable.push((usize::MAX, format!("a probe failed: {e}"))),
+        for (index, answer) in probe_all(&servers, table).await {
+            match answer {
+                Ok(()) => return Ok(selected),
+                Err(why) => unreachable.push((index, why)),
             }
         }
         unreachable.sort();
@@ -184,6 +193,26 @@ impl Engines {
         let names = embedded.iter().map(|s| s.engine().to_string()).collect::<Vec<_>>().join(",");
         eprintln!("note: no database server answers ({}); using {names} alone (no server needed); pass --engines to choose", unreachable.join("; "));
         Ok(embedded)
+    }
+
+    /// The engines `--engines` names; but when it was left to its default,
+    /// without the optional ones (see `Capabilities::optional`) whose server
+    /// does not answer, each said in one line.
+    pub async fn select_present(&self, conn: &ConnOptions, table: &TableName) -> Result<Vec<Selected>> {
+        let mut selected = self.select(conn)?;
+        if !self.engines_defaulted {
+            return Ok(selected);
+        }
+        let optional: Vec<&Selected> = selected.iter().filter(|s| s.plugin.spec().capabilities.optional).collect();
+        let mut absent = Vec::new();
+        for (index, answer) in probe_all(&optional, table).await {
+            if let (Err(why), Some(engine)) = (answer, optional.get(index)) {
+                eprintln!("note: {why}; going on without {} (an optional engine: `just setup` starts its server where it can; pass --engines to choose)", engine.engine());
+                absent.push(engine.engine().clone());
+            }
+        }
+        selected.retain(|s| !absent.contains(s.engine()));
+        Ok(selected)
     }
 
     fn configured(&self, plugin: Arc<dyn EnginePlugin>) -> Selected {

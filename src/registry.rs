@@ -7,6 +7,7 @@ pub fn builtin() -> Registry {
     Registry::default()
         .with(ghbench_postgres::plugin())
         .with(ghbench_postgres::setup_plugin("postgres-tuned"))
+        .with(ghbench_postgres::citus_plugin("citus"))
         .with(ghbench_mongo::plugin())
         .with(ghbench_mongo::setup_plugin("mongo-tuned"))
         .with(ghbench_normalized::plugin())

@@ -14,7 +14,8 @@ use ghbench_testkit::*;
 use serde_json::Value;
 
 const ENGINES: [&str; 4] = ["postgres", "normalized", "mongo", "polars"];
-/// Every registered engine: what `bench` runs without --engines.
+/// Every registered engine but the optional `citus`: what `bench` runs
+/// without --engines where no Citus cluster answers.
 const EVERY_ENGINE: [&str; 8] = ["postgres", "postgres-tuned", "mongo", "mongo-tuned", "normalized", "mysql", "mysql-tuned", "polars"];
 
 /// The servers `scripts/setup.sh` started in a folder of the test's own;
@@ -24,6 +25,9 @@ pub(crate) struct OwnSetup {
     pub(crate) pg_url: String,
     pub(crate) mongo_url: String,
     pub(crate) mysql_url: String,
+    /// A Citus coordinator's URL at a port nothing listens on: this setup
+    /// starts no cluster, and the shared one must not stand in for it.
+    pub(crate) citus_url: String,
 }
 
 impl OwnSetup {
@@ -63,6 +67,7 @@ impl OwnSetup {
             pg_url: format!("postgres://ghbench@127.0.0.1:{pg_port}/ghbench"),
             mongo_url: format!("mongodb://127.0.0.1:{mongo_port}/ghbench?directConnection=true"),
             mysql_url: format!("mysql://ghbench@127.0.0.1:{mysql_port}/ghbench"),
+            citus_url: format!("postgres://ghbench@127.0.0.1:{}/ghbench", free_port()),
         };
         assert!(out.status.success(), "setup.sh: {}", text(&out));
         Some(setup)
@@ -75,7 +80,7 @@ impl OwnSetup {
     /// ghbench with `args` on these servers alone (not yet started).
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_ghbench"));
-        command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env("MYSQL_URL", &self.mysql_url).env_remove("GHBENCH_SERVERS");
+        command.args(args).env("DATABASE_URL", &self.pg_url).env("MONGODB_URI", &self.mongo_url).env("MYSQL_URL", &self.mysql_url).env("CITUS_URL", &self.citus_url).env_remove("GHBENCH_SERVERS");
         command
     }
 
@@ -132,11 +137,16 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     let servers = setup.servers_file();
     let (pg_before, mongo_before, mysql_before) = (setup.postmaster_started().await, setup.mongo_pid(), setup.mysql_pid());
 
-    // No --engines: the whole benchmark is every engine.
+    // No --engines: the whole benchmark is every engine; the optional citus,
+    // whose coordinator does not answer, left out in one line.
     let mut args = vec!["bench", "--gen", "2", "--cold", "--servers", servers.to_str().unwrap()];
     args.extend(common.iter().chain(&places));
     let (ok, said) = setup.ghbench(&args);
     assert!(ok, "bench --gen 2 --cold failed: {said}");
+    let skipped: Vec<&str> = said.lines().filter(|l| l.contains("going on without citus")).collect();
+    assert_eq!(skipped.len(), 1, "{said}");
+    let citus_port = setup.citus_url.rsplit(':').next().and_then(|tail| tail.split('/').next()).unwrap();
+    assert!(skipped[0].starts_with("note: citus at ") && skipped[0].contains(&format!(":{citus_port}")), "where it was looked for: {said}");
     // Output is not a terminal here: the log still shows each cold step and first run.
     assert!(said.contains("A corrected on postgres: making it cold") && said.contains("D corrected on polars: cold run"), "{said}");
 

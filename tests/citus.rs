@@ -4,7 +4,7 @@
 //! memory settings, setup run again leaving them as they are, a cluster of
 //! another shape refused, the cluster restarted as a cold run restarts it
 //! (its rows kept), and `down.sh citus` stopping every node; with Citus off,
-//! setup says so in one line.
+//! setup says so in one line. And the `citus` engine on such a cluster.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -64,6 +64,23 @@ impl Drop for OwnCluster {
     }
 }
 
+/// A cluster of the test's own, started by `setup.sh citus`; None (the test
+/// skipped, said) where Citus is not installed, which CI never is.
+fn own_cluster() -> Option<OwnCluster> {
+    if !citus_installed() {
+        // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
+        eprintln!("SKIPPED: Citus is not installed (run `GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup`)");
+        return None;
+    }
+    let port = free_ports_in_a_row(3);
+    let cluster = OwnCluster { home: own_temp_dir("citus"), port };
+    let out = run_script("setup.sh", &["citus"], &cluster.home, port);
+    assert!(out.status.success(), "setup.sh citus: {}", text(&out));
+    assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
+    Some(cluster)
+}
+
 async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
@@ -77,17 +94,8 @@ async fn query_one_i64(port: u16, sql: &str) -> i64 {
 
 #[tokio::test]
 async fn setup_starts_a_citus_cluster_that_distributes_a_table_and_down_stops_every_node() {
-    if !citus_installed() {
-        // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
-        eprintln!("SKIPPED: Citus is not installed (run `GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup`)");
-        return;
-    }
-    let port = free_ports_in_a_row(3);
-    let cluster = OwnCluster { home: own_temp_dir("citus"), port };
-    let out = run_script("setup.sh", &["citus"], &cluster.home, port);
-    assert!(out.status.success(), "setup.sh citus: {}", text(&out));
-    assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
+    let Some(cluster) = own_cluster() else { return };
+    let port = cluster.port;
 
     assert_eq!(query_one_i64(port, "SELECT count(*) FROM citus_get_active_worker_nodes()").await, 2);
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
@@ -151,4 +159,82 @@ fn setup_with_citus_off_says_so_in_one_line() {
     assert!(!out.status.success(), "setup.sh citus with Citus off must fail: {said}");
     let lines: Vec<&str> = said.lines().collect();
     assert_eq!(lines, ["[setup] Citus skipped: GHBENCH_CITUS=off"], "{said}");
+}
+
+/// The `citus` engine on a cluster of the test's own, beside the shared
+/// PostgreSQL: the real hour loaded exactly once, its rows counted on the
+/// shards; loaded again, nothing written; reloaded, found by the hour each row
+/// keeps and replaced; the paper's indexes made on every shard; A-D answered
+/// as the single server answers them (the query's own verification); and
+/// the record's sizes and rows summed over the shards, as the workers hold them.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_citus_engine_loads_an_hour_once_reloads_it_by_its_hour_and_answers_as_postgres() {
+    let _servers = shared_servers();
+    let Some(real) = real_hour() else { return };
+    let Some(cluster) = own_cluster() else { return };
+    let port = cluster.port;
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let table = table("citus_real");
+    let work = tempfile::tempdir().unwrap();
+    let quarantine = work.path().join("q").to_str().unwrap().to_string();
+    let results = work.path().join("results").to_str().unwrap().to_string();
+    let shared = real.parent().unwrap().to_str().unwrap().to_string();
+    let run = |command: &[&str]| {
+        let mut args = command.to_vec();
+        args.extend(["--engines", "postgres,citus", "--table", &table, "--citus-url", &url]);
+        let out = crate::util::ghbench_on_servers(&args);
+        assert!(out.status.success(), "ghbench {}: {}", args.join(" "), text(&out));
+        text(&out)
+    };
+    let ingest = ["ingest", "--source", &shared, "--from", "2015-01-01T00", "--to", "2015-01-01T00", "--quarantine-dir", &quarantine];
+    let on_shards = |per_shard: &str| format!("SELECT coalesce(sum(result::bigint), 0)::bigint FROM run_command_on_shards('{table}', $cmd${per_shard}$cmd$)");
+    let loaded_at = format!("SELECT extract(epoch FROM loaded_at)::float8 FROM ghbench_ledger WHERE engine = 'citus' AND tbl = '{table}'");
+
+    let mut first = ingest.to_vec();
+    first.push("--drop");
+    run(&first);
+    let events: i64 = pg().await.query_one(&format!("SELECT count(*) FROM {table}"), &[]).await.unwrap().get(0);
+    assert!(events > 7_000, "the real hour on postgres: {events}");
+    assert_eq!(query_one_i64(port, &format!("SELECT count(*) FROM {table}")).await, events, "the coordinator counts what postgres holds");
+    assert_eq!(query_one_i64(port, &on_shards("SELECT count(*) FROM %s")).await, events, "the shards hold every row once");
+    assert_eq!(query_one_i64(port, &format!("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = '{table}'::regclass")).await, 32);
+    assert_eq!(query_one_i64(port, &format!("SELECT count(*) FROM {table} WHERE ghbench_hour = 2015010100")).await, events, "every row keeps its hour");
+    let first_load: f64 = query_one(port, &loaded_at).await;
+
+    // Again: the hour is done, nothing is written.
+    run(&ingest);
+    assert_eq!(query_one_i64(port, &on_shards("SELECT count(*) FROM %s")).await, events);
+    assert_eq!(query_one::<f64>(port, &loaded_at).await, first_load, "the ledger entry is the first load's");
+
+    // Reloaded: the hour's rows found by their hour and replaced, once.
+    let mut reload = ingest.to_vec();
+    reload.extend(["--reload", "2015-01-01T00"]);
+    run(&reload);
+    assert_eq!(query_one_i64(port, &on_shards("SELECT count(*) FROM %s")).await, events, "replaced, not added");
+    assert!(query_one::<f64>(port, &loaded_at).await > first_load, "the ledger entry is the reload's");
+
+    // The paper's five indexes and the hour's, on every shard.
+    run(&["index"]);
+    let per_shard = query_one_i64(port, &on_shards("SELECT count(*) FROM pg_index WHERE indrelid = '%s'::regclass")).await;
+    assert_eq!(per_shard, 32 * 6, "six indexes on each of 32 shards");
+    // The load's VACUUM (ANALYZE) and the index builds' ANALYZE reached every shard: each has its columns' statistics.
+    let analysed = on_shards("SELECT count(*) FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename AND c.relnamespace::regnamespace::name = s.schemaname WHERE c.oid = '%s'::regclass");
+    assert_eq!(query_one_i64(port, &analysed).await, 32 * 2, "data and ghbench_hour on each shard");
+
+    // A-D, verified against postgres by the run itself (exit status 0).
+    run(&["query", "--all", "--repeat", "1", "--output", &results]);
+    let record = newest_record(results.as_ref(), "olap");
+    let engines = record["context"]["engines"].as_array().unwrap();
+    let citus = engines.iter().find(|e| e["engine"] == "citus").unwrap_or_else(|| panic!("no citus in {record}"));
+    let storage = &citus["storage"];
+    assert_eq!(storage["rows"].as_i64(), Some(events), "{storage}");
+    let shard_bytes = query_one_i64(port, &on_shards("SELECT pg_total_relation_size('%s')")).await;
+    let recorded = storage["table_bytes"].as_i64().unwrap() + storage["index_bytes"].as_i64().unwrap();
+    assert_eq!(recorded, shard_bytes, "the sizes are the shards' summed: {storage}");
+    let indexes = storage["indexes"].as_array().unwrap();
+    assert_eq!(indexes.len(), 6, "{storage}");
+    assert!(indexes.iter().all(|i| i["bytes"].as_u64().unwrap() > 0), "every index has its shards' bytes: {storage}");
+    let server = &citus["server"];
+    assert!(server["label"].as_str().unwrap().starts_with("Citus "), "{server}");
+    assert_eq!(server["settings"][format!("citus shards of {table}")], "32", "{server}");
 }

@@ -25,7 +25,7 @@ static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("memory"),
     aliases: &[],
     about: "documents in this process's memory (a test's engine)",
-    capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: false },
+    capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: false, optional: false },
     limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },
     options: &[],
     default: false,

@@ -56,6 +56,12 @@ pub struct Capabilities {
     pub restartable: bool,
     /// Keeps its data across a crash of ghbench or of itself.
     pub durable: bool,
+    /// Its server is one `just setup` starts only where it can (Citus, where
+    /// its extension is installed or built): a run whose `--engines` was left
+    /// to its default goes on without it, saying so in one line, when it
+    /// does not answer. Records written before it say nothing: false.
+    #[serde(default)]
+    pub optional: bool,
 }
 
 /// What an engine's clean JSON text may not be. ghbench applies the strictest
@@ -145,6 +151,15 @@ impl EngineConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_written_before_the_optional_flag_reads_as_not_optional() {
+        let old: Capabilities = serde_json::from_str(r#"{"server":true,"indexes":true,"restartable":true,"durable":true}"#).unwrap();
+        assert!(!old.optional && old.server);
+        let new = Capabilities { optional: true, ..old };
+        assert_eq!(serde_json::from_str::<Capabilities>(&serde_json::to_string(&new).unwrap()).unwrap(), new);
+    }
+
 
     #[test]
     fn engines_read_back_from_json_as_they_were_written() {

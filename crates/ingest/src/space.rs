@@ -4,8 +4,9 @@
 //! per gzip byte (measured on what it holds; with nothing stored yet, the JSON
 //! size of the first hour to load: more than PostgreSQL's jsonb and polars store, less
 //! than MariaDB's text JSON and the normalized layout with their indexes), plus
-//! what it needs whatever the load's size (PostgreSQL's WAL up to
-//! `max_wal_size`), against the free space of the file systems ghbench can see.
+//! what grows beside the tables (PostgreSQL's WAL: twice what the load writes on
+//! the server, up to `max_wal_size`; a test's 24 MB load once asked for the
+//! whole 8.6 GB), against the free space of the file systems ghbench can see.
 //! Engines on one file system add up. A load that would not fit is refused
 //! with the numbers, unless `--force`; a full disk still stops a forced load.
 
@@ -55,8 +56,42 @@ pub enum Free {
 #[derive(Debug, Clone)]
 pub struct Besides {
     pub what: String,
+    /// The most it can need (PostgreSQL's WAL: up to `max_wal_size`).
     pub bytes: u64,
     pub free: Option<Free>,
+    /// Some(n): it grows with what the loads sharing it write, taken as n
+    /// times their bytes, so a small load needs little of `bytes`
+    /// (PostgreSQL's WAL logs each row once, and an index page once more at
+    /// its first change after a checkpoint: about twice what is stored, an
+    /// estimate, not a bound, which `bytes` caps). None: `bytes` whatever
+    /// the load's size.
+    pub times_what_is_written: Option<f64>,
+}
+
+/// A [`Besides`] of the load, summed over the engines sharing it.
+struct SharedNeed<'a> {
+    engine: &'a Engine,
+    besides: &'a Besides,
+    written: u64,
+}
+
+impl SharedNeed<'_> {
+    fn bytes(&self) -> u64 {
+        match self.besides.times_what_is_written {
+            Some(times) => self.besides.bytes.min((self.written as f64 * times) as u64),
+            None => self.besides.bytes,
+        }
+    }
+
+    fn text(&self) -> String {
+        let (engine, what, bytes) = (self.engine, &self.besides.what, size_text(self.bytes()));
+        match self.besides.times_what_is_written {
+            Some(times) if self.bytes() < self.besides.bytes => {
+                format!("{engine} {what} {}: {bytes} of it for this load ({times}× the {} it writes there)", size_text(self.besides.bytes), size_text(self.written))
+            }
+            _ => format!("{engine} {what} {bytes}"),
+        }
+    }
 }
 
 /// One engine's part of a load, for [`check`].
@@ -190,7 +225,9 @@ pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
     verdict.lines.extend(sizes.estimated.clone());
     let size = |hour: &Hour| sizes.sizes.get(hour).copied().unwrap_or(0);
     let mut shares: BTreeMap<String, Share> = BTreeMap::new();
-    let mut counted_besides = std::collections::HashSet::new();
+    // Keyed without the bytes: each engine reads the server's WAL at its
+    // own moment, a segment more or less.
+    let mut shared: BTreeMap<(String, String), SharedNeed> = BTreeMap::new();
     for load in loads {
         let source_bytes: u64 = load.hours.iter().map(size).sum();
         // Nothing to load here (or only hours the source lacks): nothing to fit.
@@ -221,16 +258,15 @@ pub fn check(sizes: &SourceSizes, loads: &[EngineLoad]) -> Verdict {
             let bytes = table + rewrite.waiting_bytes;
             add(&mut shares, &mut verdict, &load.engine, load.room.free.as_ref(), bytes, format!("{} {} {}", load.engine, rewrite.what, size_text(bytes)));
         }
-        for b in &load.room.besides {
-            // Engines on one server share its needs (postgres and normalized
-            // one WAL): counted once, as the first engine's.
-            // Keyed without the bytes: each engine reads the server's WAL at
-            // its own moment, a segment more or less.
-            if !counted_besides.insert((format!("{:?}", b.free), b.what.clone())) {
-                continue;
-            }
-            add(&mut shares, &mut verdict, &load.engine, b.free.as_ref(), b.bytes, format!("{} {} {}", load.engine, b.what, size_text(b.bytes)));
+        // Engines on one server share its needs (postgres and normalized
+        // one WAL): counted once, as the first engine's, grown by what each writes.
+        for besides in &load.room.besides {
+            let need = shared.entry((format!("{:?}", besides.free), besides.what.clone())).or_insert(SharedNeed { engine: &load.engine, besides, written: 0 });
+            need.written += table;
         }
+    }
+    for need in shared.values() {
+        add(&mut shares, &mut verdict, need.engine, need.besides.free.as_ref(), need.bytes(), need.text());
     }
     for share in shares.into_values() {
         let line =
@@ -318,7 +354,7 @@ mod tests {
                 stored_bytes,
                 free: Some(Free::Folder(dir.path().to_path_buf())),
                 // Each engine a server of its own here (its own WAL).
-                besides: vec![Besides { what: format!("WAL of server {engine}"), bytes: besides, free: Some(Free::Folder(dir.path().to_path_buf())) }],
+                besides: vec![Besides { what: format!("WAL of server {engine}"), bytes: besides, free: Some(Free::Folder(dir.path().to_path_buf())), times_what_is_written: None }],
                 rewritten_after: (engine == "b").then(|| Rewrite { what: "merge".into(), waiting_hours: 0, waiting_bytes: 50, from_hours: 1 }),
             },
             stored_source_bytes,
@@ -353,5 +389,22 @@ mod tests {
         assert!(shared.short.is_empty(), "{shared:?}");
         let line = shared.lines.iter().find(|l| l.contains("needs about")).unwrap();
         assert_eq!(line.matches("WAL of the server").count(), 1, "{line}");
+        // A need that grows with what is written: twice the tables of the
+        // engines sharing it, capped at what it can reach.
+        let json = (gzip as f64 * source.json_ratio().unwrap()) as u64;
+        let growing = |engine: &str, cap: u64| {
+            let mut load = load(engine, 0, 0, cap);
+            load.room.besides[0] = Besides { what: "WAL of the server".into(), bytes: cap, free: Some(Free::Folder(dir.path().to_path_buf())), times_what_is_written: Some(2.0) };
+            load.room.rewritten_after = None;
+            load
+        };
+        let small = check(&source, &[growing("a", free), growing("b", free)]);
+        assert!(small.short.is_empty(), "a small load needs little of a large cap: {small:?}");
+        let line = small.lines.iter().find(|l| l.contains("needs about")).unwrap();
+        assert!(line.contains(&format!("WAL of the server {}: {} of it for this load (2× the {} it writes there)", size_text(free), size_text(4 * json), size_text(2 * json))), "{line}");
+        assert!(line.contains(&format!("needs about {} ", size_text(6 * json))), "two tables and twice them in WAL: {line}");
+        let capped = check(&source, &[growing("a", json / 2)]);
+        let line = capped.lines.iter().find(|l| l.contains("needs about")).unwrap();
+        assert!(line.contains(&format!("a WAL of the server {}", size_text(json / 2))) && !line.contains("for this load"), "a load writing more than the cap needs the cap: {line}");
     }
 }

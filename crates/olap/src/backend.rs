@@ -189,6 +189,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// Why the kernel's counters of the process found for this engine would
+    /// not say what its queries read (a Citus coordinator: its workers read
+    /// the shards): the record says so in their place. None: they would.
+    fn kernel_counters_unread(&self) -> Option<String> {
+        None
+    }
+
     /// The server's connection string (None for an engine without a server):
     /// tells whether it runs on this machine (see `ghbench_core::Place`).
     fn server_url(&self) -> Option<&str> {

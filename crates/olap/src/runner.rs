@@ -619,6 +619,9 @@ async fn read_counters(backend: &dyn Backend, before: bool) -> Counted {
 /// The kernel's counters of the engine's processes (read off the runtime's
 /// threads: it lists every process of the machine).
 async fn kernel_counters(backend: &dyn Backend) -> Result<kernel_io::Snapshot, String> {
+    if let Some(why) = backend.kernel_counters_unread() {
+        return Err(why);
+    }
     let whose = match (backend.own_process().await, backend.server_url()) {
         (Some(pid), _) => Ok(pid),
         (None, Some(url)) => Err((url.to_string(), backend.server_address())),

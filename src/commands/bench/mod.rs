@@ -520,7 +520,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
     let largest_table = tables.last().cloned().expect("at least one size");
     // --fresh never falls back: servers slow to answer must not turn a reload
     // of the databases into one of the embedded engine alone.
-    let engines = if args.fresh { registry.select(&args.conn)? } else { registry.select_reachable(&args.conn, &first_table).await? };
+    let engines = if args.fresh { registry.select_present(&args.conn, &first_table).await? } else { registry.select_reachable(&args.conn, &first_table).await? };
     let limits = limits::Limits::of(args.memory.as_ref(), args.timing.disk.as_ref(), paper_planner);
     // Beyond memory the disk sets the pace: which one, and how fast it reads
     // (measured free, before any throttle).

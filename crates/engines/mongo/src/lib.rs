@@ -66,7 +66,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("mongo"),
     aliases: &["mongodb"],
     about: "a MongoDB-wire server (mongod, or SecantusDB), one collection",
-    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true, optional: false },
     // BSON's limits (16 MiB, 100 levels, 64-bit integers, `_id`) are checked
     // by its encoder, on the BSON.
     limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },

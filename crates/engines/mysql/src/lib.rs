@@ -68,7 +68,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("mysql"),
     aliases: &["mariadb"],
     about: "the MySQL family (MariaDB, MySQL 8, TiDB), the documents in one JSON column, a generated column per indexed path",
-    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true, optional: false },
     // A JSON column holds any size up to the packet and LONGTEXT limits; the
     // nesting limit is MariaDB's (MySQL's is 100, BSON's too).
     limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: Some(MARIADB_MAX_DEPTH) },

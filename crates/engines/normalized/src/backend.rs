@@ -114,7 +114,7 @@ impl Backend for NormalizedBackend {
             // A file that cannot mean anything fails as it is; a missing path only skips.
             let as_read = template::resolve(&statement, &schema, Missing::ReadsNull).map_err(|e| anyhow!("{}: {e}", file.path))?;
             match template::resolve(&statement, &schema, Missing::IsError) {
-                Ok(text) => builds.extend(pg::create_indexes(&self.client, file, &text, Some(SCHEMA), built).await?),
+                Ok(text) => builds.extend(pg::create_indexes(&self.client, file, &text, Some(SCHEMA), ghbench_postgres::setup::Server::Postgres, built).await?),
                 Err(why) => {
                     let name = sql::created_index_name(&as_read).map_or_else(|_| statement.clone(), |n| n.to_string());
                     let build = IndexBuild::left_out(name, statement, why);

@@ -41,7 +41,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("normalized"),
     aliases: &["torodb", "relational"],
     about: "the same PostgreSQL, the documents as ToroDB-style relational tables in schema normalized",
-    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true, optional: false },
     // Text columns refuse `\u0000`; a document has no size limit of its own,
     // but an object's keys are its table's columns (see MAX_OBJECT_KEYS).
     limits: DocumentLimits { max_bytes: None, refuses_nul: true, max_object_keys: Some(MAX_OBJECT_KEYS), max_depth: None },

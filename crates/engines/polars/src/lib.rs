@@ -50,7 +50,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     about: "embedded polars (no server): one Parquet file per hour, polars SQL",
     // Files are fsynced before they are renamed into place: durable. There is
     // no server to restart and nothing to index.
-    capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: true },
+    capabilities: Capabilities { server: false, indexes: false, restartable: false, durable: true, optional: false },
     limits: DocumentLimits { max_bytes: None, refuses_nul: false, max_object_keys: None, max_depth: None },
     options: &[DIR],
     default: false,

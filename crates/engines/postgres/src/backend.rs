@@ -7,16 +7,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use async_trait::async_trait;
-use ghbench_core::{EngineSpec, ServerInfo, TableName};
+use ghbench_core::{EngineSpec, ServerInfo, Setup, TableName};
 use ghbench_engine::ledger::Ledger;
-use ghbench_engine::query::{prepared, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile, EXACT_COUNT_MAX_BYTES};
-use ghbench_engine::record::{AfterIndexes, IndexBuild, IndexSize, Plan, Storage};
+use ghbench_engine::query::{prepared, this_machine_disk_limit, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryFile, EXACT_COUNT_MAX_BYTES};
+use ghbench_engine::record::{AfterIndexes, DiskLimit, IndexBuild, IndexSize, MemoryShare, Plan, Storage};
 use ghbench_engine::rows::{Cell, Row};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 use crate::ledger::PgLedger;
 use crate::session::Session;
-use crate::setup::JsonbSetup;
+use crate::setup::{JsonbSetup, Server};
 use crate::sql;
 
 /// The plan as the query ran (`--analyze-plans`): it runs the query.
@@ -64,7 +64,8 @@ pub async fn result_rows(client: &Client, sql: &str) -> Result<Vec<Row>, tokio_p
 }
 
 /// Runs each `CREATE INDEX IF NOT EXISTS` statement of `file` (already made
-/// for its tables), timing it and reporting it as built. `schema` is where
+/// for its tables), timing it and reporting it as built with its bytes (on
+/// Citus, `server`, summed over the shards). `schema` is where
 /// the indexes must land (their tables' schema), None for the session's own:
 /// an index found nowhere else after its statement ran is an error, so a
 /// setup never takes another's index for its own. No time limit cuts a
@@ -76,6 +77,7 @@ pub async fn create_indexes(
     file: &QueryFile,
     text: &str,
     schema: Option<&str>,
+    server: Server,
     built: &OnIndexBuilt,
 ) -> BackendResult<Vec<IndexBuild>> {
     client.lift_limit().await.context("lifting --query-timeout for the index builds")?;
@@ -90,11 +92,14 @@ pub async fn create_indexes(
         client.cancellable(&format!("building {name}"), client.batch_execute(&statement)).await.with_context(|| format!("creating {name}"))?;
         let seconds = started.elapsed().as_secs_f64();
         let size = "SELECT pg_relation_size(to_regclass($1))";
-        let bytes: Option<i64> = client.query_one(size, &[&regclass]).await?.get(0);
-        if bytes.is_none() {
+        let Some(bytes) = client.query_one(size, &[&regclass]).await?.get::<_, Option<i64>>(0) else {
             anyhow::bail!("{}: index {name} is not in schema {} after its statement ran: the statement must create it on that schema's table", file.path, schema.unwrap_or("of the session"));
-        }
-        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: bytes.map(|b| b as u64), skipped: None, commit_quorum: None };
+        };
+        let bytes = match server {
+            Server::Postgres => bytes.max(0) as u64,
+            Server::Citus => crate::citus::index_bytes(client, &regclass).await?,
+        };
+        let build = IndexBuild { name: name.to_string(), definition: statement, created: !existed, seconds, bytes: Some(bytes), skipped: None, commit_quorum: None };
         built(&build);
         builds.push(build);
     }
@@ -271,8 +276,19 @@ impl Backend for PostgresBackend {
         &self.setup.spec
     }
 
+    fn dialect(&self) -> &str {
+        self.setup.dialect()
+    }
+
+    fn setup(&self) -> Option<Setup> {
+        self.setup.setup.clone()
+    }
+
     async fn describe(&self) -> BackendResult<ServerInfo> {
-        Ok(crate::connect::describe(&self.setup.spec, &self.client, &self.url).await?)
+        Ok(match self.setup.server {
+            Server::Postgres => crate::connect::describe(&self.setup.spec, &self.client, &self.url).await?,
+            Server::Citus => crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.setup.table(&self.table)).await?,
+        })
     }
 
     async fn ledger(&self) -> BackendResult<Ledger> {
@@ -282,6 +298,9 @@ impl Backend for PostgresBackend {
     async fn sizes(&self) -> BackendResult<Storage> {
         let qualified = self.setup.table(&self.table);
         let t = qualified.as_str();
+        if self.setup.server == Server::Citus {
+            return self.distributed_sizes(t).await;
+        }
         let row = self
             .client
             .query_one(
@@ -298,12 +317,17 @@ impl Backend for PostgresBackend {
     }
 
     async fn create_indexes(&self, file: &QueryFile, built: &OnIndexBuilt) -> BackendResult<Vec<IndexBuild>> {
-        create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), built).await
+        create_indexes(&self.client, file, &file.for_table(&self.table), self.setup.schema(), self.setup.server, built).await
     }
 
     async fn after_indexes(&self, built_now: bool) -> BackendResult<Option<AfterIndexes>> {
         let table = self.setup.table(&self.table);
-        if !built_now && !lacks_expression_statistics(&self.client, &table).await? {
+        let lacking = match self.setup.server {
+            Server::Postgres => lacks_expression_statistics(&self.client, &table).await?,
+            Server::Citus => crate::citus::lacks_expression_statistics(&self.client, &table).await?,
+        };
+        // On Citus, ANALYZE of the coordinator's table analyses every shard.
+        if !built_now && !lacking {
             return Ok(None);
         }
         Ok(Some(analyze(&self.client, &[table]).await?))
@@ -324,7 +348,29 @@ impl Backend for PostgresBackend {
     }
 
     async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
-        read_counters(&self.client, &[self.setup.table(&self.table)]).await
+        match self.setup.server {
+            Server::Postgres => read_counters(&self.client, &[self.setup.table(&self.table)]).await,
+            Server::Citus => Err(crate::citus::READS_NOT_COUNTED.to_string()),
+        }
+    }
+
+    fn kernel_counters_unread(&self) -> Option<String> {
+        (self.setup.server == Server::Citus).then(|| crate::citus::READS_NOT_COUNTED.to_string())
+    }
+
+    async fn memory(&self) -> Option<MemoryShare> {
+        match self.setup.server {
+            Server::Postgres => this_machine_memory(self).await,
+            Server::Citus => crate::citus::memory(&self.url),
+        }
+    }
+
+    /// On Citus, the coordinator's throttle would not be the workers': not read yet.
+    async fn disk_limit(&self) -> Option<DiskLimit> {
+        match self.setup.server {
+            Server::Postgres => this_machine_disk_limit(self).await,
+            Server::Citus => None,
+        }
     }
 
     async fn explain(&self, query: &QueryFile, measured: bool) -> Plan {
@@ -357,6 +403,21 @@ impl Backend for PostgresBackend {
     async fn progress(&self) -> Option<String> {
         let table = self.setup.table(&self.table);
         crate::progress::index_build(&self.client, &table).await.or(crate::progress::whole_table(&self.client, &table).await)
+    }
+}
+
+impl PostgresBackend {
+    /// [`Backend::sizes`] of a table distributed on Citus: summed over its shards.
+    async fn distributed_sizes(&self, t: &str) -> BackendResult<Storage> {
+        let (table_bytes, index_bytes) = crate::citus::table_and_index_bytes(&self.client, t).await?.with_context(|| format!("table {t} not found"))?;
+        let (rows, rows_exact) = if table_bytes > EXACT_COUNT_MAX_BYTES {
+            (crate::citus::planned_rows(&self.client, t).await?, false)
+        } else {
+            let rows: i64 = self.client.query_one(&format!("SELECT count(*) FROM {t}"), &[]).await?.get(0);
+            (rows.max(0) as u64, true)
+        };
+        let indexes = crate::citus::index_sizes(&self.client, t).await?;
+        Ok(Storage { rows, rows_exact, table_bytes, index_bytes, indexes, ..Storage::default() })
     }
 }
 

@@ -8,7 +8,9 @@
 //! - [`ledger`]: the ingest ledger, written by the sink and read by the backend;
 //! - [`backend`]: indexes, queries (`queries/postgres/`), plans, sizes;
 //! - [`setup`]: the paper's setup and the others written down under
-//!   `queries/` (`postgres-tuned`), each an engine of its own.
+//!   `queries/` (`postgres-tuned`), each an engine of its own;
+//! - [`citus`]: the paper's table distributed on a Citus cluster (`citus`),
+//!   a setup of this layout on a server of its own, summed over its shards.
 //!
 //! Other engines on PostgreSQL (the normalized engine,
 //! `crates/engines/normalized`) reuse [`connect`], [`session`], [`ledger`],
@@ -16,6 +18,7 @@
 
 pub mod abandoned;
 pub mod backend;
+pub mod citus;
 pub mod connect;
 pub mod error;
 pub mod ledger;
@@ -66,7 +69,7 @@ pub static SPEC: EngineSpec = EngineSpec {
     engine: Engine::named("postgres"),
     aliases: &["pg", "postgresql"],
     about: "PostgreSQL, the documents in one jsonb column",
-    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true },
+    capabilities: Capabilities { server: true, indexes: true, restartable: true, durable: true, optional: false },
     // jsonb keeps numbers exactly and nests deeply, but refuses `\u0000` in
     // strings and values over 255 MB.
     limits: DocumentLimits { max_bytes: Some(JSONB_MAX_BYTES), refuses_nul: true, max_object_keys: None, max_depth: None },
@@ -95,6 +98,14 @@ pub fn setup_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
     Arc::new(AtUrl(Postgres { setup: Box::leak(Box::new(setup)) }))
 }
 
+/// A setup on Citus written down under `queries/<engine>/` (`citus`), reached
+/// at its coordinator ([`citus::URL`]), as an engine of its own.
+pub fn citus_plugin(engine: &str) -> Arc<dyn EnginePlugin> {
+    let catalog = ghbench_engine::query::compiled_in().unwrap_or_else(|e| panic!("the query catalog compiled in: {e}"));
+    let setup = JsonbSetup::citus_from_catalog(catalog, engine, &citus::URL, citus::CONNECT_HINT).unwrap_or_else(|e| panic!("setup {engine}: {e:#}"));
+    Arc::new(AtUrl(Postgres { setup: Box::leak(Box::new(setup)) }))
+}
+
 #[async_trait]
 impl UrlEngine for Postgres {
     fn spec(&self) -> &'static EngineSpec {
@@ -102,7 +113,7 @@ impl UrlEngine for Postgres {
     }
 
     fn url_option(&self) -> &'static EngineOption {
-        &URL
+        self.setup.url_option()
     }
 
     fn address(&self, url: &str) -> Option<String> {

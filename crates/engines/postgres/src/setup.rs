@@ -9,13 +9,31 @@
 use std::sync::LazyLock;
 
 use anyhow::{bail, Context as _};
-use ghbench_core::{EngineSpec, Setup, TableName};
+use ghbench_core::{EngineOption, EngineSpec, Setup, TableName};
 use ghbench_engine::query::Catalog;
 
 use crate::SPEC;
 
 /// The DDL file of a setup other than the paper's, beside its `setup.json`.
 pub const TABLE_FILE: &str = "table.sql";
+
+/// The column a table on Citus keeps each row's hour in (see [`Server::Citus`]).
+pub const HOUR_COLUMN: &str = "ghbench_hour";
+
+/// The server a setup's table lives on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    /// One PostgreSQL: an hour's rows are found by the transaction that
+    /// wrote them and its ledger entry (their `xmin`), with no column of
+    /// ghbench's in the table.
+    Postgres,
+    /// A Citus coordinator (`crate::citus`), the table distributed over its
+    /// workers: each row carries the worker's own transaction id, which can
+    /// equal another worker's or the coordinator's, so every row keeps its
+    /// hour in [`HOUR_COLUMN`] (`yyyymmddhh`, indexed), by which an hour is
+    /// counted and replaced.
+    Citus,
+}
 
 /// One setup of the `jsonb` layout, as the engine runs it.
 #[derive(Debug)]
@@ -25,12 +43,13 @@ pub struct JsonbSetup {
     pub setup: Option<Setup>,
     /// `table.sql` with `{table}` in it; None: the paper's `(data jsonb)`.
     table_ddl: Option<String>,
+    pub server: Server,
 }
 
 /// The paper's setup: the `postgres` engine.
 pub static PAPER: LazyLock<JsonbSetup> = LazyLock::new(|| {
     let setup = ghbench_engine::query::embedded_setup(SPEC.engine.name());
-    JsonbSetup { spec: SPEC.clone(), setup, table_ddl: None }
+    JsonbSetup { spec: SPEC.clone(), setup, table_ddl: None, server: Server::Postgres }
 });
 
 impl JsonbSetup {
@@ -45,7 +64,45 @@ impl JsonbSetup {
         if !ddl.contains(&format!("{schema}.{{table}}")) {
             bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
         }
-        Ok(JsonbSetup { spec: SPEC.for_setup(engine, &setup.about), setup: Some(setup), table_ddl: Some(ddl) })
+        Ok(JsonbSetup { spec: SPEC.for_setup(engine, &setup.about), setup: Some(setup), table_ddl: Some(ddl), server: Server::Postgres })
+    }
+
+    /// A setup on Citus written down for `engine` (`citus`): its `setup.json`
+    /// and `table.sql`, which creates the table with [`HOUR_COLUMN`] and
+    /// distributes it. It lives on a server of its own (`url`), in the
+    /// connection's schema as the paper's table does on its server.
+    pub fn citus_from_catalog(catalog: &Catalog, engine: &str, url: &'static [EngineOption], connect_hint: &'static str) -> anyhow::Result<JsonbSetup> {
+        let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
+        let ddl_path = format!("{engine}/{TABLE_FILE}");
+        let ddl = catalog.file(&ddl_path).with_context(|| format!("the catalog has no {ddl_path}"))?.text;
+        for needed in ["create_distributed_table", HOUR_COLUMN, ghbench_engine::query::TABLE_PLACEHOLDER] {
+            if !ddl.contains(needed) {
+                bail!("{ddl_path} must name {needed}: a table on Citus is distributed and keeps each row's hour");
+            }
+        }
+        let spec = SPEC.for_setup(engine, &setup.about);
+        let spec = EngineSpec { options: url, connect_hint, capabilities: ghbench_core::Capabilities { optional: true, ..spec.capabilities }, ..spec };
+        Ok(JsonbSetup { spec, setup: Some(setup), table_ddl: Some(ddl), server: Server::Citus })
+    }
+
+    /// Whether each row keeps its hour in [`HOUR_COLUMN`] (see [`Server`]).
+    pub fn hour_column(&self) -> Option<&'static str> {
+        (self.server == Server::Citus).then_some(HOUR_COLUMN)
+    }
+
+    /// The option naming the setup's server.
+    pub fn url_option(&self) -> &'static EngineOption {
+        let options: &'static [EngineOption] = self.spec.options;
+        &options[0]
+    }
+
+    /// The folder of `queries/` its indexes and queries come from: a setup
+    /// on Citus runs the paper's (the `postgres` folder), as written there.
+    pub fn dialect(&self) -> &str {
+        match self.server {
+            Server::Citus => SPEC.engine.name(),
+            Server::Postgres => self.spec.engine.name(),
+        }
     }
 
     /// The schema the setup's table lives in; None: the connection's own (the paper's).
@@ -101,6 +158,37 @@ mod tests {
         assert_eq!(tuned.lock_key(&table), "postgres-tuned:github2015");
         assert!(tuned.create_sql(&table).contains("CREATE TABLE IF NOT EXISTS tuned.github2015"));
         assert!(tuned.setup.as_ref().unwrap().tuned);
+    }
+
+    #[test]
+    fn the_citus_setup_keeps_each_rows_hour_and_runs_the_papers_indexes_and_queries() {
+        let catalog = Catalog::embedded().unwrap();
+        let citus = JsonbSetup::citus_from_catalog(&catalog, "citus", &crate::citus::URL, crate::citus::CONNECT_HINT).unwrap();
+        let table: TableName = "github2015".parse().unwrap();
+        assert_eq!(citus.table(&table), "github2015", "on a server of its own, where the paper's table is on its");
+        assert_eq!((citus.hour_column(), PAPER.hour_column()), (Some(HOUR_COLUMN), None));
+        assert_eq!((citus.dialect(), PAPER.dialect()), ("postgres", "postgres"));
+        assert_eq!(citus.url_option().long, "citus-url");
+        assert!(!citus.spec.default, "not in the default --engines: the paper's replay needs no cluster");
+        assert!(citus.spec.capabilities.optional && !PAPER.spec.capabilities.optional, "bench goes on without a cluster");
+        let ddl = citus.create_sql(&table);
+        assert!(ddl.contains("create_distributed_table('github2015', 'data')") && ddl.contains("ghbench_hour int NOT NULL"), "{ddl}");
+        assert_eq!(crate::sql::statements(&ddl).unwrap().len(), 3, "sent one by one: {ddl}");
+        let mut files: std::collections::BTreeMap<String, String> = [
+            ("variants/v.json", r#"{"queries":{}}"#),
+            ("c/setup.json", r#"{"name":"c","tuned":false,"about":"a","changes":[]}"#),
+            ("c/table.sql", "CREATE TABLE IF NOT EXISTS {table} (data jsonb);"),
+        ]
+        .into_iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+        let undistributed = Catalog::from_files("test".into(), files.clone()).unwrap();
+        let error = JsonbSetup::citus_from_catalog(&undistributed, "c", &crate::citus::URL, "").unwrap_err().to_string();
+        assert!(error.contains("must name create_distributed_table"), "{error}");
+        files.insert("c/table.sql".into(), "CREATE TABLE IF NOT EXISTS {table} (data jsonb); SELECT create_distributed_table('{table}', 'data');".into());
+        let hourless = Catalog::from_files("test".into(), files).unwrap();
+        let error = JsonbSetup::citus_from_catalog(&hourless, "c", &crate::citus::URL, "").unwrap_err().to_string();
+        assert!(error.contains("must name ghbench_hour"), "{error}");
     }
 
     #[test]

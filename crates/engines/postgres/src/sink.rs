@@ -4,7 +4,9 @@
 //! The table has no column saying which hour a row came from (its layout is
 //! what is measured), but an hour's rows and its ledger row share the
 //! transaction that wrote them, so their `xmin`: that finds an hour's rows to
-//! replace it (`--reload`), in the same transaction as the new ones.
+//! replace it (`--reload`), in the same transaction as the new ones. On Citus
+//! that does not hold (see [`crate::setup::Server`]): there each row keeps
+//! its hour in a column of its own, by which it is found.
 
 use std::collections::{BTreeMap, HashSet};
 use std::error::Error;
@@ -31,7 +33,7 @@ pub fn replaceable(deleted: u64, events: u64) -> bool {
 }
 use crate::ledger::{self, PgLedger, SERIALIZE_DDL};
 use crate::session::Session;
-use crate::setup::JsonbSetup;
+use crate::setup::{JsonbSetup, Server};
 
 pub struct PostgresSink {
     /// Which setup's table this loads (its engine, schema and DDL).
@@ -43,6 +45,23 @@ pub struct PostgresSink {
     url: String,
     table: TableName,
     copy: Option<Pin<Box<BinaryCopyInWriter>>>,
+    /// The hour being loaded, as a table keeping each row's hour stores it
+    /// ([`JsonbSetup::hour_column`]).
+    hour_key: Option<i32>,
+}
+
+/// An hour as [`crate::setup::HOUR_COLUMN`] keeps it: `yyyymmddhh`
+/// (2015010115), which an `int` holds for every year GH Archive has.
+pub fn hour_key(stem: &str) -> Result<i32, SinkError> {
+    let hour: ghbench_core::Hour = stem.parse().map_err(|e| SinkError::Other(format!("hour {stem}: {e}")))?;
+    // Its stem's four numbers (2015-01-01-15), read as one.
+    hour.stem().split('-').try_fold(0i32, |key, part| Some(key.checked_mul(100)?.checked_add(part.parse().ok()?)?)).ok_or_else(|| SinkError::Other(format!("hour {stem} has no key that fits an int")))
+}
+
+/// The stem of an hour key ([`hour_key`]).
+fn stem_of_key(key: i32) -> String {
+    let (date, hour) = (key / 100, key % 100);
+    format!("{:04}-{:02}-{:02}-{hour}", date / 10_000, date / 100 % 100, date % 100)
 }
 
 /// JSON text sent as `jsonb` in binary COPY: version byte 1, then the text.
@@ -100,7 +119,7 @@ pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), Sink
 
 impl PostgresSink {
     pub fn new(setup: &'static JsonbSetup, client: Session, url: String, table: TableName) -> Self {
-        PostgresSink { setup, client, url, table, copy: None }
+        PostgresSink { setup, client, url, table, copy: None, hour_key: None }
     }
 
     fn ledger(&self) -> PgLedger<'_> {
@@ -116,7 +135,10 @@ impl PostgresSink {
 #[async_trait]
 impl EngineSink for PostgresSink {
     async fn describe(&self) -> Result<ServerInfo, SinkError> {
-        crate::connect::describe(&self.setup.spec, &self.client, &self.url).await.sink()
+        match self.setup.server {
+            Server::Postgres => crate::connect::describe(&self.setup.spec, &self.client, &self.url).await.sink(),
+            Server::Citus => crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.data_table()).await.sink(),
+        }
     }
 
     fn is_broken(&self) -> bool {
@@ -132,22 +154,28 @@ impl EngineSink for PostgresSink {
         self.ledger().hour_done(&self.client, stem).await.sink()
     }
 
+    /// One transaction, each of the table's statements sent on its own: Citus
+    /// sends DDL on a distributed table to every shard as it was given, and
+    /// refuses a string of several statements.
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
         let t = self.data_table();
         let forget = self.ledger().forget_sql();
-        let ddl = format!(
-            "BEGIN;
-             {SERIALIZE_DDL}
-             {create_ledger}
-             {drop_sql}
-             DO $$ BEGIN IF to_regclass('{t}') IS NULL THEN {forget} END IF; END $$;
-             {create_table}
-             COMMIT;",
-            create_ledger = ledger::create_sql(),
-            drop_sql = if drop { format!("DROP TABLE IF EXISTS {t}; {forget}") } else { String::new() },
-            create_table = self.setup.create_sql(&self.table),
-        );
-        self.client.batch_execute(&ddl).await.sink()
+        let mut steps = vec![format!("BEGIN; {SERIALIZE_DDL} {}", ledger::create_sql())];
+        if drop {
+            steps.push(format!("DROP TABLE IF EXISTS {t}"));
+            steps.push(forget.clone());
+        }
+        steps.push(format!("DO $$ BEGIN IF to_regclass('{t}') IS NULL THEN {forget} END IF; END $$"));
+        let create = self.setup.create_sql(&self.table);
+        steps.extend(crate::sql::statements(&create).map_err(|e| SinkError::Other(format!("the table's DDL: {e:#}")))?);
+        steps.push("COMMIT".into());
+        for step in &steps {
+            if let Err(e) = self.client.batch_execute(step).await.sink() {
+                let _ = self.client.batch_execute("ROLLBACK").await;
+                return Err(e);
+            }
+        }
+        Ok(())
     }
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
@@ -159,10 +187,20 @@ impl EngineSink for PostgresSink {
     }
 
     async fn room(&self) -> Result<Option<Room>, SinkError> {
-        room(&self.client, &self.url, &self.data_table()).await.map(Some).sink()
+        let mut room = room(&self.client, &self.url, &self.data_table()).await.sink()?;
+        if self.setup.server == Server::Citus {
+            // The coordinator's table is an empty shell: its shards hold the rows.
+            room.stored_bytes = crate::citus::total_bytes(&self.client, &self.data_table()).await.sink()?;
+            // Where the workers keep them and their WAL is theirs to say: not
+            // checked here (`bench` checks the folders `just setup` made).
+            room.free = None;
+            room.besides.clear();
+        }
+        Ok(Some(room))
     }
 
-    async fn begin_hour(&mut self, _stem: &str) -> Result<(), SinkError> {
+    async fn begin_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.set_hour(stem)?;
         self.client.batch_execute("BEGIN").await.sink()?;
         self.start_copy().await
     }
@@ -172,6 +210,7 @@ impl EngineSink for PostgresSink {
     /// `xmin` is the entry's, see the module's note). The count must be the
     /// entry's, or nothing changes.
     async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.set_hour(stem)?;
         self.client.batch_execute("BEGIN").await.sink()?;
         // A pass over the whole table (see `replacing_reads_whole_table`): cancelled on the server if cut.
         let what = format!("removing hour {stem} of {} to load it again", self.data_table());
@@ -183,9 +222,10 @@ impl EngineSink for PostgresSink {
         self.start_copy().await
     }
 
-    /// The hour's rows are found by their `xmin`: no index says it.
+    /// The hour's rows are found by their `xmin`, which no index says; by
+    /// their indexed hour where they keep it.
     fn replacing_reads_whole_table(&self) -> bool {
-        true
+        self.setup.hour_column().is_none()
     }
 
     /// One transaction: the entries of `stems` and the rows their
@@ -222,7 +262,10 @@ impl EngineSink for PostgresSink {
                     check_counts(&mut stored, &what, rows.max(0) as u64, || self.rows_per_hour()).await?;
                 }
                 StoredCheck::Touched(_) => {
-                    let estimate = row_estimate(&self.client, &self.data_table()).await.sink()?;
+                    let estimate = match self.setup.server {
+                        Server::Postgres => row_estimate(&self.client, &self.data_table()).await.sink()?,
+                        Server::Citus => crate::citus::row_estimate(&self.client, &self.data_table()).await.sink()?,
+                    };
                     check_estimate(&mut stored, &what, estimate)?;
                 }
             }
@@ -233,8 +276,17 @@ impl EngineSink for PostgresSink {
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         let copy = self.copy.as_mut().ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
-        for doc in batch.docs() {
-            copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
+        match self.hour_key {
+            None => {
+                for doc in batch.docs() {
+                    copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
+                }
+            }
+            Some(hour) => {
+                for doc in batch.docs() {
+                    copy.as_mut().write(&[&JsonbText(&doc.json), &hour]).await.sink()?;
+                }
+            }
         }
         Ok(())
     }
@@ -286,15 +338,15 @@ const ROOM: &str = "SELECT pg_total_relation_size(c.oid),
     FROM pg_class c CROSS JOIN pg_database d
     WHERE c.oid = to_regclass($1) AND d.datname = current_database()";
 
-/// `table`'s bytes and its tablespace's folder, and the WAL up to
-/// `max_wal_size` in the data folder's `pg_wal`: folders only a server on
-/// this machine (as `url` says) shares with ghbench.
+/// `table`'s bytes and its tablespace's folder, and the WAL in the data
+/// folder's `pg_wal`, growing with what a load writes up to `max_wal_size`:
+/// folders only a server on this machine (as `url` says) shares with ghbench.
 pub async fn room(client: &Client, url: &str, table: &str) -> Result<Room, tokio_postgres::Error> {
     let row = client.query_one(ROOM, &[&table]).await?;
     let here = ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine;
     let folder = |path: Option<String>| path.filter(|_| here).map(|p| Free::Folder(PathBuf::from(p)));
     let max_wal: i64 = row.get(3);
-    let wal = Besides { what: "WAL growing to max_wal_size".into(), bytes: max_wal.max(0) as u64, free: folder(row.get(2)) };
+    let wal = Besides { what: "WAL growing to max_wal_size".into(), bytes: max_wal.max(0) as u64, free: folder(row.get(2)), times_what_is_written: Some(2.0) };
     Ok(Room { stored_bytes: row.get::<_, i64>(0).max(0) as u64, free: folder(row.get(1)), besides: vec![wal], rewritten_after: None })
 }
 
@@ -310,9 +362,19 @@ pub async fn row_estimate(client: &Client, table: &str) -> Result<RowEstimate, t
 }
 
 impl PostgresSink {
+    /// Notes `stem` as the hour its rows are written with, where they keep it.
+    fn set_hour(&mut self, stem: &str) -> Result<(), SinkError> {
+        self.hour_key = self.setup.hour_column().map(|_| hour_key(stem)).transpose()?;
+        Ok(())
+    }
+
     async fn start_copy(&mut self) -> Result<(), SinkError> {
-        let sink = self.client.copy_in(&format!("COPY {} (data) FROM STDIN (FORMAT binary)", self.data_table())).await.sink()?;
-        self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &[Type::JSONB])));
+        let (columns, types) = match self.setup.hour_column() {
+            None => ("data".to_string(), vec![Type::JSONB]),
+            Some(hour) => (format!("data, {hour}"), vec![Type::JSONB, Type::INT4]),
+        };
+        let sink = self.client.copy_in(&format!("COPY {} ({columns}) FROM STDIN (FORMAT binary)", self.data_table())).await.sink()?;
+        self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &types)));
         Ok(())
     }
 
@@ -320,6 +382,11 @@ impl PostgresSink {
     /// wrote the hour's ledger entry too. Rows of no entry's transaction come
     /// under a key no hour has.
     async fn rows_per_hour(&self) -> Result<BTreeMap<String, u64>, SinkError> {
+        if let Some(hour) = self.setup.hour_column() {
+            let sql = format!("SELECT {hour}, count(*) FROM {} GROUP BY 1", self.data_table());
+            let rows = self.client.query(&sql, &[]).await.sink()?;
+            return Ok(rows.iter().map(|r| (stem_of_key(r.get(0)), r.get::<_, i64>(1).max(0) as u64)).collect());
+        }
         let sql = format!(
             "SELECT coalesce(l.hour, 'written by transaction ' || d.xid), d.n
              FROM (SELECT xmin::text AS xid, count(*) AS n FROM {} GROUP BY 1) d
@@ -338,6 +405,9 @@ impl PostgresSink {
         // No hour stored: nothing to find, and no pass over the table for it.
         if entries.is_empty() {
             return Ok(0);
+        }
+        if let Some(hour) = self.setup.hour_column() {
+            return self.delete_hours_by_key(hour, &entries).await;
         }
         let xids: Vec<&str> = entries.iter().map(|(_, xid, _)| xid.as_str()).collect();
         // xid has no binary parameter type: compared as text, in the one scan the delete makes.
@@ -360,9 +430,43 @@ impl PostgresSink {
         Ok(deleted.values().sum())
     }
 
+    /// [`PostgresSink::delete_hours`] where each row keeps its hour: the
+    /// entries' rows counted by it, checked, then deleted (Citus takes no
+    /// `DELETE ... RETURNING` over shards inside a query).
+    async fn delete_hours_by_key(&self, hour: &str, entries: &[(String, String, u64)]) -> Result<u64, SinkError> {
+        let keys = entries.iter().map(|(stem, ..)| hour_key(stem)).collect::<Result<Vec<i32>, _>>()?;
+        let t = self.data_table();
+        let counted = format!("SELECT {hour}, count(*) FROM {t} WHERE {hour} = ANY($1) GROUP BY 1");
+        let held: BTreeMap<i32, u64> = self.client.query(&counted, &[&keys]).await.sink()?.iter().map(|r| (r.get(0), r.get::<_, i64>(1).max(0) as u64)).collect();
+        for ((stem, _, events), key) in entries.iter().zip(&keys) {
+            let rows = held.get(key).copied().unwrap_or(0);
+            if !replaceable(rows, *events) {
+                return Err(SinkError::Other(format!(
+                    "cannot reload hour {stem} of {t}: its ledger lists {events} events, and {rows} rows keep its hour ({hour} = {key}); load the table again with --drop"
+                )));
+            }
+        }
+        let deleted = self.client.execute(&format!("DELETE FROM {t} WHERE {hour} = ANY($1)"), &[&keys]).await.sink()?;
+        Ok(deleted)
+    }
+
     /// Deletes the stored hour and its ledger entry, inside the open
     /// transaction (see [`PostgresSink::delete_hours`]).
     async fn delete_hour(&self, stem: &str) -> Result<(), SinkError> {
         self.delete_hours(&[stem.to_string()]).await.map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_hours_key_reads_as_its_date_and_hour_and_back() {
+        for (stem, key) in [("2015-01-01-15", 2015010115), ("2015-12-31-0", 2015123100), ("2011-02-12-9", 2011021209)] {
+            assert_eq!(hour_key(stem).unwrap(), key, "{stem}");
+            assert_eq!(stem_of_key(key), stem);
+        }
+        assert!(hour_key("2015-13-01-0").is_err());
     }
 }
