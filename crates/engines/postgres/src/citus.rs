@@ -40,9 +40,9 @@ pub enum ShardError {
 }
 
 /// `command` run on every shard of `table`, each `%s` in it the shard's
-/// name: each shard's answer (text), in shard order; an error names the
-/// shard and its worker's words.
-pub async fn on_shards(client: &Client, table: &str, command: &str) -> Result<Vec<String>, ShardError> {
+/// name: each shard's id and answer (text), in shard order; an error names
+/// the shard and its worker's words.
+async fn on_shards(client: &Client, table: &str, command: &str) -> Result<Vec<(i64, String)>, ShardError> {
     let distributed: bool = client.query_one("SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = to_regclass($1))", &[&table]).await?.get(0);
     if !distributed {
         return Err(ShardError::NotDistributed { table: table.to_string() });
@@ -50,7 +50,7 @@ pub async fn on_shards(client: &Client, table: &str, command: &str) -> Result<Ve
     let rows = client.query("SELECT shardid, success, result FROM run_command_on_shards(to_regclass($1), $2) ORDER BY shardid", &[&table, &command]).await?;
     rows.iter()
         .map(|r| match r.get::<_, bool>(1) {
-            true => Ok(r.get::<_, Option<String>>(2).unwrap_or_default()),
+            true => Ok((r.get(0), r.get::<_, Option<String>>(2).unwrap_or_default())),
             false => Err(ShardError::Shard { table: table.to_string(), shard: r.get(0), said: r.get::<_, Option<String>>(2).unwrap_or_default(), command: command.to_string() }),
         })
         .collect()
@@ -59,14 +59,8 @@ pub async fn on_shards(client: &Client, table: &str, command: &str) -> Result<Ve
 /// The sum over `table`'s shards of the number `command` answers on each.
 pub async fn sum_on_shards(client: &Client, table: &str, command: &str) -> Result<u64, ShardError> {
     let answers = on_shards(client, table, command).await?;
-    let number = |said: &String| said.trim().parse::<f64>().map_err(|_| ShardError::Shard { table: table.into(), shard: -1, said: said.clone(), command: command.into() });
+    let number = |(shard, said): &(i64, String)| said.trim().parse::<f64>().map_err(|_| ShardError::Shard { table: table.into(), shard: *shard, said: said.clone(), command: command.into() });
     Ok(answers.iter().map(number).sum::<Result<f64, _>>()?.max(0.0) as u64)
-}
-
-/// `table`'s bytes over its shards, indexes and TOAST included.
-pub async fn total_bytes(client: &Client, table: &str) -> Result<u64, tokio_postgres::Error> {
-    let bytes: Option<i64> = client.query_one("SELECT citus_total_relation_size(to_regclass($1))", &[&table]).await?.get(0);
-    Ok(bytes.unwrap_or(0).max(0) as u64)
 }
 
 /// `table`'s heap and TOAST bytes and its indexes' bytes, over its shards;

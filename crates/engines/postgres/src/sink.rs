@@ -187,15 +187,16 @@ impl EngineSink for PostgresSink {
     }
 
     async fn room(&self) -> Result<Option<Room>, SinkError> {
-        let mut room = room(&self.client, &self.url, &self.data_table()).await.sink()?;
-        if self.setup.server == Server::Citus {
-            // The coordinator's table is an empty shell: its shards hold the rows.
-            room.stored_bytes = crate::citus::total_bytes(&self.client, &self.data_table()).await.sink()?;
-            // Where the workers keep them and their WAL is theirs to say: not
-            // checked here (`bench` checks the folders `just setup` made).
-            room.free = None;
-            room.besides.clear();
-        }
+        let room = match self.setup.server {
+            Server::Postgres => room(&self.client, &self.url, &self.data_table()).await.sink()?,
+            // The coordinator's table is an empty shell: its shards hold the
+            // rows. Where the workers keep them and their WAL is theirs to
+            // say: not checked here (`bench` checks the folders `just setup` made).
+            Server::Citus => {
+                let stored = crate::citus::table_and_index_bytes(&self.client, &self.data_table()).await.sink()?;
+                Room { stored_bytes: stored.map_or(0, |(table, indexes)| table + indexes), ..Room::default() }
+            }
+        };
         Ok(Some(room))
     }
 
