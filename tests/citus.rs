@@ -165,8 +165,9 @@ fn setup_with_citus_off_says_so_in_one_line() {
 /// PostgreSQL: the real hour loaded exactly once, its rows counted on the
 /// shards; loaded again, nothing written; reloaded, found by the hour each row
 /// keeps and replaced; the paper's indexes made on every shard; A-D answered
-/// as the single server answers them (the query's own verification); and
-/// the record's sizes and rows summed over the shards, as the workers hold them.
+/// as the single server answers them (the query's own verification); the
+/// record's sizes and rows summed over the shards, as the workers hold them;
+/// and the blocks a query reads counted on every shard, the kernel's counters on every node.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_citus_engine_loads_an_hour_once_reloads_it_by_its_hour_and_answers_as_postgres() {
     let _servers = shared_servers();
@@ -234,6 +235,29 @@ async fn the_citus_engine_loads_an_hour_once_reloads_it_by_its_hour_and_answers_
     let indexes = storage["indexes"].as_array().unwrap();
     assert_eq!(indexes.len(), 6, "{storage}");
     assert!(indexes.iter().all(|i| i["bytes"].as_u64().unwrap() > 0), "every index has its shards' bytes: {storage}");
+    // Reads, counted over the shards on the workers: a query that reads the
+    // whole table on postgres (its heap blocks, a run's, are all the
+    // table's) reads every block of every shard on Citus, the last query's
+    // too (which a worker's session holds up to 10 s unless ended first).
+    let blocks = |engine: &serde_json::Value, name: &str| engine["read"]["counters"][name].as_u64().unwrap_or_else(|| panic!("{name} not counted: {engine}"));
+    let heap = |engine: &serde_json::Value| (blocks(engine, "heap_blks_hit") + blocks(engine, "heap_blks_read")) / engine["read"]["runs"].as_u64().unwrap();
+    let pg_blocks: i64 = pg().await.query_one(&format!("SELECT pg_relation_size('{table}') / 8192"), &[]).await.unwrap().get(0);
+    let shard_blocks = query_one_i64(port, &on_shards("SELECT pg_relation_size('%s') / 8192")).await;
+    let mut whole_scans = 0;
+    for query in record["queries"].as_array().unwrap() {
+        let of = |name: &str| query["engines"].as_array().unwrap().iter().find(|e| e["engine"] == name).unwrap().clone();
+        let (postgres, citus) = (of("postgres"), of("citus"));
+        let kernel = &citus["read"]["kernel"];
+        assert!(kernel["unavailable"].is_null(), "the kernel's counters of every node: {kernel}");
+        for node in [port, port + 1, port + 2] {
+            assert!(kernel["counters"][format!("read_bytes of node 127.0.0.1:{node}")].is_u64(), "node {node} counted: {kernel}");
+        }
+        if heap(&postgres) == pg_blocks as u64 {
+            whole_scans += 1;
+            assert_eq!(heap(&citus), shard_blocks as u64, "{} {}: every shard's blocks, read once a run: {}", query["query"], query["variant"], citus["read"]);
+        }
+    }
+    assert!(whole_scans > 0, "no query read the whole table on postgres (the paper's B and C do): {record}");
     let server = &citus["server"];
     assert!(server["label"].as_str().unwrap().starts_with("Citus "), "{server}");
     assert_eq!(server["settings"][format!("citus shards of {table}")], "32", "{server}");

@@ -189,10 +189,12 @@ pub trait Backend: Send + Sync {
         None
     }
 
-    /// Why the kernel's counters of the process found for this engine would
-    /// not say what its queries read (a Citus coordinator: its workers read
-    /// the shards): the record says so in their place. None: they would.
-    fn kernel_counters_unread(&self) -> Option<String> {
+    /// The nodes whose processes read for this engine's queries when the
+    /// one server [`Backend::server_address`] names is not all of them (a
+    /// Citus coordinator and its workers), each `host:port`: the kernel's
+    /// counters of them all are summed. None: that one server. Err: why the
+    /// nodes cannot be listed, which the record says in their place.
+    async fn reading_nodes(&self) -> Option<Result<Vec<String>, String>> {
         None
     }
 

@@ -27,16 +27,22 @@ pub enum Whose<'a> {
     /// the `host:port` it listens on as its engine reads the URL
     /// (`Backend::server_address`).
     Server { url: &'a str, address: Option<&'a str> },
+    /// A server of several nodes that all read for its queries (a Citus
+    /// coordinator and its workers), each by its `host:port`, all on this
+    /// machine: their counters are summed, and each node's `read_bytes` kept.
+    Nodes(&'a [String]),
 }
 
 /// The counters of a process tree at one moment.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Snapshot {
-    /// The tree's top process: counters of two snapshots of different tops
-    /// (a server restarted in between) cannot be subtracted.
+    /// The tree's top process (of several nodes, the first's): counters of
+    /// two snapshots of different tops (a server restarted in between)
+    /// cannot be subtracted.
     pub top: i32,
-    /// When the top process started: a pid used again is another process.
-    pub started: u64,
+    /// Each tree's top process and when it started (a pid used again is
+    /// another process): one, or one per node.
+    pub tops: Vec<(i32, u64)>,
     /// For people: `postgres (pid 812) and the processes under it`.
     pub processes: String,
     /// `read_bytes` (from storage), `rchar` (asked of read calls, the page
@@ -46,11 +52,44 @@ pub struct Snapshot {
 
 /// Reads the counters of `whose` now; Err says why they cannot be read.
 pub fn snapshot(whose: Whose<'_>) -> Result<Snapshot, String> {
-    let mut tree = ProcessTree::read()?;
+    let tree = ProcessTree::read()?;
     let top = match whose {
         Whose::Process(pid) => pid as i32,
         Whose::Server { url, address } => tree.server_listening(url, address)?,
+        Whose::Nodes(nodes) => return nodes_snapshot(tree, nodes),
     };
+    tree_snapshot(tree, top)
+}
+
+/// The counters of the processes of every node in `nodes`, summed, with
+/// each node's `read_bytes` under `read_bytes of node <host:port>`.
+fn nodes_snapshot(tree: ProcessTree, nodes: &[String]) -> Result<Snapshot, String> {
+    let mut summed: Option<Snapshot> = None;
+    let mut each = BTreeMap::new();
+    for node in nodes {
+        // The node's address as a connection string names it, for Place.
+        let top = tree.server_listening(&format!("postgres://{node}"), Some(node)).map_err(|e| format!("node {node}: {e}"))?;
+        let counted = tree_snapshot(ProcessTree::read()?, top).map_err(|e| format!("node {node}: {e}"))?;
+        each.insert(format!("read_bytes of node {node}"), counted.counters.get("read_bytes").copied().unwrap_or(0));
+        summed = Some(match summed {
+            None => Snapshot { processes: format!("{node}: {}", counted.processes), ..counted },
+            Some(mut so_far) => {
+                so_far.tops.extend(counted.tops);
+                so_far.processes = format!("{}; {node}: {}", so_far.processes, counted.processes);
+                for (name, value) in counted.counters {
+                    *so_far.counters.entry(name).or_default() += value;
+                }
+                so_far
+            }
+        });
+    }
+    let mut summed = summed.ok_or("no node to count")?;
+    summed.counters.extend(each);
+    Ok(summed)
+}
+
+/// The counters of `top` and the processes below it, read from `tree` and again.
+fn tree_snapshot(mut tree: ProcessTree, top: i32) -> Result<Snapshot, String> {
     // A process that ends while the tree is read gives its counts to its
     // parent, perhaps after the parent was read: read again until no
     // process came or went meanwhile.
@@ -75,8 +114,9 @@ pub fn server_pid(url: &str, address: Option<&str>) -> Result<u32, String> {
 pub fn reads_between(before: Result<Snapshot, String>, after: Result<Snapshot, String>) -> KernelReads {
     let not_counted = |processes: String, why: String| KernelReads { processes, counters: BTreeMap::new(), unavailable: Some(why) };
     match (before, after) {
-        (Ok(before), Ok(after)) if (before.top, before.started) != (after.top, after.started) => {
-            let why = format!("the server's top process changed during the runs (pid {} then {}): it restarted", before.top, after.top);
+        (Ok(before), Ok(after)) if before.tops != after.tops => {
+            let pids = |s: &Snapshot| s.tops.iter().map(|(pid, _)| pid.to_string()).collect::<Vec<_>>().join(", ");
+            let why = format!("the server's top process changed during the runs (pid {} then {}): it restarted", pids(&before), pids(&after));
             not_counted(after.processes, why)
         }
         (Ok(before), Ok(after)) => match growth(&before.counters, &after.counters) {
@@ -190,7 +230,7 @@ impl ProcessTree {
             n => format!("{} (pid {top}) and the {n} processes under it", entry.name),
         };
         let counters = ["read_bytes", "rchar", "syscr"].into_iter().map(String::from).zip(totals).collect();
-        Ok(Some(Snapshot { top, started: entry.started, processes, counters }))
+        Ok(Some(Snapshot { top, tops: vec![(top, entry.started)], processes, counters }))
     }
 
     /// The same processes (pid and start) below `top` as in `before`, and
@@ -201,7 +241,7 @@ impl ProcessTree {
             all.sort_unstable();
             all
         };
-        self.processes.get(&top).is_some_and(|e| e.started == counted.started) && members(self) == members(before)
+        self.processes.get(&top).is_some_and(|e| counted.tops == [(top, e.started)]) && members(self) == members(before)
     }
 
     /// Every process below `top`, children first.
@@ -245,6 +285,7 @@ mod tests {
         let grew = after.counters["rchar"] - before.counters["rchar"];
         assert!(grew >= 2 << 20, "the child's and this process's reads of 1 MiB each: {grew}");
         assert_eq!(after.top, me as i32);
+        assert_eq!(after.tops, before.tops, "the same process, counted before and after");
     }
 
     #[test]
@@ -262,5 +303,26 @@ mod tests {
         assert!(away.contains("another machine (db.example)"), "{away}");
         let socket = snapshot(Whose::Server { url: "postgresql:///db?host=/var/run/postgresql", address: None }).unwrap_err();
         assert!(socket.contains("no single TCP address"), "{socket}");
+    }
+
+    #[test]
+    fn the_nodes_of_a_server_are_each_found_and_summed() {
+        let (one, two) = (std::net::TcpListener::bind("127.0.0.1:0").unwrap(), std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+        let nodes = [one.local_addr().unwrap().to_string(), two.local_addr().unwrap().to_string()];
+        let me = std::process::id() as i32;
+        let single = snapshot(Whose::Process(me as u32)).unwrap();
+        let both = snapshot(Whose::Nodes(&nodes)).expect("this process listens for both");
+        assert_eq!(both.tops.iter().map(|(pid, _)| *pid).collect::<Vec<_>>(), [me, me], "{both:?}");
+        assert!(both.processes.starts_with(&format!("{}: ", nodes[0])) && both.processes.contains(&format!("; {}: ", nodes[1])), "{}", both.processes);
+        for node in &nodes {
+            assert!(both.counters.contains_key(&format!("read_bytes of node {node}")), "{:?}", both.counters);
+        }
+        // Summed: this process, counted once per node, had read at least twice what it had before.
+        assert!(both.counters["syscr"] >= 2 * single.counters["syscr"], "{both:?} {single:?}");
+        drop(two);
+        let gone = snapshot(Whose::Nodes(&nodes)).unwrap_err();
+        assert!(gone.starts_with(&format!("node {}: no process here listens", nodes[1])), "{gone}");
+        let away = snapshot(Whose::Nodes(&[nodes[0].clone(), "worker.example:5432".into()])).unwrap_err();
+        assert!(away.starts_with("node worker.example:5432: ") && away.contains("another machine"), "{away}");
     }
 }

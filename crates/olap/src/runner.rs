@@ -503,6 +503,7 @@ struct OomWatch {
 impl OomWatch {
     /// Watches the cgroup of the processes `counted` read (None: no limit, or not here).
     fn of(counted: &Counted) -> Option<OomWatch> {
+        // Of several nodes, the first's (a Citus coordinator's, which ghbench's session is on).
         let top = counted.kernel.as_ref().ok()?.top;
         let cgroup = MemoryCgroup::of_process(u32::try_from(top).ok()?).ok()?;
         let limit = cgroup.limit()?;
@@ -619,8 +620,10 @@ async fn read_counters(backend: &dyn Backend, before: bool) -> Counted {
 /// The kernel's counters of the engine's processes (read off the runtime's
 /// threads: it lists every process of the machine).
 async fn kernel_counters(backend: &dyn Backend) -> Result<kernel_io::Snapshot, String> {
-    if let Some(why) = backend.kernel_counters_unread() {
-        return Err(why);
+    if let Some(nodes) = backend.reading_nodes().await {
+        let nodes = nodes?;
+        let read = tokio::task::spawn_blocking(move || kernel_io::snapshot(kernel_io::Whose::Nodes(&nodes)));
+        return read.await.unwrap_or_else(|e| Err(format!("reading the kernel's counters failed: {e}")));
     }
     let whose = match (backend.own_process().await, backend.server_url()) {
         (Some(pid), _) => Ok(pid),

@@ -350,12 +350,15 @@ impl Backend for PostgresBackend {
     async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
         match self.setup.server {
             Server::Postgres => read_counters(&self.client, &[self.setup.table(&self.table)]).await,
-            Server::Citus => Err(crate::citus::READS_NOT_COUNTED.to_string()),
+            Server::Citus => crate::citus::read_counters(&self.client, &self.setup.table(&self.table)).await,
         }
     }
 
-    fn kernel_counters_unread(&self) -> Option<String> {
-        (self.setup.server == Server::Citus).then(|| crate::citus::READS_NOT_COUNTED.to_string())
+    async fn reading_nodes(&self) -> Option<Result<Vec<String>, String>> {
+        match self.setup.server {
+            Server::Postgres => None,
+            Server::Citus => Some(crate::citus::nodes(&self.client, &self.url).await),
+        }
     }
 
     async fn memory(&self) -> Option<MemoryShare> {

@@ -7,6 +7,8 @@
 //! querying go through the coordinator as on one PostgreSQL; an hour's rows
 //! are found by the hour each keeps ([`crate::setup::Server::Citus`]).
 
+use std::collections::BTreeMap;
+
 use ghbench_core::{EngineOption, EngineSpec, ServerInfo};
 use ghbench_engine::load::RowEstimate;
 use ghbench_engine::record::{IndexSize, MemoryShare};
@@ -111,13 +113,93 @@ pub async fn lacks_expression_statistics(client: &Client, table: &str) -> Result
     Ok(sum_on_shards(client, table, command).await? > 0)
 }
 
-/// Why the reads of a query on a distributed table are not counted yet: the
-/// workers' sessions that ran it are Citus's, kept open between queries, and
-/// a session flushes its statistics up to 10 s after going idle (PostgreSQL
-/// 15's `PGSTAT_IDLE_INTERVAL`), so a count read after the runs could miss
-/// the last; the coordinator's own process reads nothing of the shards.
-pub const READS_NOT_COUNTED: &str =
-    "not counted on Citus yet: the workers' sessions, kept open by Citus, flush their statistics up to 10 s after a query, and the coordinator's process reads none of the shards";
+/// The counters of `table`'s shards, as [`crate::backend::read_counters`]
+/// reads one table's: its heap, index and TOAST blocks found in
+/// `shared_buffers` (hit) or asked of the kernel (read), summed over the
+/// shards, each read on its worker; and the temporary files of the
+/// coordinator and every worker, which their merges and sorts spill.
+///
+/// A worker session flushes its statistics as it goes idle, unless it
+/// flushed less than a second before: then up to 10 s later (PostgreSQL
+/// 15's `PGSTAT_MIN_INTERVAL` and `PGSTAT_IDLE_INTERVAL`), and the session
+/// Citus keeps open to each worker between queries held the last query's
+/// blocks that long (a third of a whole-table scan's, tried on the real hour).
+/// So the workers' sessions of this coordinator session are ended first
+/// ([`end_idle_worker_sessions`]): a session that ends flushes before it
+/// leaves. Citus opens a new one at the next query, as it does already for
+/// every task past the one it keeps.
+pub async fn read_counters(client: &Client, table: &str) -> Result<BTreeMap<String, u64>, String> {
+    let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
+    end_idle_worker_sessions(client).await?;
+    let per_shard = "SELECT concat_ws(',', heap_blks_read, heap_blks_hit, coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0), coalesce(toast_blks_read, 0), coalesce(toast_blks_hit, 0))
+                     FROM pg_statio_all_tables WHERE relid = '%s'::regclass";
+    let names = ["heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read", "toast_blks_hit"];
+    let mut counters = sum_columns(&on_shards(client, table, per_shard).await.map_err(|e| e.to_string())?, &names)?;
+    let temp = "SELECT temp_files || ',' || temp_bytes FROM pg_stat_database WHERE datname = current_database()";
+    let mut nodes = on_workers(client, temp).await?;
+    let coordinator: String = client.query_one(temp, &[]).await.map_err(|e| format!("pg_stat_database: {e}"))?.get(0);
+    nodes.push(("the coordinator".into(), coordinator));
+    let temp = sum_columns(&nodes, &["temp_files (database-wide, every node)", "temp_bytes (database-wide, every node)"])?;
+    counters.extend(temp);
+    Ok(counters)
+}
+
+/// Ends the sessions Citus keeps open on the workers for this coordinator
+/// session (named by its global id in their `application_name`), waiting
+/// until each has gone, so that what they counted is flushed (see
+/// [`read_counters`]). Citus notices a kept session closed and opens another
+/// at the next query (`WL_SOCKET_CLOSED` in its adaptive executor).
+async fn end_idle_worker_sessions(client: &Client) -> Result<(), String> {
+    let on_worker = "SELECT count(*) FILTER (WHERE NOT pg_terminate_backend(pid, 3000)) FROM pg_stat_activity
+                     WHERE application_name = 'citus_internal gpid=' || $gpid$%s$gpid$ AND state = 'idle' AND pid <> pg_backend_pid()";
+    let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers(format($1, citus_backend_gpid())) ORDER BY 1";
+    let rows = client.query(sql, &[&on_worker]).await.map_err(|e| format!("ending this session's idle sessions on the workers: {e}"))?;
+    for row in &rows {
+        let (node, ok, said): (String, bool, Option<String>) = (row.get(0), row.get(1), row.get(2));
+        let said = said.unwrap_or_default();
+        if !ok || said.trim() != "0" {
+            return Err(format!("not counted: the session Citus keeps on worker {node} for this run did not end within 3 s, so what it read may not be flushed ({said})"));
+        }
+    }
+    Ok(())
+}
+
+/// `command` run on every worker: each worker's `host:port` and answer; an
+/// error names the worker and its words.
+async fn on_workers(client: &Client, command: &str) -> Result<Vec<(String, String)>, String> {
+    let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers($1) ORDER BY 1";
+    let rows = client.query(sql, &[&command]).await.map_err(|e| format!("run_command_on_workers: {e}"))?;
+    rows.iter()
+        .map(|r| {
+            let (node, said) = (r.get::<_, String>(0), r.get::<_, Option<String>>(2).unwrap_or_default());
+            if r.get::<_, bool>(1) { Ok((node, said)) } else { Err(format!("worker {node} answered '{said}' to: {command}")) }
+        })
+        .collect()
+}
+
+/// Answers of comma-separated numbers, one per `names`, by whoever gave
+/// them (a shard's id, a node), summed column by column.
+fn sum_columns<W: std::fmt::Display>(answers: &[(W, String)], names: &[&str]) -> Result<BTreeMap<String, u64>, String> {
+    let mut sums = vec![0u64; names.len()];
+    for (whose, said) in answers {
+        let numbers: Vec<u64> = said.split(',').map(|n| n.trim().parse::<u64>()).collect::<Result<_, _>>().map_err(|_| format!("{whose} answered '{said}', not {} numbers", names.len()))?;
+        if numbers.len() != names.len() {
+            return Err(format!("{whose} answered '{said}', not {} numbers", names.len()));
+        }
+        sums.iter_mut().zip(numbers).for_each(|(sum, n)| *sum = sum.saturating_add(n));
+    }
+    Ok(names.iter().map(|n| n.to_string()).zip(sums).collect())
+}
+
+/// The coordinator at `url` and its active primary nodes, each
+/// `host:port` as it lists them (the coordinator from `url` when it does
+/// not list itself): whose processes read for a query.
+pub async fn nodes(client: &Client, url: &str) -> Result<Vec<String>, String> {
+    let coordinator = crate::address(url).ok_or_else(|| "the coordinator's URL names no single TCP address (a Unix socket, several hosts)".to_string())?;
+    let sql = "SELECT nodename || ':' || nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' AND groupid <> 0 ORDER BY nodeid";
+    let workers = client.query(sql, &[]).await.map_err(|e| format!("pg_dist_node: {e}"))?;
+    Ok(std::iter::once(coordinator).chain(workers.iter().map(|r| r.get::<_, String>(0))).collect())
+}
 
 /// The memory the data competes for when the coordinator is on this
 /// machine: the machine's, which the nodes `just setup` starts share (each
@@ -166,5 +248,21 @@ impl<T> crate::error::OrSink<T> for Result<T, ShardError> {
             ShardError::Coordinator(e) => crate::error::to_sink_error(&e),
             other => ghbench_engine::load::SinkError::Other(format!("Citus: {other}")),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_each_column_over_the_answers_and_names_an_answer_that_is_not_numbers() {
+        let answers = [(102008_i64, "1,2,3".to_string()), (102009, "10,20,30".to_string())];
+        let sums = sum_columns(&answers, &["a", "b", "c"]).unwrap();
+        assert_eq!(sums, BTreeMap::from([("a".into(), 11), ("b".into(), 22), ("c".into(), 33)]));
+        let short = sum_columns(&[(102010_i64, "1,2".to_string())], &["a", "b", "c"]).unwrap_err();
+        assert!(short.contains("102010 answered '1,2', not 3 numbers"), "{short}");
+        let text = sum_columns(&[("127.0.0.1:54331", "x,1".to_string())], &["a", "b"]).unwrap_err();
+        assert!(text.starts_with("127.0.0.1:54331 answered 'x,1'"), "{text}");
     }
 }

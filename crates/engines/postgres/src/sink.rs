@@ -55,7 +55,7 @@ pub struct PostgresSink {
 pub fn hour_key(stem: &str) -> Result<i32, SinkError> {
     let hour: ghbench_core::Hour = stem.parse().map_err(|e| SinkError::Other(format!("hour {stem}: {e}")))?;
     // Its stem's four numbers (2015-01-01-15), read as one.
-    hour.stem().split('-').try_fold(0i32, |key, part| Some(key.checked_mul(100)?.checked_add(part.parse().ok()?)?)).ok_or_else(|| SinkError::Other(format!("hour {stem} has no key that fits an int")))
+    hour.stem().split('-').try_fold(0i32, |key, part| key.checked_mul(100)?.checked_add(part.parse().ok()?)).ok_or_else(|| SinkError::Other(format!("hour {stem} has no key that fits an int")))
 }
 
 /// The stem of an hour key ([`hour_key`]).
