@@ -19,7 +19,13 @@ fn script(name: &str) -> PathBuf {
 /// on `port` with `workers` workers, the single server's `shared_buffers`
 /// 300MB and `work_mem` 30MB (each node's share: a third).
 fn run_script_with(name: &str, args: &[&str], home: &Path, port: u16, workers: &str) -> Output {
-    Command::new("bash")
+    script_command(name, args, home, port, workers).env_remove("GHBENCH_MEMORY").output().unwrap()
+}
+
+/// [`run_script_with`]'s command, to be given more (a memory limit).
+fn script_command(name: &str, args: &[&str], home: &Path, port: u16, workers: &str) -> Command {
+    let mut command = Command::new("bash");
+    command
         .arg(script(name))
         .args(args)
         .env("GHBENCH_HOME", home)
@@ -27,10 +33,8 @@ fn run_script_with(name: &str, args: &[&str], home: &Path, port: u16, workers: &
         .env("GHBENCH_CITUS_WORKERS", workers)
         .env("GHBENCH_PG_SHARED_BUFFERS", "300MB")
         .env("GHBENCH_PG_WORK_MEM", "30MB")
-        .env_remove("GHBENCH_MEMORY")
-        .env_remove("GHBENCH_DISK")
-        .output()
-        .unwrap()
+        .env_remove("GHBENCH_DISK");
+    command
 }
 
 fn run_script(name: &str, args: &[&str], home: &Path, port: u16) -> Output {
@@ -67,6 +71,11 @@ impl Drop for OwnCluster {
 /// A cluster of the test's own, started by `setup.sh citus`; None (the test
 /// skipped, said) where Citus is not installed, which CI never is.
 fn own_cluster() -> Option<OwnCluster> {
+    own_cluster_with(None)
+}
+
+/// [`own_cluster`], each node under a memory limit of `memory` (GHBENCH_MEMORY) when given.
+fn own_cluster_with(memory: Option<&str>) -> Option<OwnCluster> {
     if !citus_installed() {
         // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
         assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
@@ -75,7 +84,12 @@ fn own_cluster() -> Option<OwnCluster> {
     }
     let port = free_ports_in_a_row(3);
     let cluster = OwnCluster { home: own_temp_dir("citus"), port };
-    let out = run_script("setup.sh", &["citus"], &cluster.home, port);
+    let mut setup = script_command("setup.sh", &["citus"], &cluster.home, port, "2");
+    match memory {
+        Some(memory) => setup.env("GHBENCH_MEMORY", memory),
+        None => setup.env_remove("GHBENCH_MEMORY"),
+    };
+    let out = setup.output().unwrap();
     assert!(out.status.success(), "setup.sh citus: {}", text(&out));
     assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
     Some(cluster)
@@ -261,4 +275,57 @@ async fn the_citus_engine_loads_an_hour_once_reloads_it_by_its_hour_and_answers_
     let server = &citus["server"];
     assert!(server["label"].as_str().unwrap().starts_with("Citus "), "{server}");
     assert_eq!(server["settings"][format!("citus shards of {table}")], "32", "{server}");
+}
+
+/// Each node under a memory limit of its own (`GHBENCH_MEMORY`, as `bench
+/// --memory` restarts them): the record names each node's limit and cgroup,
+/// the table's bytes each holds (the workers all of it, the coordinator
+/// none), data ÷ memory on the fullest node, and the limits in total.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_holds() {
+    let _servers = shared_servers();
+    if !is_root() {
+        eprintln!("SKIPPED: memory limits need root (cgroups)");
+        return;
+    }
+    let Some(real) = real_hour() else { return };
+    let Some(cluster) = own_cluster_with(Some("512MiB")) else { return };
+    let port = cluster.port;
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let table = table("citus_limited");
+    let work = tempfile::tempdir().unwrap();
+    let results = work.path().join("results").to_str().unwrap().to_string();
+    let shared = real.parent().unwrap().to_str().unwrap().to_string();
+    let quarantine = work.path().join("q").to_str().unwrap().to_string();
+    let common = ["--engines", "citus", "--table", &table, "--citus-url", &url];
+    let steps: [&[&str]; 2] = [
+        &["ingest", "--source", &shared, "--from", "2015-01-01T00", "--to", "2015-01-01T00", "--quarantine-dir", &quarantine, "--drop"],
+        &["query", "B", "--repeat", "1", "--output", &results],
+    ];
+    for step in steps {
+        let args: Vec<&str> = step.iter().chain(common.iter()).copied().collect();
+        let out = crate::util::ghbench_on_servers(&args);
+        assert!(out.status.success(), "ghbench {}: {}", args.join(" "), text(&out));
+    }
+    let record = newest_record(results.as_ref(), "olap");
+    let citus = &record["context"]["engines"][0];
+    let memory = &citus["memory"];
+    let nodes = memory["nodes"].as_array().unwrap_or_else(|| panic!("each node's memory: {memory}"));
+    let addresses: Vec<String> = nodes.iter().map(|n| n["node"].as_str().unwrap().to_string()).collect();
+    assert_eq!(addresses, (0..3).map(|i| format!("127.0.0.1:{}", port + i)).collect::<Vec<_>>(), "the coordinator, then the workers: {memory}");
+    for node in nodes {
+        assert_eq!(node["bytes"].as_u64(), Some(512 << 20), "{node}");
+        assert!(node["limit"]["cgroup"].as_str().unwrap().contains("citus-"), "the node's own cgroup: {node}");
+        assert!(node["limit"]["over_runs"]["peak_bytes"].as_u64().unwrap() > 0, "counted over the runs: {node}");
+    }
+    assert_eq!(memory["bytes"].as_u64(), Some(3 * (512 << 20)), "the limits in total: {memory}");
+    let stored = citus["storage"]["table_bytes"].as_u64().unwrap() + citus["storage"]["index_bytes"].as_u64().unwrap();
+    let held: Vec<u64> = nodes.iter().map(|n| n["data_bytes"].as_u64().unwrap()).collect();
+    assert_eq!(held[0], 0, "the coordinator holds no shard: {memory}");
+    assert!(held[1] > 0 && held[2] > 0, "{memory}");
+    assert_eq!(held.iter().sum::<u64>(), stored, "the nodes hold the table's bytes between them: {memory} {}", citus["storage"]);
+    let fullest = *held.iter().max().unwrap() as f64 / (512 << 20) as f64;
+    let label = record["context"]["cold"]["label"].as_str().unwrap_or_default();
+    let said = format!("citus data {} memory on its fullest node (3 nodes;", ghbench_record::run::ratio_text(fullest));
+    assert!(label.contains(&said), "'{said}' in the label: {label}");
 }

@@ -325,7 +325,7 @@ pub async fn measure(
     let mut engines: Vec<EngineRecord> = described.into_iter().map(|e| e.record).collect();
     if let Some(bytes) = options.server_memory {
         for engine in engines.iter_mut().filter(|e| e.memory.is_none()) {
-            engine.memory = Some(MemoryShare { bytes, from: DECLARED.into(), limit: None });
+            engine.memory = Some(MemoryShare { bytes, from: DECLARED.into(), limit: None, nodes: Vec::new() });
         }
     }
     let mut context = context(table.to_string(), catalog, options.repeat, engines);
@@ -398,8 +398,11 @@ pub async fn measure(
         None => None,
     };
     // What the kernel counted under each engine's memory limit, the runs and clients included.
-    for limit in context.engines.iter_mut().filter_map(|e| e.memory.as_mut()?.limit.as_mut()) {
-        ghbench_olap::cgroup::count_over_runs(limit);
+    // (Of a server of several nodes, each node's.)
+    for memory in context.engines.iter_mut().filter_map(|e| e.memory.as_mut()) {
+        for limit in memory.limit.iter_mut().chain(memory.nodes.iter_mut().filter_map(|n| n.limit.as_mut())) {
+            ghbench_olap::cgroup::count_over_runs(limit);
+        }
     }
     // And under each engine's disk throttle: the proof the reads went through it.
     for limit in context.engines.iter_mut().filter_map(|e| e.disk_limit.as_mut()) {

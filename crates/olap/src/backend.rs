@@ -14,7 +14,7 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
 use crate::cgroup::MemoryCgroup;
-use crate::record::{AfterIndexes, DiskLimit, IndexBuild, MemoryLimit, MemoryShare, Plan, Storage};
+use crate::record::{AfterIndexes, DiskLimit, IndexBuild, MemoryLimit, MemoryShare, NodeMemory, Plan, Storage};
 use crate::throttle::IoCgroup;
 use crate::rows::Row;
 
@@ -65,7 +65,39 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
         true => "this machine's memory (MemTotal): the engine runs in ghbench's processes or its workers",
         false => "this machine's memory (MemTotal): the server runs here",
     };
-    Some(MemoryShare { bytes: machine?, from: from.into(), limit: None })
+    Some(MemoryShare { bytes: machine?, from: from.into(), limit: None, nodes: Vec::new() })
+}
+
+/// The memory of a server of several nodes on this machine (a Citus
+/// coordinator and its workers), each `host:port` with the table's bytes it
+/// holds: when every node runs under a memory limit of its own, their limits
+/// in total, each node's beside; else this machine's memory, which they
+/// share (each node listed where some are limited). None when a node is
+/// elsewhere or its process cannot be found.
+pub async fn nodes_memory(nodes: Vec<(String, u64)>) -> Option<MemoryShare> {
+    let counted = tokio::task::spawn_blocking(move || {
+        let machine = crate::environment::memory_bytes();
+        let mut each = Vec::new();
+        for (node, data_bytes) in nodes {
+            let pid = crate::kernel_io::server_pid(&format!("postgres://{node}"), Some(&node)).ok()?;
+            let node = match MemoryCgroup::of_process(pid).ok().and_then(|c| limited_memory(&c, machine)) {
+                Some(limited) => NodeMemory { node, data_bytes, bytes: limited.bytes, limit: limited.limit },
+                None => NodeMemory { node, data_bytes, bytes: machine?, limit: None },
+            };
+            each.push(node);
+        }
+        let unlimited: Vec<&str> = each.iter().filter(|n| n.limit.is_none()).map(|n| n.node.as_str()).collect();
+        let share = match unlimited.len() {
+            0 => MemoryShare { bytes: each.iter().map(|n| n.bytes).sum(), from: format!("the memory limits of the {} nodes' cgroups, in total (each node's beside)", each.len()), limit: None, nodes: Vec::new() },
+            n if n == each.len() => {
+                let from = format!("this machine's memory (MemTotal), which the {n} nodes share (none runs under a limit of its own)");
+                return Some(MemoryShare { bytes: machine?, from, limit: None, nodes: Vec::new() });
+            }
+            _ => MemoryShare { bytes: machine?, from: format!("this machine's memory (MemTotal): {} run under no limit of their own", unlimited.join(", ")), limit: None, nodes: Vec::new() },
+        };
+        Some(MemoryShare { nodes: each, ..share })
+    });
+    counted.await.ok().flatten()
 }
 
 /// The disk throttle the cgroup of an engine's processes on this machine
@@ -80,7 +112,7 @@ pub async fn this_machine_disk_limit<B: Backend + ?Sized>(backend: &B) -> Option
 pub fn limited_memory(cgroup: &MemoryCgroup, machine: Option<u64>) -> Option<MemoryShare> {
     let bytes = cgroup.limit().filter(|&limit| machine.is_none_or(|m| limit < m))?;
     let limit = MemoryLimit { cgroup_version: cgroup.version, cgroup: cgroup.path.clone(), enforced_by: cgroup.enforced_by(), before_runs: cgroup.counters(), over_runs: None };
-    Some(MemoryShare { bytes, from: format!("the memory limit of the cgroup its processes run in ({})", cgroup.path), limit: Some(limit) })
+    Some(MemoryShare { bytes, from: format!("the memory limit of the cgroup its processes run in ({})", cgroup.path), limit: Some(limit), nodes: Vec::new() })
 }
 
 #[async_trait]

@@ -451,6 +451,30 @@ pub struct MemoryShare {
     /// The kernel's limit the engine ran under, when it had one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<MemoryLimit>,
+    /// A server of several nodes (Citus), each under a limit of its own:
+    /// what each holds and has; `bytes` is then their memory in total.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeMemory>,
+}
+
+/// One node of a server of several: the table's bytes it holds (its shards,
+/// indexes included) and the memory it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeMemory {
+    /// `host:port`.
+    pub node: String,
+    pub data_bytes: u64,
+    pub bytes: u64,
+    /// Its cgroup's limit (None: the node is not limited; `bytes` is this machine's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<MemoryLimit>,
+}
+
+impl NodeMemory {
+    /// Its data over its memory.
+    pub fn data_to_memory(&self) -> f64 {
+        self.data_bytes as f64 / self.bytes.max(1) as f64
+    }
 }
 
 /// A memory limit the kernel enforced on an engine's processes (a cgroup),
@@ -542,8 +566,13 @@ impl MemoryLimit {
 impl EngineRecord {
     /// The engine's stored bytes (table and indexes) over its memory: below 1
     /// its data can stay cached, beyond it hot runs read from disk.
+    /// Of several nodes each under a limit: the fullest node's, which decides
+    /// whether its hot runs read from disk.
     pub fn data_to_memory(&self) -> Option<f64> {
         let (storage, memory) = (self.storage.as_ref()?, self.memory.as_ref().filter(|m| m.bytes > 0)?);
+        if let Some(fullest) = memory.nodes.iter().map(NodeMemory::data_to_memory).max_by(f64::total_cmp) {
+            return Some(fullest);
+        }
         Some((storage.table_bytes + storage.index_bytes) as f64 / memory.bytes as f64)
     }
 
@@ -552,6 +581,10 @@ impl EngineRecord {
     pub fn fit_said(&self) -> Option<String> {
         let ratio = self.data_to_memory()?;
         let limit = match self.memory.as_ref() {
+            Some(memory) if !memory.nodes.is_empty() => {
+                let total = self.storage.as_ref().map_or(0, |s| s.table_bytes + s.index_bytes) as f64 / memory.bytes.max(1) as f64;
+                format!(" on its fullest node ({} nodes; {} their {} in total)", memory.nodes.len(), ratio_text(total), ghbench_core::size::said(memory.bytes))
+            }
             Some(memory) if memory.limit.is_some() => format!(" (a {} limit)", ghbench_core::size::said(memory.bytes)),
             Some(memory) if memory.from == DECLARED => format!(" (as declared: {})", ghbench_core::size::said(memory.bytes)),
             _ => String::new(),
@@ -1334,7 +1367,7 @@ mod tests {
             data_error: None,
             storage: Some(Storage { table_bytes: stored, index_bytes: stored / 10, ..Storage::default() }),
             storage_error: None,
-            memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into(), limit: None }),
+            memory: memory.map(|bytes| MemoryShare { bytes, from: "test".into(), limit: None, nodes: Vec::new() }),
             disk_limit: None,
         }
     }

@@ -621,9 +621,18 @@ pub fn caveats(context: &Context) -> Vec<(&Engine, &str)> {
 
 /// An engine's kernel memory limit and what it counted over the runs, for
 /// the lines under every table (None without a limit).
+/// Of a server of several nodes, each node's: `127.0.0.1:54331 (data
+/// 0.52× memory): limit …`, joined by `; `.
 pub fn memory_limit_line(engine: &ghbench_record::run::EngineRecord) -> Option<String> {
     let memory = engine.memory.as_ref()?;
-    Some(memory.limit.as_ref()?.said(memory.bytes))
+    if memory.nodes.is_empty() {
+        return Some(memory.limit.as_ref()?.said(memory.bytes));
+    }
+    let node = |n: &ghbench_record::run::NodeMemory| {
+        let limit = n.limit.as_ref().map_or_else(|| format!("no limit: this machine's {}", ghbench_core::size::said(n.bytes)), |l| l.said(n.bytes));
+        format!("{} (data {} memory): {limit}", n.node, ghbench_record::run::ratio_text(n.data_to_memory()))
+    };
+    Some(memory.nodes.iter().map(node).collect::<Vec<_>>().join("; "))
 }
 
 

@@ -539,7 +539,7 @@ fn reported_memory(system: &Document) -> Option<MemoryShare> {
         Some(limit) => (limit, "the server's memory limit as it reports it (hostInfo system.memLimitMB)"),
         None => (size?, "the server's memory as it reports it (hostInfo system.memSizeMB)"),
     };
-    Some(MemoryShare { bytes: megabytes << 20, from: from.into(), limit: None })
+    Some(MemoryShare { bytes: megabytes << 20, from: from.into(), limit: None, nodes: Vec::new() })
 }
 
 #[cfg(test)]

@@ -364,7 +364,7 @@ impl Backend for PostgresBackend {
     async fn memory(&self) -> Option<MemoryShare> {
         match self.setup.server {
             Server::Postgres => this_machine_memory(self).await,
-            Server::Citus => crate::citus::memory(&self.url),
+            Server::Citus => crate::citus::memory(&self.client, &self.url, &self.setup.table(&self.table)).await,
         }
     }
 

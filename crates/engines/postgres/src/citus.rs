@@ -201,13 +201,20 @@ pub async fn nodes(client: &Client, url: &str) -> Result<Vec<String>, String> {
     Ok(std::iter::once(coordinator).chain(workers.iter().map(|r| r.get::<_, String>(0))).collect())
 }
 
-/// The memory the data competes for when the coordinator is on this
-/// machine: the machine's, which the nodes `just setup` starts share (each
-/// node's own limit is not read yet). None for a coordinator elsewhere.
-pub fn memory(url: &str) -> Option<MemoryShare> {
-    (ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine).then_some(())?;
-    let bytes = ghbench_engine::query::memory_bytes()?;
-    Some(MemoryShare { bytes, from: "this machine's memory (MemTotal), which the coordinator and the workers `just setup` starts share (a node's own limit is not read yet)".into(), limit: None })
+/// The memory the data competes for when the nodes are on this machine
+/// (`ghbench_engine::query::nodes_memory`): each node's limit where every
+/// node has one (`bench --memory` gives each node the size asked), with the
+/// table's bytes on each (`citus_shards`); else this machine's, which they
+/// share. None for a node elsewhere.
+pub async fn memory(client: &Client, url: &str, table: &str) -> Option<MemoryShare> {
+    let nodes = nodes(client, url).await.ok()?;
+    let sql = "SELECT nodename || ':' || nodeport, sum(shard_size)::bigint FROM citus_shards WHERE table_name = to_regclass($1) GROUP BY 1";
+    let held: BTreeMap<String, i64> = client.query(sql, &[&table]).await.ok()?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let nodes = nodes.into_iter().map(|node| {
+        let data = held.get(&node).copied().unwrap_or(0).max(0) as u64;
+        (node, data)
+    });
+    ghbench_engine::query::nodes_memory(nodes.collect()).await
 }
 
 /// The coordinator described as one PostgreSQL is (`crate::connect::describe`),
