@@ -44,11 +44,35 @@ fn run_script(name: &str, args: &[&str], home: &Path, port: u16) -> Output {
 /// Whether Citus is installed in the PostgreSQL setup runs, where setup
 /// looks for it (`pg_config --pkglibdir`, Debian's servers).
 fn citus_installed() -> bool {
-    let Ok(dirs) = std::fs::read_dir("/usr/lib/postgresql") else { return false };
-    dirs.flatten().any(|d| {
-        let libdir = Command::new(d.path().join("bin/pg_config")).arg("--pkglibdir").output();
+    citus_bin().is_some()
+}
+
+/// The bin folder of the PostgreSQL Citus is installed in.
+fn citus_bin() -> Option<PathBuf> {
+    let dirs = std::fs::read_dir("/usr/lib/postgresql").ok()?;
+    dirs.flatten().map(|d| d.path().join("bin")).find(|bin| {
+        let libdir = Command::new(bin.join("pg_config")).arg("--pkglibdir").output();
         libdir.is_ok_and(|o| o.status.success() && Path::new(String::from_utf8_lossy(&o.stdout).trim()).join("citus.so").is_file())
     })
+}
+
+/// Stops one node of the test's cluster (`worker2`) as `pg_ctl stop -m fast`
+/// does, as the user its server runs as (postgres, when setup ran as root).
+fn stop_node(cluster: &OwnCluster, node: &str) {
+    let pg_ctl = citus_bin().unwrap().join("pg_ctl");
+    let data = cluster.home.join("citus").join(node).join("data");
+    let mut command = match is_root() {
+        true => {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--"]).arg(pg_ctl);
+            c
+        }
+        false => Command::new(pg_ctl),
+    };
+    // runuser lives in sbin, which a test's PATH can lack.
+    let path = format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default());
+    let out = command.arg("-D").arg(&data).args(["stop", "-m", "fast"]).env("PATH", path).output().unwrap();
+    assert!(out.status.success(), "stopping {node}: {}", text(&out));
 }
 
 fn answers(port: u16) -> bool {
@@ -328,4 +352,130 @@ async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_
     let label = record["context"]["cold"]["label"].as_str().unwrap_or_default();
     let said = format!("citus data {} memory on its fullest node (3 nodes;", ghbench_record::run::ratio_text(fullest));
     assert!(label.contains(&said), "'{said}' in the label: {label}");
+}
+
+/// A worker stopped: a query through the coordinator fails naming it and is
+/// made again once the worker is back (ghbench's new connection waits for
+/// every worker to answer), with the same answer; a worker that stays down
+/// fails the query with its address, and a load is refused naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_lost_to_a_stopped_worker_is_made_again_once_it_is_back_and_names_it_while_it_is_down() {
+    let _servers = shared_servers();
+    let Some(real) = real_hour() else { return };
+    let Some(cluster) = own_cluster() else { return };
+    let (port, worker2) = (cluster.port, format!("127.0.0.1:{}", cluster.port + 2));
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let table = table("citus_fault");
+    let work = tempfile::tempdir().unwrap();
+    let results = work.path().join("results").to_str().unwrap().to_string();
+    let shared = real.parent().unwrap().to_str().unwrap().to_string();
+    let quarantine = work.path().join("q").to_str().unwrap().to_string();
+    let ghbench = |step: &[&str]| {
+        let args: Vec<&str> = step.iter().copied().chain(["--engines", "citus", "--table", &table, "--citus-url", &url]).collect();
+        crate::util::ghbench_on_servers(&args)
+    };
+    let ingest = ["ingest", "--source", &shared, "--from", "2015-01-01T00", "--to", "2015-01-01T00", "--quarantine-dir", &quarantine];
+    let query = ["query", "B", "--variant", "corrected", "--repeat", "1", "--output", &results];
+    assert!(ghbench(&ingest).status.success());
+    assert!(ghbench(&query).status.success());
+    let digest = |record: &serde_json::Value| record["queries"][0]["engines"][0]["answer_digest"].as_str().unwrap().to_string();
+    let answer = digest(&newest_record(results.as_ref(), "olap"));
+
+    // Stopped, and started again by setup (which starts only what is down) while the query waits.
+    stop_node(&cluster, "worker2");
+    let (home, restarted) = (cluster.home.clone(), std::sync::Arc::new(std::sync::Mutex::new(None)));
+    let restart = std::thread::spawn({
+        let restarted = restarted.clone();
+        move || {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            *restarted.lock().unwrap() = Some(run_script("setup.sh", &["citus"], &home, port));
+        }
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let out = ghbench(&query);
+    restart.join().unwrap();
+    let setup = restarted.lock().unwrap().take().unwrap();
+    assert!(setup.status.success(), "{}", text(&setup));
+    assert!(out.status.success(), "made again once the worker was back: {}", text(&out));
+    let record = newest_record(results.as_ref(), "olap");
+    let citus = &record["queries"][0]["engines"][0];
+    let lost = citus["reconnects"][0]["error"].as_str().unwrap_or_else(|| panic!("the lost run recorded: {citus}"));
+    assert!(lost.contains(&worker2), "the lost run names the worker: {lost}");
+    assert_eq!(digest(&record), answer, "the same answer");
+
+    // Stopped for good: the query fails naming it, once the wait for it ran out.
+    stop_node(&cluster, "worker2");
+    let out = ghbench(&query);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("FAILED B corrected on citus") && text(&out).contains(&worker2), "{}", text(&out));
+    let out = ghbench(&[&ingest[..], &["--reload", "2015-01-01T00"]].concat());
+    assert!(!out.status.success() && text(&out).contains(&worker2), "a load refused naming the worker: {}", text(&out));
+}
+
+/// A worker stopped in the middle of a load of several hours: the hours
+/// whose transaction it broke fail after their retries, naming it, none of
+/// their rows kept; once it is back, the rerun loads exactly those, each
+/// hour's rows on the shards what its ledger entry says.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_stopped_mid_load_fails_the_hours_it_broke_naming_it_and_the_rerun_loads_them_exactly_once() {
+    let _servers = shared_servers();
+    let Some(cluster) = own_cluster() else { return };
+    let (port, worker2) = (cluster.port, format!("127.0.0.1:{}", cluster.port + 2));
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let table = table("citus_midload");
+    let work = tempfile::tempdir().unwrap();
+    let source = work.path().join("hours");
+    let hours = "10";
+    let gen = Command::new(env!("CARGO_BIN_EXE_ghbench"))
+        .args(["gen", "--from", "2015-02-01T00", "--hours", hours, "--events", "10000", "--seed", "7", "--defects", "0", "--truncate-prob", "0", "--out", source.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(gen.status.success(), "{}", text(&gen));
+    let quarantine = work.path().join("q").to_str().unwrap().to_string();
+    let ingest: Vec<String> = ["ingest", "--engines", "citus", "--table", &table, "--citus-url", &url, "--source", source.to_str().unwrap(), "--from", "2015-02-01T00", "--hours", hours, "--quarantine-dir", &quarantine]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let ledger = format!("SELECT count(*) FROM ghbench_ledger WHERE engine = 'citus' AND tbl = '{table}'");
+
+    let loading = std::thread::spawn({
+        // One retry (after 1 s) is enough to show the hour retried while the worker is down.
+        let ingest: Vec<String> = ingest.iter().cloned().chain(["--retries".into(), "1".into()]).collect();
+        move || crate::util::ghbench_on_servers(&ingest.iter().map(String::as_str).collect::<Vec<_>>())
+    });
+    // Stopped once the first hour is in: the hours after it break.
+    let waited = std::time::Instant::now();
+    loop {
+        let done = match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+            Ok((client, connection)) => {
+                tokio::spawn(connection);
+                client.query_one(&ledger, &[]).await.map_or(0, |r| r.get::<_, i64>(0))
+            }
+            Err(_) => 0,
+        };
+        if done >= 1 {
+            break;
+        }
+        assert!(waited.elapsed().as_secs() < 60 && !loading.is_finished(), "no hour loaded");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    stop_node(&cluster, "worker2");
+    let out = loading.join().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("after 2 attempt(s): citus") && text(&out).contains(&worker2), "the broken hours fail after their retry, naming the worker: {}", text(&out));
+    let loaded_before = query_one_i64(port, &ledger).await;
+    assert!(loaded_before < 10, "some hours broke: {loaded_before}");
+
+    let setup = run_script("setup.sh", &["citus"], &cluster.home, port);
+    assert!(setup.status.success(), "{}", text(&setup));
+    let out = crate::util::ghbench_on_servers(&ingest.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(query_one_i64(port, &ledger).await, 10, "every hour in the ledger once");
+    // Each hour's rows on the shards are what its ledger entry says it stored.
+    let mismatched = format!(
+        "SELECT count(*) FROM ghbench_ledger l FULL JOIN (SELECT ghbench_hour, count(*) AS n FROM {table} GROUP BY 1) s
+           ON s.ghbench_hour = to_char(to_timestamp(l.hour, 'YYYY-MM-DD-HH24'), 'YYYYMMDDHH24')::int
+         WHERE (l.engine = 'citus' AND l.tbl = '{table}' AND s.n IS DISTINCT FROM l.events) OR l.hour IS NULL"
+    );
+    assert_eq!(query_one_i64(port, &mismatched).await, 0, "every hour exactly once");
 }

@@ -450,12 +450,15 @@ fn made_cold(cold: &ColdRecord, afresh: &[Engine]) -> String {
 
 /// Replaces a backend whose connection was lost with a new one, retrying
 /// with backoff for at most `limit`; the seconds it took.
+/// The first pause between attempts at a new connection; doubled after each.
+const FIRST_RECONNECT_WAIT: Duration = Duration::from_millis(250);
+
 async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f64, String> {
     let started = Instant::now();
     // Moved on by every answer that says the server is recovering.
     let mut progress = started;
     let mut said = started;
-    let mut wait = Duration::from_millis(250);
+    let mut wait = FIRST_RECONNECT_WAIT;
     loop {
         let left = limit.saturating_sub(progress.elapsed()).max(Duration::from_millis(100));
         let failure = match tokio::time::timeout(left, backend.reconnect()).await {
@@ -466,6 +469,10 @@ async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f6
             Ok(Err(e)) => format!("{e:#}"),
             Err(_) => "no answer".to_string(),
         };
+        if wait == FIRST_RECONNECT_WAIT {
+            // Said once, when a new connection does not come at once (a server or a Citus worker down).
+            eprintln!("  {}: no new connection yet ({failure}): trying again for up to {} s", backend.engine(), limit.as_secs_f64());
+        }
         if recovering(&failure) {
             progress = Instant::now();
             if said.elapsed() >= RECOVERY_SAID_EVERY {

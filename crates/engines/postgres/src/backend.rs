@@ -29,18 +29,32 @@ pub struct PostgresBackend {
     client: Session,
     url: String,
     table: TableName,
+    /// On Citus, the two-phase commits recovered as it connected (see
+    /// [`crate::citus::recover_prepared`]), or why not, for the record.
+    recovered: Option<Result<i32, String>>,
 }
 
 impl PostgresBackend {
     pub async fn connect(setup: &'static JsonbSetup, url: &str, table: &TableName) -> BackendResult<Self> {
         crate::abandoned::end_abandoned(&setup.spec, url).await;
         let client = Session::connect(&setup.spec, url).await?;
-        Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone() })
+        // Not fatal here: with a worker down the queries fail, naming it, and wait for it.
+        let recovered = match setup.server {
+            Server::Citus => Some(crate::citus::recover_prepared(&client).await.map_err(|e| format!("not run: {e}"))),
+            Server::Postgres => None,
+        };
+        Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone(), recovered })
     }
 
     /// Another session of the same engine and table, with the same limit.
+    /// On Citus, once every worker answers too: a query lost to a worker
+    /// that stopped is made again only when it is back (the runner's
+    /// reconnect waits, backing off, for as long as its limit).
     async fn another(&self) -> BackendResult<Box<dyn Backend>> {
         let mut fresh = PostgresBackend::connect(self.setup, &self.url, &self.table).await?;
+        if self.setup.server == Server::Citus {
+            crate::citus::workers_answer(&fresh.client).await.map_err(anyhow::Error::msg)?;
+        }
         fresh.client.limit_queries(self.client.limit());
         Ok(Box::new(fresh))
     }
@@ -287,7 +301,13 @@ impl Backend for PostgresBackend {
     async fn describe(&self) -> BackendResult<ServerInfo> {
         Ok(match self.setup.server {
             Server::Postgres => crate::connect::describe(&self.setup.spec, &self.client, &self.url).await?,
-            Server::Citus => crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.setup.table(&self.table)).await?,
+            Server::Citus => {
+                let mut info = crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.setup.table(&self.table)).await?;
+                if let Some(recovered) = &self.recovered {
+                    info.settings.insert(crate::citus::RECOVERED.into(), recovered.as_ref().map_or_else(Clone::clone, i32::to_string));
+                }
+                info
+            }
         })
     }
 

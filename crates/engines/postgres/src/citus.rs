@@ -177,6 +177,32 @@ async fn on_workers(client: &Client, command: &str) -> Result<Vec<(String, Strin
         .collect()
 }
 
+/// Commits or rolls back what workers left prepared by Citus's two-phase
+/// commit when one stopped mid-commit: a transaction the coordinator
+/// committed (an hour and its ledger entry) whose rows that worker shows
+/// only once recovered, which Citus's maintenance daemon does every
+/// `citus.recover_2pc_interval` (a minute by default). Run before anything
+/// counts or reads the rows: an hour counted short would be taken for
+/// damaged and loaded again, and doubled when the recovery came; a query
+/// would miss its rows. The number of transactions recovered.
+pub async fn recover_prepared(client: &Client) -> Result<i32, tokio_postgres::Error> {
+    Ok(client.query_one("SELECT recover_prepared_transactions()", &[]).await?.get(0))
+}
+
+/// The setting under which [`recover_prepared`]'s answer is recorded.
+pub const RECOVERED: &str = "citus prepared transactions recovered before this run";
+
+/// Ok when every worker answers; else which do not, and what was said.
+pub async fn workers_answer(client: &Client) -> Result<(), String> {
+    let sql = "SELECT nodename || ':' || nodeport, result FROM run_command_on_workers('SELECT 1') WHERE NOT success ORDER BY 1";
+    let rows = client.query(sql, &[]).await.map_err(|e| format!("asking the Citus workers: {e}"))?;
+    let silent: Vec<String> = rows.iter().map(|r| format!("{} ({})", r.get::<_, String>(0), r.get::<_, Option<String>>(1).unwrap_or_default().trim())).collect();
+    match silent.is_empty() {
+        true => Ok(()),
+        false => Err(format!("Citus worker(s) not answering: {}", silent.join("; "))),
+    }
+}
+
 /// Answers of comma-separated numbers, one per `names`, by whoever gave
 /// them (a shard's id, a node), summed column by column.
 fn sum_columns<W: std::fmt::Display>(answers: &[(W, String)], names: &[&str]) -> Result<BTreeMap<String, u64>, String> {
@@ -209,12 +235,13 @@ pub async fn nodes(client: &Client, url: &str) -> Result<Vec<String>, String> {
 pub async fn memory(client: &Client, url: &str, table: &str) -> Option<MemoryShare> {
     let nodes = nodes(client, url).await.ok()?;
     let sql = "SELECT nodename || ':' || nodeport, sum(shard_size)::bigint FROM citus_shards WHERE table_name = to_regclass($1) GROUP BY 1";
-    let held: BTreeMap<String, i64> = client.query(sql, &[&table]).await.ok()?.iter().map(|r| (r.get(0), r.get(1))).collect();
-    let nodes = nodes.into_iter().map(|node| {
-        let data = held.get(&node).copied().unwrap_or(0).max(0) as u64;
-        (node, data)
+    // A shard's size is NULL when its worker does not answer: then what each node holds is not known.
+    let held: BTreeMap<String, Option<i64>> = client.query(sql, &[&table]).await.ok()?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let nodes = nodes.into_iter().map(|node| match held.get(&node) {
+        Some(bytes) => Some((node, bytes.as_ref()?.max(&0).unsigned_abs())),
+        None => Some((node, 0)),
     });
-    ghbench_engine::query::nodes_memory(nodes.collect()).await
+    ghbench_engine::query::nodes_memory(nodes.collect::<Option<_>>()?).await
 }
 
 /// The coordinator described as one PostgreSQL is (`crate::connect::describe`),
@@ -239,7 +266,13 @@ pub async fn describe(spec: &EngineSpec, client: &Client, url: &str, table: &str
     info.settings.insert("citus.shard_count".into(), client.query_one("SHOW citus.shard_count", &[]).await?.get(0));
     for name in ["shared_buffers", "work_mem"] {
         let rows = client.query("SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers($1) ORDER BY 1", &[&format!("SHOW {name}")]).await?;
-        let said: Vec<String> = rows.iter().map(|r| format!("{} {}", r.get::<_, String>(0), r.get::<_, String>(2))).collect();
+        let said: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                let (node, answered, said) = (r.get::<_, String>(0), r.get::<_, bool>(1), r.get::<_, Option<String>>(2).unwrap_or_default());
+                if answered { format!("{node} {said}") } else { format!("{node} not read ({said})") }
+            })
+            .collect();
         info.settings.insert(format!("{name} (workers)"), said.join(", "));
     }
     info.label = format!("Citus {citus} on PostgreSQL {}, {} worker(s)", info.version, workers.len());

@@ -48,6 +48,9 @@ pub struct PostgresSink {
     /// The hour being loaded, as a table keeping each row's hour stores it
     /// ([`JsonbSetup::hour_column`]).
     hour_key: Option<i32>,
+    /// On Citus, the two-phase commits recovered before the load (see
+    /// [`crate::citus::recover_prepared`]), for the record.
+    recovered: Option<i32>,
 }
 
 /// An hour as [`crate::setup::HOUR_COLUMN`] keeps it: `yyyymmddhh`
@@ -119,7 +122,7 @@ pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), Sink
 
 impl PostgresSink {
     pub fn new(setup: &'static JsonbSetup, client: Session, url: String, table: TableName) -> Self {
-        PostgresSink { setup, client, url, table, copy: None, hour_key: None }
+        PostgresSink { setup, client, url, table, copy: None, hour_key: None, recovered: None }
     }
 
     fn ledger(&self) -> PgLedger<'_> {
@@ -137,7 +140,13 @@ impl EngineSink for PostgresSink {
     async fn describe(&self) -> Result<ServerInfo, SinkError> {
         match self.setup.server {
             Server::Postgres => crate::connect::describe(&self.setup.spec, &self.client, &self.url).await.sink(),
-            Server::Citus => crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.data_table()).await.sink(),
+            Server::Citus => {
+                let mut info = crate::citus::describe(&self.setup.spec, &self.client, &self.url, &self.data_table()).await.sink()?;
+                if let Some(recovered) = self.recovered {
+                    info.settings.insert(crate::citus::RECOVERED.into(), recovered.to_string());
+                }
+                Ok(info)
+            }
         }
     }
 
@@ -158,6 +167,9 @@ impl EngineSink for PostgresSink {
     /// sends DDL on a distributed table to every shard as it was given, and
     /// refuses a string of several statements.
     async fn prepare(&mut self, drop: bool) -> Result<(), SinkError> {
+        if self.setup.server == Server::Citus && self.client.query_one("SELECT to_regproc('recover_prepared_transactions') IS NOT NULL", &[]).await.sink()?.get(0) {
+            self.recovered = Some(crate::citus::recover_prepared(&self.client).await.sink()?);
+        }
         let t = self.data_table();
         let forget = self.ledger().forget_sql();
         let mut steps = vec![format!("BEGIN; {SERIALIZE_DDL} {}", ledger::create_sql())];
