@@ -623,20 +623,23 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     let running = "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%' || $2 || '%' AND query LIKE '%' || $1 || '%' AND pid <> pg_backend_pid()";
     let watcher = rt.block_on(pg());
     let sleeping = |table: &str| -> Vec<i32> { rt.block_on(async { watcher.query(running, &[&table, &"pg_sleep(max(seconds))"]).await.unwrap().iter().map(|r| r.get(0)).collect() }) };
-    // Runs ghbench with `args` and sends it `signal` once a query sleeps; its
-    // sleeping query is ended. What it said on standard error.
-    let stopped_while_sleeping = |args: &[&str], signal: i32| -> String {
+    // Runs ghbench with `args` and sends it `signal` once query `which` (b or
+    // c) sleeps: by its own delay table, since the other's text matches too
+    // and a B of no delay, seen running, is not yet finished. Its sleeping
+    // query is ended. What it said on standard error.
+    let stopped_while_sleeping = |args: &[&str], signal: i32, which: &str| -> String {
+        let delayed = format!("{table}_delay_{which}");
         let said = work.path().join("stopped.log");
         // Outside any checkout: the ghbench a record names is the one built, not the directory's.
         let mut child = command(&fixture, args).current_dir(work.path()).stdout(std::process::Stdio::null()).stderr(std::fs::File::create(&said).unwrap()).spawn().unwrap();
         let started = std::time::Instant::now();
-        while sleeping(&table).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
+        while sleeping(&delayed).is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         // SAFETY: kill(2) on the child this test started.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
         let _ = child.wait();
-        let left = sleeping(&table);
+        let left = sleeping(&delayed);
         rt.block_on(async {
             let pg = pg().await;
             for pid in left {
@@ -645,7 +648,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
         });
         std::fs::read_to_string(&said).unwrap()
     };
-    stopped_while_sleeping(&args, libc::SIGKILL);
+    stopped_while_sleeping(&args, libc::SIGKILL, "b");
 
     let record = json(&newest_file(&results, "olap"));
     assert_eq!(record["finished"], false, "marked unfinished");
@@ -689,7 +692,7 @@ fn a_query_run_killed_part_way_leaves_a_record_of_what_it_finished_and_resumes()
     std::fs::copy(&unfinished, &copy).unwrap();
     delay("b", 0);
     let resumed: Vec<&str> = args.iter().copied().chain(["--resume", unfinished.to_str().unwrap()]).collect();
-    let said = stopped_while_sleeping(&resumed, libc::SIGINT);
+    let said = stopped_while_sleeping(&resumed, libc::SIGINT, "c");
     let last: Vec<&str> = said.lines().rev().take(4).collect();
     assert_eq!(last[0], format!("wrote {} {}", unfinished.display(), unfinished.with_extension("answers").display()), "the record and the answers it keeps: {said}");
     assert!(last[1].starts_with("note: what was measured so far is kept in") && last[1].contains(&format!("--resume {}", unfinished.display())), "{said}");

@@ -72,15 +72,20 @@ pub async fn this_machine_memory<B: Backend + ?Sized>(backend: &B) -> Option<Mem
 /// coordinator and its workers), each `host:port` with the table's bytes it
 /// holds: when every node runs under a memory limit of its own, their limits
 /// in total, each node's beside; else this machine's memory, which they
-/// share (each node listed where some are limited). None when a node is
-/// elsewhere or its process cannot be found.
+/// share (each node listed where some are limited; a node whose process
+/// cannot be found counts as unlimited). None when a node is elsewhere.
 pub async fn nodes_memory(nodes: Vec<(String, u64)>) -> Option<MemoryShare> {
     let counted = tokio::task::spawn_blocking(move || {
         let machine = crate::environment::memory_bytes();
         let mut each = Vec::new();
         for (node, data_bytes) in nodes {
-            let pid = crate::kernel_io::server_pid(&format!("postgres://{node}"), Some(&node)).ok()?;
-            let node = match MemoryCgroup::of_process(pid).ok().and_then(|c| limited_memory(&c, machine)) {
+            let url = format!("postgres://{node}");
+            if ghbench_core::Place::of(&url) != ghbench_core::Place::ThisMachine {
+                return None;
+            }
+            // A process not found (its descriptors unreadable to a user not root) counts as under no limit.
+            let cgroup = crate::kernel_io::server_pid(&url, Some(&node)).ok().and_then(|pid| MemoryCgroup::of_process(pid).ok());
+            let node = match cgroup.and_then(|c| limited_memory(&c, machine)) {
                 Some(limited) => NodeMemory { node, data_bytes, bytes: limited.bytes, limit: limited.limit },
                 None => NodeMemory { node, data_bytes, bytes: machine?, limit: None },
             };

@@ -448,11 +448,11 @@ fn made_cold(cold: &ColdRecord, afresh: &[Engine]) -> String {
     how.join(", ")
 }
 
-/// Replaces a backend whose connection was lost with a new one, retrying
-/// with backoff for at most `limit`; the seconds it took.
 /// The first pause between attempts at a new connection; doubled after each.
 const FIRST_RECONNECT_WAIT: Duration = Duration::from_millis(250);
 
+/// Replaces a backend whose connection was lost with a new one, retrying
+/// with backoff for at most `limit`; the seconds it took.
 async fn reconnect(backend: &mut Box<dyn Backend>, limit: Duration) -> Result<f64, String> {
     let started = Instant::now();
     // Moved on by every answer that says the server is recovering.
@@ -498,29 +498,51 @@ fn recovering(failure: &str) -> bool {
         .any(|sign| failure.contains(sign))
 }
 
-/// The memory cgroup limit an engine's processes run under, watched for the
-/// kernel's OOM kills during a query's runs: a server killed for memory
-/// loses its connections too, and must not be taken for a network fault.
+/// The memory cgroup limits an engine's processes run under (of a server of
+/// several nodes, each node's), watched for the kernel's OOM kills during a
+/// query's runs: a server killed for memory loses its connections too, and
+/// must not be taken for a network fault.
 struct OomWatch {
+    watched: Vec<Watched>,
+}
+
+/// One cgroup under a limit, and its OOM kills when the watch began.
+struct Watched {
     cgroup: MemoryCgroup,
     limit: u64,
     kills_before: u64,
 }
 
-impl OomWatch {
-    /// Watches the cgroup of the processes `counted` read (None: no limit, or not here).
-    fn of(counted: &Counted) -> Option<OomWatch> {
-        // Of several nodes, the first's (a Citus coordinator's, which ghbench's session is on).
-        let top = counted.kernel.as_ref().ok()?.top;
-        let cgroup = MemoryCgroup::of_process(u32::try_from(top).ok()?).ok()?;
-        let limit = cgroup.limit()?;
-        let kills_before = cgroup.counters().oom_kills?;
-        Some(OomWatch { cgroup, limit, kills_before })
-    }
-
-    /// The kernel's OOM kills in the cgroup since the watch began.
+impl Watched {
     fn kills(&self) -> u64 {
         self.cgroup.counters().oom_kills.map_or(0, |now| now.saturating_sub(self.kills_before))
+    }
+}
+
+impl OomWatch {
+    /// Watches the cgroup of each process tree `counted` read (None: no limit, or not here).
+    fn of(counted: &Counted) -> Option<OomWatch> {
+        let tops = &counted.kernel.as_ref().ok()?.tops;
+        let watched: Vec<Watched> = tops
+            .iter()
+            .filter_map(|(pid, _)| {
+                let cgroup = MemoryCgroup::of_process(u32::try_from(*pid).ok()?).ok()?;
+                let (limit, kills_before) = (cgroup.limit()?, cgroup.counters().oom_kills?);
+                Some(Watched { cgroup, limit, kills_before })
+            })
+            .collect();
+        (!watched.is_empty()).then_some(OomWatch { watched })
+    }
+
+    /// The kernel's OOM kills in the cgroups since the watch began.
+    fn kills(&self) -> u64 {
+        self.watched.iter().map(Watched::kills).sum()
+    }
+
+    /// Where the kernel killed: `the 512.0 MiB limit of cgroup /ghbench/…-citus-worker2`.
+    fn where_killed(&self) -> String {
+        let killed = self.watched.iter().filter(|w| w.kills() > 0);
+        killed.map(|w| format!("the {} limit of cgroup {}", ghbench_core::size::said(w.limit), w.cgroup.path)).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -534,10 +556,9 @@ async fn after_failure(backend: &mut Box<dyn Backend>, result: &mut EngineResult
     if let Some((kills, watch)) = oom.map(|w| (w.kills(), w)).filter(|(kills, _)| *kills > 0) {
         result.oom_kills = Some(kills);
         let what = format!(
-            "{at}: the kernel killed {kills} of {}'s processes for want of memory (OOM kill under the {} limit of cgroup {}); the engine said: {said}",
+            "{at}: the kernel killed {kills} of {}'s processes for want of memory (OOM kill under {}); the engine said: {said}",
             backend.engine(),
-            ghbench_core::size::said(watch.limit),
-            watch.cgroup.path
+            watch.where_killed()
         );
         result.error = Some(what.clone());
         if let Err(why) = reconnect(backend, limit).await {

@@ -583,7 +583,12 @@ impl EngineRecord {
         let limit = match self.memory.as_ref() {
             Some(memory) if !memory.nodes.is_empty() => {
                 let total = self.storage.as_ref().map_or(0, |s| s.table_bytes + s.index_bytes) as f64 / memory.bytes.max(1) as f64;
-                format!(" on its fullest node ({} nodes; {} their {} in total)", memory.nodes.len(), ratio_text(total), ghbench_core::size::said(memory.bytes))
+                // Where some node runs under no limit, `bytes` is this machine's memory, which they share.
+                let whose = match memory.nodes.iter().all(|n| n.limit.is_some()) {
+                    true => "their",
+                    false => "this machine's",
+                };
+                format!(" on its fullest node ({} nodes; {} {whose} {} in total)", memory.nodes.len(), ratio_text(total), ghbench_core::size::said(memory.bytes))
             }
             Some(memory) if memory.limit.is_some() => format!(" (a {} limit)", ghbench_core::size::said(memory.bytes)),
             Some(memory) if memory.from == DECLARED => format!(" (as declared: {})", ghbench_core::size::said(memory.bytes)),
@@ -1378,6 +1383,23 @@ mod tests {
         let after = MemoryCounters { limit_hits: Some(10), oom_kills: Some(1), read_bytes: Some(50), refaults: Some(9), peak_bytes: Some(7), ..MemoryCounters::default() };
         let grew = after.since(&before);
         assert_eq!((grew.limit_hits, grew.oom_kills, grew.read_bytes, grew.refaults, grew.peak_bytes), (Some(7), Some(0), None, None, Some(7)));
+    }
+
+    #[test]
+    fn nodes_each_under_a_limit_give_the_fullest_node_s_ratio_and_the_total() {
+        let limit = || MemoryLimit { cgroup_version: CgroupVersion::V1, cgroup: "/ghbench/x-citus-worker1".into(), enforced_by: "test".into(), before_runs: MemoryCounters::default(), over_runs: None };
+        let node = |name: &str, data_bytes: u64, limited: bool| NodeMemory { node: name.into(), data_bytes, bytes: 1000, limit: limited.then(limit) };
+        // 1,100 bytes stored (1,000 and a tenth), 400 and 700 on the workers.
+        let mut citus = engine("citus", 1000, Some(3000));
+        citus.memory.as_mut().unwrap().nodes = vec![node("c:1", 0, true), node("w:2", 400, true), node("w:3", 700, true)];
+        assert_eq!(citus.data_to_memory(), Some(0.7), "the fullest node's");
+        assert_eq!(citus.fit_said().unwrap(), "data 0.70× memory on its fullest node (3 nodes; 0.37× their 2.9 KiB in total)");
+        // One node under no limit: the total is this machine's, which they share.
+        citus.memory.as_mut().unwrap().nodes[0].limit = None;
+        assert!(citus.fit_said().unwrap().ends_with("(3 nodes; 0.37× this machine's 2.9 KiB in total)"), "{:?}", citus.fit_said());
+        // Past its memory on one node: read from disk.
+        citus.memory.as_mut().unwrap().nodes[2].data_bytes = 1500;
+        assert!(citus.fit_said().unwrap().starts_with("data 1.5× memory on its fullest node") && citus.fit_said().unwrap().ends_with(": read from disk"));
     }
 
     #[test]

@@ -32,6 +32,9 @@ pub struct PostgresBackend {
     /// On Citus, the two-phase commits recovered as it connected (see
     /// [`crate::citus::recover_prepared`]), or why not, for the record.
     recovered: Option<Result<i32, String>>,
+    /// On Citus, what the counts' warm-ups read, left out of every count
+    /// (see [`crate::citus::read_counters`]).
+    warm_ups: std::sync::Mutex<BTreeMap<String, u64>>,
 }
 
 impl PostgresBackend {
@@ -40,10 +43,14 @@ impl PostgresBackend {
         let client = Session::connect(&setup.spec, url).await?;
         // Not fatal here: with a worker down the queries fail, naming it, and wait for it.
         let recovered = match setup.server {
-            Server::Citus => Some(crate::citus::recover_prepared(&client).await.map_err(|e| format!("not run: {e}"))),
+            Server::Citus => Some(match crate::citus::workers_answer(&client).await {
+                // Citus counts 0 for a worker it cannot reach: not run, said why.
+                Err(why) => Err(format!("not run: {why}")),
+                Ok(()) => crate::citus::recover_prepared(&client).await.map_err(|e| format!("not run: {e}")),
+            }),
             Server::Postgres => None,
         };
-        Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone(), recovered })
+        Ok(PostgresBackend { setup, client, url: url.to_string(), table: table.clone(), recovered, warm_ups: Default::default() })
     }
 
     /// Another session of the same engine and table, with the same limit.
@@ -370,7 +377,7 @@ impl Backend for PostgresBackend {
     async fn read_counters(&self) -> Result<BTreeMap<String, u64>, String> {
         match self.setup.server {
             Server::Postgres => read_counters(&self.client, &[self.setup.table(&self.table)]).await,
-            Server::Citus => crate::citus::read_counters(&self.client, &self.setup.table(&self.table)).await,
+            Server::Citus => crate::citus::read_counters(&self.client, &self.setup.table(&self.table), &self.warm_ups).await,
         }
     }
 

@@ -126,11 +126,26 @@ pub async fn lacks_expression_statistics(client: &Client, table: &str) -> Result
 /// blocks that long (a third of a whole-table scan's, tried on the real hour).
 /// So the workers' sessions of this coordinator session are ended first
 /// ([`end_idle_worker_sessions`]): a session that ends flushes before it
-/// leaves. Citus opens a new one at the next query, as it does already for
-/// every task past the one it keeps.
-pub async fn read_counters(client: &Client, table: &str) -> Result<BTreeMap<String, u64>, String> {
+/// leaves. Then, so that the runs after the count find the sessions Citus
+/// keeps as they would have been, one is opened again on each worker and
+/// warmed ([`warm_up`]); what that reads is counted apart (`warm_ups`, kept
+/// by the caller across counts) and left out of every count.
+pub async fn read_counters(client: &Client, table: &str, warm_ups: &std::sync::Mutex<BTreeMap<String, u64>>) -> Result<BTreeMap<String, u64>, String> {
     let _ = client.batch_execute("SELECT pg_stat_force_next_flush()").await;
     end_idle_worker_sessions(client).await?;
+    let counted = cluster_counters(client, table).await?;
+    warm_up(client, table).await?;
+    let warmed = cluster_counters(client, table).await?;
+    let mut left_out = warm_ups.lock().unwrap_or_else(|e| e.into_inner());
+    let reported = counted.iter().map(|(name, n)| (name.clone(), n.saturating_sub(left_out.get(name).copied().unwrap_or(0)))).collect();
+    for (name, n) in warmed {
+        *left_out.entry(name.clone()).or_default() += n.saturating_sub(counted.get(&name).copied().unwrap_or(0));
+    }
+    Ok(reported)
+}
+
+/// What `table`'s shards and every node have counted now (see [`read_counters`]).
+async fn cluster_counters(client: &Client, table: &str) -> Result<BTreeMap<String, u64>, String> {
     let per_shard = "SELECT concat_ws(',', heap_blks_read, heap_blks_hit, coalesce(idx_blks_read, 0), coalesce(idx_blks_hit, 0), coalesce(toast_blks_read, 0), coalesce(toast_blks_hit, 0))
                      FROM pg_statio_all_tables WHERE relid = '%s'::regclass";
     let names = ["heap_blks_read", "heap_blks_hit", "idx_blks_read", "idx_blks_hit", "toast_blks_read", "toast_blks_hit"];
@@ -139,26 +154,47 @@ pub async fn read_counters(client: &Client, table: &str) -> Result<BTreeMap<Stri
     let mut nodes = on_workers(client, temp).await?;
     let coordinator: String = client.query_one(temp, &[]).await.map_err(|e| format!("pg_stat_database: {e}"))?.get(0);
     nodes.push(("the coordinator".into(), coordinator));
-    let temp = sum_columns(&nodes, &["temp_files (database-wide, every node)", "temp_bytes (database-wide, every node)"])?;
-    counters.extend(temp);
+    counters.extend(sum_columns(&nodes, &["temp_files (database-wide, every node)", "temp_bytes (database-wide, every node)"])?);
     Ok(counters)
+}
+
+/// Opens the one session Citus keeps on each worker again (a pool of one
+/// per worker) and plans `table` on every shard in it, reading no row: a
+/// tuple id past any table's end reads no block, and planning reads each
+/// index's metapage. The sessions are new, so each flushes its statistics
+/// as it goes idle at the COMMIT, before the COMMIT returns.
+async fn warm_up(client: &Client, table: &str) -> Result<(), String> {
+    let sql = format!("BEGIN; SET LOCAL citus.max_adaptive_executor_pool_size = 1; SELECT count(*) FROM {table} WHERE ctid = '(4294967294,1)'; COMMIT");
+    if let Err(e) = client.batch_execute(&sql).await {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(format!("opening the workers' sessions again after the count: {e}"));
+    }
+    Ok(())
 }
 
 /// Ends the sessions Citus keeps open on the workers for this coordinator
 /// session (named by its global id in their `application_name`), waiting
 /// until each has gone, so that what they counted is flushed (see
-/// [`read_counters`]). Citus notices a kept session closed and opens another
-/// at the next query (`WL_SOCKET_CLOSED` in its adaptive executor).
+/// [`read_counters`]), then checks that none is left. Citus notices a kept
+/// session closed and opens another at the next query (`WL_SOCKET_CLOSED`
+/// in its adaptive executor).
 async fn end_idle_worker_sessions(client: &Client) -> Result<(), String> {
-    let on_worker = "SELECT count(*) FILTER (WHERE NOT pg_terminate_backend(pid, 3000)) FROM pg_stat_activity
-                     WHERE application_name = 'citus_internal gpid=' || $gpid$%s$gpid$ AND state = 'idle' AND pid <> pg_backend_pid()";
+    let ours = "FROM pg_stat_activity WHERE application_name = 'citus_internal gpid=' || $gpid$%s$gpid$ AND state = 'idle' AND pid <> pg_backend_pid()";
+    // Its answer is not looked at: a session already on its way out answers false, and has flushed.
+    let end = format!("SELECT count(pg_terminate_backend(pid, 3000)) {ours}");
+    let left = format!("SELECT count(*) {ours}");
     let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers(format($1, citus_backend_gpid())) ORDER BY 1";
-    let rows = client.query(sql, &[&on_worker]).await.map_err(|e| format!("ending this session's idle sessions on the workers: {e}"))?;
-    for row in &rows {
-        let (node, ok, said): (String, bool, Option<String>) = (row.get(0), row.get(1), row.get(2));
-        let said = said.unwrap_or_default();
-        if !ok || said.trim() != "0" {
-            return Err(format!("not counted: the session Citus keeps on worker {node} for this run did not end within 3 s, so what it read may not be flushed ({said})"));
+    for (step, command) in [("ending", &end), ("counting", &left)] {
+        let rows = client.query(sql, &[command]).await.map_err(|e| format!("{step} this session's idle sessions on the workers: {e}"))?;
+        for row in &rows {
+            let (node, ok, said): (String, bool, Option<String>) = (row.get(0), row.get(1), row.get(2));
+            let said = said.unwrap_or_default();
+            if !ok {
+                return Err(format!("not counted: worker {node} did not answer ({said})"));
+            }
+            if step == "counting" && said.trim() != "0" {
+                return Err(format!("not counted: {said} session(s) Citus keeps on worker {node} for this run did not end within 3 s, so what they read may not be flushed"));
+            }
         }
     }
     Ok(())
@@ -233,10 +269,17 @@ pub async fn nodes(client: &Client, url: &str) -> Result<Vec<String>, String> {
 /// table's bytes on each (`citus_shards`); else this machine's, which they
 /// share. None for a node elsewhere.
 pub async fn memory(client: &Client, url: &str, table: &str) -> Option<MemoryShare> {
-    let nodes = nodes(client, url).await.ok()?;
+    // This machine's, which the nodes share, where they cannot be listed one by one (a Unix socket).
+    let shared = || {
+        (ghbench_core::Place::of(url) == ghbench_core::Place::ThisMachine).then_some(())?;
+        let from = "this machine's memory (MemTotal), which the coordinator and its workers share (the nodes could not be listed one by one)";
+        Some(MemoryShare { bytes: ghbench_engine::query::memory_bytes()?, from: from.into(), limit: None, nodes: Vec::new() })
+    };
+    let Ok(nodes) = nodes(client, url).await else { return shared() };
     let sql = "SELECT nodename || ':' || nodeport, sum(shard_size)::bigint FROM citus_shards WHERE table_name = to_regclass($1) GROUP BY 1";
     // A shard's size is NULL when its worker does not answer: then what each node holds is not known.
-    let held: BTreeMap<String, Option<i64>> = client.query(sql, &[&table]).await.ok()?.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let Ok(rows) = client.query(sql, &[&table]).await else { return shared() };
+    let held: BTreeMap<String, Option<i64>> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     let nodes = nodes.into_iter().map(|node| match held.get(&node) {
         Some(bytes) => Some((node, bytes.as_ref()?.max(&0).unsigned_abs())),
         None => Some((node, 0)),
