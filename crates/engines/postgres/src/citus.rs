@@ -179,16 +179,14 @@ async fn warm_up(client: &Client, table: &str) -> Result<(), String> {
 /// session closed and opens another at the next query (`WL_SOCKET_CLOSED`
 /// in its adaptive executor).
 async fn end_idle_worker_sessions(client: &Client) -> Result<(), String> {
-    let ours = "FROM pg_stat_activity WHERE application_name = 'citus_internal gpid=' || $gpid$%s$gpid$ AND state = 'idle' AND pid <> pg_backend_pid()";
+    let gpid: i64 = client.query_one("SELECT citus_backend_gpid()", &[]).await.map_err(|e| format!("this session's global id: {e}"))?.get(0);
+    let ours = format!("FROM pg_stat_activity WHERE application_name = 'citus_internal gpid={gpid}' AND state = 'idle' AND pid <> pg_backend_pid()");
     // Its answer is not looked at: a session already on its way out answers false, and has flushed.
     let end = format!("SELECT count(pg_terminate_backend(pid, 3000)) {ours}");
     let left = format!("SELECT count(*) {ours}");
-    let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers(format($1, citus_backend_gpid())) ORDER BY 1";
     for (step, command) in [("ending", &end), ("counting", &left)] {
-        let rows = client.query(sql, &[command]).await.map_err(|e| format!("{step} this session's idle sessions on the workers: {e}"))?;
-        for row in &rows {
-            let (node, ok, said): (String, bool, Option<String>) = (row.get(0), row.get(1), row.get(2));
-            let said = said.unwrap_or_default();
+        let answers = worker_answers(client, command).await.map_err(|e| format!("{step} this session's idle sessions on the workers: {e}"))?;
+        for (node, ok, said) in answers {
             if !ok {
                 return Err(format!("not counted: worker {node} did not answer ({said})"));
             }
@@ -200,17 +198,19 @@ async fn end_idle_worker_sessions(client: &Client) -> Result<(), String> {
     Ok(())
 }
 
+/// `command` run on every worker (`run_command_on_workers`): each worker's
+/// `host:port`, whether it answered, and its answer or error, in node order.
+async fn worker_answers(client: &Client, command: &str) -> Result<Vec<(String, bool, String)>, tokio_postgres::Error> {
+    let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers($1) ORDER BY 1";
+    let rows = client.query(sql, &[&command]).await?;
+    Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get::<_, Option<String>>(2).unwrap_or_default())).collect())
+}
+
 /// `command` run on every worker: each worker's `host:port` and answer; an
 /// error names the worker and its words.
 async fn on_workers(client: &Client, command: &str) -> Result<Vec<(String, String)>, String> {
-    let sql = "SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers($1) ORDER BY 1";
-    let rows = client.query(sql, &[&command]).await.map_err(|e| format!("run_command_on_workers: {e}"))?;
-    rows.iter()
-        .map(|r| {
-            let (node, said) = (r.get::<_, String>(0), r.get::<_, Option<String>>(2).unwrap_or_default());
-            if r.get::<_, bool>(1) { Ok((node, said)) } else { Err(format!("worker {node} answered '{said}' to: {command}")) }
-        })
-        .collect()
+    let answers = worker_answers(client, command).await.map_err(|e| format!("run_command_on_workers: {e}"))?;
+    answers.into_iter().map(|(node, ok, said)| if ok { Ok((node, said)) } else { Err(format!("worker {node} answered '{said}' to: {command}")) }).collect()
 }
 
 /// Commits or rolls back what workers left prepared by Citus's two-phase
@@ -230,9 +230,8 @@ pub const RECOVERED: &str = "citus prepared transactions recovered before this r
 
 /// Ok when every worker answers; else which do not, and what was said.
 pub async fn workers_answer(client: &Client) -> Result<(), String> {
-    let sql = "SELECT nodename || ':' || nodeport, result FROM run_command_on_workers('SELECT 1') WHERE NOT success ORDER BY 1";
-    let rows = client.query(sql, &[]).await.map_err(|e| format!("asking the Citus workers: {e}"))?;
-    let silent: Vec<String> = rows.iter().map(|r| format!("{} ({})", r.get::<_, String>(0), r.get::<_, Option<String>>(1).unwrap_or_default().trim())).collect();
+    let answers = worker_answers(client, "SELECT 1").await.map_err(|e| format!("asking the Citus workers: {e}"))?;
+    let silent: Vec<String> = answers.into_iter().filter(|(_, ok, _)| !ok).map(|(node, _, said)| format!("{node} ({})", said.trim())).collect();
     match silent.is_empty() {
         true => Ok(()),
         false => Err(format!("Citus worker(s) not answering: {}", silent.join("; "))),
@@ -308,14 +307,8 @@ pub async fn describe(spec: &EngineSpec, client: &Client, url: &str, table: &str
     info.settings.insert(format!("citus shards of {table}"), shards.to_string());
     info.settings.insert("citus.shard_count".into(), client.query_one("SHOW citus.shard_count", &[]).await?.get(0));
     for name in ["shared_buffers", "work_mem"] {
-        let rows = client.query("SELECT nodename || ':' || nodeport, success, result FROM run_command_on_workers($1) ORDER BY 1", &[&format!("SHOW {name}")]).await?;
-        let said: Vec<String> = rows
-            .iter()
-            .map(|r| {
-                let (node, answered, said) = (r.get::<_, String>(0), r.get::<_, bool>(1), r.get::<_, Option<String>>(2).unwrap_or_default());
-                if answered { format!("{node} {said}") } else { format!("{node} not read ({said})") }
-            })
-            .collect();
+        let answers = worker_answers(client, &format!("SHOW {name}")).await?;
+        let said: Vec<String> = answers.into_iter().map(|(node, answered, said)| if answered { format!("{node} {said}") } else { format!("{node} not read ({said})") }).collect();
         info.settings.insert(format!("{name} (workers)"), said.join(", "));
     }
     info.label = format!("Citus {citus} on PostgreSQL {}, {} worker(s)", info.version, workers.len());
