@@ -138,6 +138,15 @@ citus.enable_statistics_collection = off"
         "${psql_at[@]}" -c "SELECT citus_add_node('127.0.0.1', $port) WHERE NOT EXISTS (SELECT 1 FROM pg_dist_node WHERE nodename = '127.0.0.1' AND nodeport = $port)" >/dev/null \
             || die "could not add Citus $node (127.0.0.1:$port) to the coordinator"
     done
+    # Citus's columnar access method (the citus-tuned setup's table) is an
+    # extension of its own; created on the coordinator once the workers are
+    # in, Citus creates it on each of them. A build without it skips it.
+    if [ "$("${psql_at[@]}" -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'citus_columnar'")" = 1 ]; then
+        PGOPTIONS='-c client_min_messages=warning' "${psql_at[@]}" -c "CREATE EXTENSION IF NOT EXISTS citus_columnar" >/dev/null \
+            || die "could not create the citus_columnar extension on the Citus coordinator (log: $GHBENCH_HOME/citus/coordinator/server.log)"
+    else
+        log "Citus: this build has no citus_columnar extension: the citus-tuned setup (columnar) cannot load"
+    fi
     log "Citus $("${psql_at[@]}" -c "SELECT split_part(citus_version(), ' ', 2)") ready: coordinator 127.0.0.1:$CITUS_PORT, $CITUS_WORKERS workers"
     citus_ready=1
 }

@@ -8,6 +8,7 @@ pub fn builtin() -> Registry {
         .with(ghbench_postgres::plugin())
         .with(ghbench_postgres::setup_plugin("postgres-tuned"))
         .with(ghbench_postgres::citus_plugin("citus"))
+        .with(ghbench_postgres::citus_plugin("citus-tuned"))
         .with(ghbench_mongo::plugin())
         .with(ghbench_mongo::setup_plugin("mongo-tuned"))
         .with(ghbench_normalized::plugin())

@@ -80,9 +80,9 @@ fn answers(port: u16) -> bool {
 }
 
 /// Stops the test's cluster and removes its folder however the test ends.
-struct OwnCluster {
+pub(crate) struct OwnCluster {
     home: PathBuf,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Drop for OwnCluster {
@@ -94,7 +94,7 @@ impl Drop for OwnCluster {
 
 /// A cluster of the test's own, started by `setup.sh citus`; None (the test
 /// skipped, said) where Citus is not installed, which CI never is.
-fn own_cluster() -> Option<OwnCluster> {
+pub(crate) fn own_cluster() -> Option<OwnCluster> {
     own_cluster_with(None)
 }
 
@@ -119,14 +119,14 @@ fn own_cluster_with(memory: Option<&str>) -> Option<OwnCluster> {
     Some(cluster)
 }
 
-async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
+pub(crate) async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();
     tokio::spawn(connection);
     client.query_one(sql, &[]).await.unwrap_or_else(|e| panic!("{sql}: {e:?}")).get(0)
 }
 
-async fn query_one_i64(port: u16, sql: &str) -> i64 {
+pub(crate) async fn query_one_i64(port: u16, sql: &str) -> i64 {
     query_one(port, sql).await
 }
 

@@ -4,6 +4,8 @@
 //! its own (`postgres-tuned`), with its data apart from the paper's, so
 //! neither benefits from the other's indexes (see `queries/<engine>/setup.json`).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// One setup, as `queries/<engine>/setup.json` writes it down.
@@ -25,6 +27,17 @@ pub struct Setup {
     /// PostgreSQL schema, a prefix of MongoDB collection names (`tuned.`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The folder of `queries/` whose indexes and queries it runs where
+    /// that is another setup's: a setup on Citus runs the single server's
+    /// texts (`citus-tuned` runs `postgres-tuned`'s). None: its own folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queries: Option<String>,
+    /// Columns the loader fills from each document, column → dotted path,
+    /// each read as PostgreSQL's `->>` reads it, where the server cannot
+    /// compute them itself (Citus refuses a generated column as the
+    /// distribution column). Every document must have the path. Empty: none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub loaded_columns: BTreeMap<String, String>,
     /// Every change from the paper's setup, with why and where it is documented.
     pub changes: Vec<Change>,
 }
@@ -45,13 +58,21 @@ impl Setup {
     /// Reads a `setup.json`; `path` names it in errors.
     pub fn parse(path: &str, text: &str) -> anyhow::Result<Setup> {
         let setup: Setup = serde_json::from_str(text).map_err(|e| anyhow::anyhow!("{path}: {e}"))?;
-        if let Some(namespace) = &setup.namespace {
-            // It goes into SQL and collection names unquoted: a plain lower-case identifier only.
-            let plain = namespace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-                && namespace.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
-                && namespace.len() <= 30;
-            if !plain {
-                anyhow::bail!("{path}: namespace '{namespace}' must be a lower-case identifier (a-z, 0-9, _; at most 30 bytes)");
+        // They go into SQL and collection names unquoted: plain lower-case identifiers only.
+        let plain = |name: &str| {
+            name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+                && name.bytes().next().is_some_and(|b| b.is_ascii_lowercase())
+                && name.len() <= 30
+        };
+        if let Some(namespace) = setup.namespace.as_deref().filter(|n| !plain(n)) {
+            anyhow::bail!("{path}: namespace '{namespace}' must be a lower-case identifier (a-z, 0-9, _; at most 30 bytes)");
+        }
+        for (column, from) in &setup.loaded_columns {
+            if !plain(column) {
+                anyhow::bail!("{path}: loaded column '{column}' must be a lower-case identifier (a-z, 0-9, _; at most 30 bytes)");
+            }
+            if from.split('.').any(str::is_empty) {
+                anyhow::bail!("{path}: loaded column {column} reads '{from}', which is not a dotted path of keys (repo.name)");
             }
         }
         if setup.tuned && setup.changes.is_empty() {
@@ -86,5 +107,14 @@ mod tests {
         assert!(Setup::parse("t/setup.json", bare).unwrap_err().to_string().contains("lists its changes"));
         let typo = r#"{"name":"paper","tuned":false,"about":"x","changes":[],"namspace":"x"}"#;
         assert!(Setup::parse("t/setup.json", typo).unwrap_err().to_string().contains("unknown field"));
+    }
+
+    #[test]
+    fn a_loaded_column_is_a_plain_name_read_from_a_dotted_path() {
+        let with = |loaded: &str| format!(r#"{{"name":"tuned","tuned":true,"about":"x","loaded_columns":{loaded},"changes":[{{"what":"a","why":"b","source":"c"}}]}}"#);
+        let setup = Setup::parse("t/setup.json", &with(r#"{"repo_name":"repo.name"}"#)).unwrap();
+        assert_eq!(setup.loaded_columns["repo_name"], "repo.name");
+        assert!(Setup::parse("t/setup.json", &with(r#"{"repo name; drop":"repo.name"}"#)).unwrap_err().to_string().contains("lower-case identifier"));
+        assert!(Setup::parse("t/setup.json", &with(r#"{"repo_name":"repo..name"}"#)).unwrap_err().to_string().contains("dotted path"));
     }
 }

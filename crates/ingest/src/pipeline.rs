@@ -119,6 +119,10 @@ pub enum IngestError {
     /// The check before loading found too little free space.
     #[error("not enough free space for this load, by an estimate made before writing anything:\n  {}\nfree some space, or pass --force to load anyway (a full disk then stops the load)", .0.join("\n  "))]
     NoRoom(Vec<String>),
+    /// Stored hours the run would replace (`--reload`, a repair) on a table
+    /// that cannot delete rows: refused before anything is loaded.
+    #[error("{engine} cannot load {} stored hour(s) again ({}): {why}. Nothing was loaded: load {engine}'s table again with --drop, or run without {engine}", .hours.len(), .hours.join(", "))]
+    CannotReplace { engine: Engine, hours: Vec<String>, why: String },
 }
 
 struct Ctx {
@@ -278,6 +282,13 @@ async fn load(ctx: &Arc<Ctx>, mut control: Vec<(Arc<dyn Loader>, Sink)>, finishe
 
     let plan = plan::plan(options, &stored);
     let mut queue = plan.queue;
+    for (_, sink) in &control {
+        let Some(why) = sink.refuses_replacing() else { continue };
+        let hours: Vec<String> = queue.iter().filter(|p| p.replacing.contains(sink.engine())).map(|p| p.hour.stem()).collect();
+        if !hours.is_empty() {
+            return Err(IngestError::CannotReplace { engine: sink.engine().clone(), hours, why });
+        }
+    }
     let space = match options.dry_run {
         true => Verdict::default(),
         false => check_space(options, &mut control, &queue, &stored).await,

@@ -78,7 +78,7 @@ fn the_bench_page_writes_out_the_preset_it_ran() {
     use ghbench_report::bench::{bench_markdown, BenchCharts};
     let mut record = swept_from(false, &[1000]);
     let change = ghbench_core::Change { what: "narrowed to --regime-iops 1000".into(), why: "given with the preset".into(), source: "the bench's command line".into() };
-    record.preset = Some(ghbench_core::Setup { name: "paper2019".into(), tuned: false, of: None, about: "the paper's machine; NARROWED: --regime-iops 1000".into(), namespace: None, changes: vec![change] });
+    record.preset = Some(ghbench_core::Setup { name: "paper2019".into(), tuned: false, of: None, about: "the paper's machine; NARROWED: --regime-iops 1000".into(), namespace: None, queries: None, loaded_columns: Default::default(), changes: vec![change] });
     let page = ghbench_report::bench_html(&record, &BenchCharts::draw(&record).unwrap()).unwrap();
     let preset = page.split("Preset: ").nth(1).unwrap_or_else(|| panic!("no preset on the page: {page}"));
     assert!(preset.starts_with("setup paper2019 (not tuned): the paper&#x27;s machine; NARROWED: --regime-iops 1000"), "{}", &preset[..200.min(preset.len())]);

@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn a_preset_narrowed_otherwise_than_the_stopped_run_is_refused_saying_both() {
-        let whole = ghbench_core::Setup { name: "paper2019".into(), tuned: false, of: None, about: "the paper's machine".into(), namespace: None, changes: Vec::new() };
+        let whole = ghbench_core::Setup { name: "paper2019".into(), tuned: false, of: None, about: "the paper's machine".into(), namespace: None, queries: None, loaded_columns: Default::default(), changes: Vec::new() };
         let narrowed = ghbench_core::Setup { about: "the paper's machine; NARROWED: --regime-iops 1000".into(), ..whole.clone() };
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bench.json");

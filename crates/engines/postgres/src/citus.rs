@@ -152,22 +152,36 @@ async fn cluster_counters(client: &Client, table: &str) -> Result<BTreeMap<Strin
     let mut counters = sum_columns(&on_shards(client, table, per_shard).await.map_err(|e| e.to_string())?, &names)?;
     let temp = "SELECT temp_files || ',' || temp_bytes FROM pg_stat_database WHERE datname = current_database()";
     let mut nodes = on_workers(client, temp).await?;
-    let coordinator: String = client.query_one(temp, &[]).await.map_err(|e| format!("pg_stat_database: {e}"))?.get(0);
+    let coordinator: String = client.query_one(temp, &[]).await.map_err(|e| format!("pg_stat_database: {}", ghbench_core::error_chain(&e)))?.get(0);
     nodes.push(("the coordinator".into(), coordinator));
     counters.extend(sum_columns(&nodes, &["temp_files (database-wide, every node)", "temp_bytes (database-wide, every node)"])?);
     Ok(counters)
 }
 
+/// Whether `table` keeps its rows in Citus's columnar access method, which
+/// cannot delete them nor scan by tuple id.
+pub async fn is_columnar(client: &Client, table: &str) -> Result<bool, tokio_postgres::Error> {
+    let sql = "SELECT EXISTS (SELECT FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE c.oid = to_regclass($1) AND a.amname = 'columnar')";
+    Ok(client.query_one(sql, &[&table]).await?.get(0))
+}
+
 /// Opens the one session Citus keeps on each worker again (a pool of one
-/// per worker) and plans `table` on every shard in it, reading no row: a
-/// tuple id past any table's end reads no block, and planning reads each
-/// index's metapage. The sessions are new, so each flushes its statistics
-/// as it goes idle at the COMMIT, before the COMMIT returns.
+/// per worker) and plans `table` on every shard in it, reading no row: on a
+/// heap table a tuple id past any table's end reads no block; a columnar
+/// table takes no tuple id, and an hour no row has skips every chunk group by
+/// its minimum and maximum. Planning reads each index's metapage. What it
+/// reads is counted apart by the caller. The sessions are new, so each
+/// flushes its statistics as it goes idle at the COMMIT, before the COMMIT returns.
 async fn warm_up(client: &Client, table: &str) -> Result<(), String> {
-    let sql = format!("BEGIN; SET LOCAL citus.max_adaptive_executor_pool_size = 1; SELECT count(*) FROM {table} WHERE ctid = '(4294967294,1)'; COMMIT");
+    let context = |e: tokio_postgres::Error| format!("opening the workers' sessions again after the count: {}", ghbench_core::error_chain(&e));
+    let nothing = match is_columnar(client, table).await.map_err(context)? {
+        true => format!("{} < 0", crate::setup::HOUR_COLUMN),
+        false => "ctid = '(4294967294,1)'".to_string(),
+    };
+    let sql = format!("BEGIN; SET LOCAL citus.max_adaptive_executor_pool_size = 1; SELECT count(*) FROM {table} WHERE {nothing}; COMMIT");
     if let Err(e) = client.batch_execute(&sql).await {
         let _ = client.batch_execute("ROLLBACK").await;
-        return Err(format!("opening the workers' sessions again after the count: {e}"));
+        return Err(context(e));
     }
     Ok(())
 }
@@ -179,13 +193,13 @@ async fn warm_up(client: &Client, table: &str) -> Result<(), String> {
 /// session closed and opens another at the next query (`WL_SOCKET_CLOSED`
 /// in its adaptive executor).
 async fn end_idle_worker_sessions(client: &Client) -> Result<(), String> {
-    let gpid: i64 = client.query_one("SELECT citus_backend_gpid()", &[]).await.map_err(|e| format!("this session's global id: {e}"))?.get(0);
+    let gpid: i64 = client.query_one("SELECT citus_backend_gpid()", &[]).await.map_err(|e| format!("this session's global id: {}", ghbench_core::error_chain(&e)))?.get(0);
     let ours = format!("FROM pg_stat_activity WHERE application_name = 'citus_internal gpid={gpid}' AND state = 'idle' AND pid <> pg_backend_pid()");
     // Its answer is not looked at: a session already on its way out answers false, and has flushed.
     let end = format!("SELECT count(pg_terminate_backend(pid, 3000)) {ours}");
     let left = format!("SELECT count(*) {ours}");
     for (step, command) in [("ending", &end), ("counting", &left)] {
-        let answers = worker_answers(client, command).await.map_err(|e| format!("{step} this session's idle sessions on the workers: {e}"))?;
+        let answers = worker_answers(client, command).await.map_err(|e| format!("{step} this session's idle sessions on the workers: {}", ghbench_core::error_chain(&e)))?;
         for (node, ok, said) in answers {
             if !ok {
                 return Err(format!("not counted: worker {node} did not answer ({said})"));
@@ -209,7 +223,7 @@ async fn worker_answers(client: &Client, command: &str) -> Result<Vec<(String, b
 /// `command` run on every worker: each worker's `host:port` and answer; an
 /// error names the worker and its words.
 async fn on_workers(client: &Client, command: &str) -> Result<Vec<(String, String)>, String> {
-    let answers = worker_answers(client, command).await.map_err(|e| format!("run_command_on_workers: {e}"))?;
+    let answers = worker_answers(client, command).await.map_err(|e| format!("run_command_on_workers: {}", ghbench_core::error_chain(&e)))?;
     answers.into_iter().map(|(node, ok, said)| if ok { Ok((node, said)) } else { Err(format!("worker {node} answered '{said}' to: {command}")) }).collect()
 }
 
@@ -230,7 +244,7 @@ pub const RECOVERED: &str = "citus prepared transactions recovered before this r
 
 /// Ok when every worker answers; else which do not, and what was said.
 pub async fn workers_answer(client: &Client) -> Result<(), String> {
-    let answers = worker_answers(client, "SELECT 1").await.map_err(|e| format!("asking the Citus workers: {e}"))?;
+    let answers = worker_answers(client, "SELECT 1").await.map_err(|e| format!("asking the Citus workers: {}", ghbench_core::error_chain(&e)))?;
     let silent: Vec<String> = answers.into_iter().filter(|(_, ok, _)| !ok).map(|(node, _, said)| format!("{node} ({})", said.trim())).collect();
     match silent.is_empty() {
         true => Ok(()),
@@ -258,7 +272,7 @@ fn sum_columns<W: std::fmt::Display>(answers: &[(W, String)], names: &[&str]) ->
 pub async fn nodes(client: &Client, url: &str) -> Result<Vec<String>, String> {
     let coordinator = crate::address(url).ok_or_else(|| "the coordinator's URL names no single TCP address (a Unix socket, several hosts)".to_string())?;
     let sql = "SELECT nodename || ':' || nodeport FROM pg_dist_node WHERE isactive AND noderole = 'primary' AND groupid <> 0 ORDER BY nodeid";
-    let workers = client.query(sql, &[]).await.map_err(|e| format!("pg_dist_node: {e}"))?;
+    let workers = client.query(sql, &[]).await.map_err(|e| format!("pg_dist_node: {}", ghbench_core::error_chain(&e)))?;
     Ok(std::iter::once(coordinator).chain(workers.iter().map(|r| r.get::<_, String>(0))).collect())
 }
 
@@ -305,6 +319,18 @@ pub async fn describe(spec: &EngineSpec, client: &Client, url: &str, table: &str
     let shards: i64 = client.query_one("SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = to_regclass($1)", &[&table]).await?.get(0);
     info.settings.insert("citus workers".into(), if workers.is_empty() { "none (add them with citus_add_node)".into() } else { workers.join(", ") });
     info.settings.insert(format!("citus shards of {table}"), shards.to_string());
+    // How the table is laid out: what it is distributed by, and how its rows are kept.
+    let layout = client
+        .query_opt("SELECT distribution_column::text, access_method::text FROM citus_tables WHERE table_name = to_regclass($1)", &[&table])
+        .await?;
+    if let Some(layout) = layout {
+        let (column, method): (String, String) = (layout.get(0), layout.get(1));
+        info.settings.insert(format!("citus distribution column of {table}"), column);
+        if method == "columnar" {
+            info.settings.insert("columnar.compression".into(), client.query_one("SHOW columnar.compression", &[]).await?.get(0));
+        }
+        info.settings.insert(format!("access method of {table}"), method);
+    }
     info.settings.insert("citus.shard_count".into(), client.query_one("SHOW citus.shard_count", &[]).await?.get(0));
     for name in ["shared_buffers", "work_mem"] {
         let answers = worker_answers(client, &format!("SHOW {name}")).await?;

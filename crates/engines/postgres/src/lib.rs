@@ -22,6 +22,7 @@ pub mod citus;
 pub mod connect;
 pub mod error;
 pub mod ledger;
+pub mod loaded;
 pub mod lock;
 pub mod progress;
 pub mod session;

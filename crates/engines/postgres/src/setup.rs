@@ -56,28 +56,23 @@ impl JsonbSetup {
     /// The setup the catalog writes down for `engine` (`postgres-tuned`): its
     /// `setup.json` (with a namespace: the schema) and `table.sql`.
     pub fn from_catalog(catalog: &Catalog, engine: &str) -> anyhow::Result<JsonbSetup> {
-        let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
-        let Some(schema) = setup.namespace.as_deref() else { bail!("{engine}/setup.json: a setup beside the paper's names its schema (namespace)") };
-        let ddl_path = format!("{engine}/{TABLE_FILE}");
-        let ddl = catalog.file(&ddl_path).with_context(|| format!("the catalog has no {ddl_path}"))?.text;
-        // The DDL must create the table where the setup says it lives.
-        if !ddl.contains(&format!("{schema}.{{table}}")) {
-            bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
+        let (setup, ddl) = written_down(catalog, engine)?;
+        if setup.namespace.is_none() {
+            bail!("{engine}/setup.json: a setup beside the paper's names its schema (namespace)");
         }
         Ok(JsonbSetup { spec: SPEC.for_setup(engine, &setup.about), setup: Some(setup), table_ddl: Some(ddl), server: Server::Postgres })
     }
 
-    /// A setup on Citus written down for `engine` (`citus`): its `setup.json`
-    /// and `table.sql`, which creates the table with [`HOUR_COLUMN`] and
-    /// distributes it. It lives on a server of its own (`url`), in the
-    /// connection's schema as the paper's table does on its server.
+    /// A setup on Citus written down for `engine` (`citus`, `citus-tuned`):
+    /// its `setup.json` and `table.sql`, which creates the table with
+    /// [`HOUR_COLUMN`] and distributes it. It lives on a server of its own
+    /// (`url`): in the connection's schema as the paper's table does on its
+    /// server, or in the schema its namespace names.
     pub fn citus_from_catalog(catalog: &Catalog, engine: &str, url: &'static [EngineOption], connect_hint: &'static str) -> anyhow::Result<JsonbSetup> {
-        let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
-        let ddl_path = format!("{engine}/{TABLE_FILE}");
-        let ddl = catalog.file(&ddl_path).with_context(|| format!("the catalog has no {ddl_path}"))?.text;
+        let (setup, ddl) = written_down(catalog, engine)?;
         for needed in ["create_distributed_table", HOUR_COLUMN, ghbench_engine::query::TABLE_PLACEHOLDER] {
             if !ddl.contains(needed) {
-                bail!("{ddl_path} must name {needed}: a table on Citus is distributed and keeps each row's hour");
+                bail!("{engine}/{TABLE_FILE} must name {needed}: a table on Citus is distributed and keeps each row's hour");
             }
         }
         let spec = SPEC.for_setup(engine, &setup.about);
@@ -96,13 +91,18 @@ impl JsonbSetup {
         &options[0]
     }
 
-    /// The folder of `queries/` its indexes and queries come from: a setup
-    /// on Citus runs the paper's (the `postgres` folder), as written there.
+    /// The folder of `queries/` its indexes and queries come from: its own,
+    /// or the one its setup names (a setup on Citus runs the single
+    /// server's texts, as written there).
     pub fn dialect(&self) -> &str {
-        match self.server {
-            Server::Citus => SPEC.engine.name(),
-            Server::Postgres => self.spec.engine.name(),
-        }
+        self.setup.as_ref().and_then(|s| s.queries.as_deref()).unwrap_or(self.spec.engine.name())
+    }
+
+    /// The columns the loader fills beside `data` (and the hour), each with
+    /// the path of keys it is read from ([`Setup::loaded_columns`]).
+    pub fn loaded_columns(&self) -> Vec<(&str, Vec<&str>)> {
+        let Some(setup) = &self.setup else { return Vec::new() };
+        setup.loaded_columns.iter().map(|(column, path)| (column.as_str(), path.split('.').collect())).collect()
     }
 
     /// The schema the setup's table lives in; None: the connection's own (the paper's).
@@ -140,6 +140,25 @@ impl JsonbSetup {
             None => table.to_string(),
         }
     }
+}
+
+/// A setup's `setup.json` and `table.sql`, the DDL checked to create the
+/// table in the schema the setup names, if it names one.
+fn written_down(catalog: &Catalog, engine: &str) -> anyhow::Result<(Setup, String)> {
+    let setup = catalog.setup(engine)?.with_context(|| format!("the catalog has no {engine}/setup.json"))?;
+    let ddl_path = format!("{engine}/{TABLE_FILE}");
+    let ddl = catalog.file(&ddl_path).with_context(|| format!("the catalog has no {ddl_path}"))?.text;
+    if let Some(schema) = setup.namespace.as_deref() {
+        if !ddl.contains(&format!("{schema}.{{table}}")) {
+            bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
+        }
+    }
+    for column in setup.loaded_columns.keys() {
+        if !ddl.contains(column.as_str()) {
+            bail!("{ddl_path} must make the column {column} that {engine}/setup.json says the loader fills");
+        }
+    }
+    Ok((setup, ddl))
 }
 
 #[cfg(test)]
@@ -189,6 +208,33 @@ mod tests {
         let hourless = Catalog::from_files("test".into(), files).unwrap();
         let error = JsonbSetup::citus_from_catalog(&hourless, "c", &crate::citus::URL, "").unwrap_err().to_string();
         assert!(error.contains("must name ghbench_hour"), "{error}");
+    }
+
+    #[test]
+    fn the_tuned_citus_setup_lives_in_its_schema_runs_the_tuned_texts_and_loads_its_distribution_column() {
+        let catalog = Catalog::embedded().unwrap();
+        let tuned = JsonbSetup::citus_from_catalog(&catalog, "citus-tuned", &crate::citus::URL, crate::citus::CONNECT_HINT).unwrap();
+        let table: TableName = "github2015".parse().unwrap();
+        assert_eq!(tuned.table(&table), "tuned.github2015");
+        assert_eq!(tuned.lock_key(&table), "citus-tuned:github2015");
+        assert_eq!(tuned.dialect(), "postgres-tuned");
+        assert_eq!(tuned.loaded_columns(), [("repo_name", vec!["repo", "name"])]);
+        assert_eq!(tuned.url_option().long, "citus-url", "the same cluster as the citus setup");
+        let ddl = tuned.create_sql(&table);
+        assert!(ddl.contains("create_distributed_table('tuned.github2015', 'repo_name')") && ddl.contains("USING columnar"), "{ddl}");
+        let mut files: std::collections::BTreeMap<String, String> = [
+            ("variants/v.json", r#"{"queries":{}}"#),
+            ("c/setup.json", r#"{"name":"c","tuned":false,"about":"a","loaded_columns":{"repo_name":"repo.name"},"changes":[]}"#),
+            ("c/table.sql", "CREATE TABLE IF NOT EXISTS {table} (data jsonb, ghbench_hour int); SELECT create_distributed_table('{table}', 'data');"),
+        ]
+        .into_iter()
+        .map(|(p, t)| (p.to_string(), t.to_string()))
+        .collect();
+        let columnless = Catalog::from_files("test".into(), files.clone()).unwrap();
+        let error = JsonbSetup::citus_from_catalog(&columnless, "c", &crate::citus::URL, "").unwrap_err().to_string();
+        assert!(error.contains("must make the column repo_name"), "{error}");
+        files.insert("c/table.sql".into(), "CREATE TABLE IF NOT EXISTS {table} (data jsonb, ghbench_hour int, repo_name text); SELECT create_distributed_table('{table}', 'repo_name');".into());
+        assert!(JsonbSetup::citus_from_catalog(&Catalog::from_files("test".into(), files).unwrap(), "c", &crate::citus::URL, "").is_ok());
     }
 
     #[test]

@@ -51,6 +51,11 @@ pub struct PostgresSink {
     /// On Citus, the two-phase commits recovered before the load (see
     /// [`crate::citus::recover_prepared`]), for the record.
     recovered: Option<i32>,
+    /// The columns the loader fills beside `data` ([`JsonbSetup::loaded_columns`]).
+    loaded: Vec<(&'static str, Vec<&'static str>)>,
+    /// Why the table's rows cannot be deleted, so no hour replaced (its
+    /// access method, learnt in `prepare`); None: they can.
+    cannot_delete: Option<String>,
 }
 
 /// An hour as [`crate::setup::HOUR_COLUMN`] keeps it: `yyyymmddhh`
@@ -122,7 +127,7 @@ pub async fn check_table_name(client: &Client, t: &TableName) -> Result<(), Sink
 
 impl PostgresSink {
     pub fn new(setup: &'static JsonbSetup, client: Session, url: String, table: TableName) -> Self {
-        PostgresSink { setup, client, url, table, copy: None, hour_key: None, recovered: None }
+        PostgresSink { setup, client, url, table, copy: None, hour_key: None, recovered: None, loaded: setup.loaded_columns(), cannot_delete: None }
     }
 
     fn ledger(&self) -> PgLedger<'_> {
@@ -186,10 +191,16 @@ impl EngineSink for PostgresSink {
         for step in &steps {
             if let Err(e) = self.client.batch_execute(step).await.sink() {
                 let _ = self.client.batch_execute("ROLLBACK").await;
-                return Err(e);
+                return Err(missing_access_method_hint(e));
             }
         }
+        let columnar = self.setup.server == Server::Citus && crate::citus::is_columnar(&self.client, &t).await.sink()?;
+        self.cannot_delete = columnar.then(|| format!("{t} is a columnar table (Citus's columnar access method), which cannot delete rows, so no stored hour can be replaced"));
         Ok(())
+    }
+
+    fn refuses_replacing(&self) -> Option<String> {
+        self.cannot_delete.clone()
     }
 
     async fn completed_hours(&self) -> Result<HashSet<String>, SinkError> {
@@ -225,6 +236,9 @@ impl EngineSink for PostgresSink {
     /// `xmin` is the entry's, see the module's note). The count must be the
     /// entry's, or nothing changes.
     async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
+        if let Some(why) = &self.cannot_delete {
+            return Err(SinkError::Other(format!("cannot load hour {stem} again: {why}")));
+        }
         self.set_hour(stem)?;
         self.client.batch_execute("BEGIN").await.sink()?;
         // A pass over the whole table (see `replacing_reads_whole_table`): cancelled on the server if cut.
@@ -246,6 +260,9 @@ impl EngineSink for PostgresSink {
     /// One transaction: the entries of `stems` and the rows their
     /// transactions wrote, in one pass over the table.
     async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
+        if let Some(why) = &self.cannot_delete {
+            return Err(SinkError::Other(format!("cannot remove {} hour(s) to load them again: {why}", stems.len())));
+        }
         let what = format!("removing {} hour(s) of {} to load them again", stems.len(), self.data_table());
         let removing = async {
             self.client.batch_execute("BEGIN").await.sink()?;
@@ -291,15 +308,25 @@ impl EngineSink for PostgresSink {
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         let copy = self.copy.as_mut().ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
-        match self.hour_key {
-            None => {
+        match (self.hour_key, self.loaded.is_empty()) {
+            (None, true) => {
                 for doc in batch.docs() {
                     copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
                 }
             }
-            Some(hour) => {
+            (Some(hour), true) => {
                 for doc in batch.docs() {
                     copy.as_mut().write(&[&JsonbText(&doc.json), &hour]).await.sink()?;
+                }
+            }
+            (hour, false) => {
+                for doc in batch.docs() {
+                    let values = crate::loaded::values(&doc.json, &self.loaded).map_err(|e| SinkError::Other(format!("line {}: {e}", doc.line)))?;
+                    let jsonb = JsonbText(&doc.json);
+                    let mut row: Vec<&(dyn ToSql + Sync)> = vec![&jsonb];
+                    row.extend(hour.as_ref().map(|h| h as &(dyn ToSql + Sync)));
+                    row.extend(values.iter().map(|v| v as &(dyn ToSql + Sync)));
+                    copy.as_mut().write(&row).await.sink()?;
                 }
             }
         }
@@ -337,6 +364,18 @@ impl EngineSink for PostgresSink {
     async fn after_load(&mut self) -> Result<Option<Upkeep>, SinkError> {
         let tables = [self.data_table()];
         Ok(Some(vacuum_analyze(&self.client, self.ledger(), &tables).await?))
+    }
+}
+
+/// A DDL's error for an access method the server lacks, with what to do:
+/// Citus's columnar comes as an extension of its own.
+fn missing_access_method_hint(e: SinkError) -> SinkError {
+    match e.detail() {
+        d if d.contains("access method \"columnar\" does not exist") => SinkError::Other(format!(
+            "{d}: this setup keeps its table columnar, which Citus provides as the extension citus_columnar; \
+             create it on the coordinator as a superuser (CREATE EXTENSION citus_columnar), as `just setup` does"
+        )),
+        _ => e,
     }
 }
 
@@ -384,11 +423,16 @@ impl PostgresSink {
     }
 
     async fn start_copy(&mut self) -> Result<(), SinkError> {
-        let (columns, types) = match self.setup.hour_column() {
-            None => ("data".to_string(), vec![Type::JSONB]),
-            Some(hour) => (format!("data, {hour}"), vec![Type::JSONB, Type::INT4]),
-        };
-        let sink = self.client.copy_in(&format!("COPY {} ({columns}) FROM STDIN (FORMAT binary)", self.data_table())).await.sink()?;
+        let (mut columns, mut types) = (vec!["data"], vec![Type::JSONB]);
+        if let Some(hour) = self.setup.hour_column() {
+            columns.push(hour);
+            types.push(Type::INT4);
+        }
+        for (column, _) in &self.loaded {
+            columns.push(column);
+            types.push(Type::TEXT);
+        }
+        let sink = self.client.copy_in(&format!("COPY {} ({}) FROM STDIN (FORMAT binary)", self.data_table(), columns.join(", "))).await.sink()?;
         self.copy = Some(Box::pin(BinaryCopyInWriter::new(sink, &types)));
         Ok(())
     }

@@ -324,6 +324,14 @@ pub trait EngineSink: Send + Sync {
         false
     }
 
+    /// Why no stored hour can be replaced (`--reload`, a repair), where the
+    /// table cannot delete rows (a columnar table on Citus); None: it can.
+    /// Known after `prepare`: a run that would replace one is refused
+    /// before it loads anything.
+    fn refuses_replacing(&self) -> Option<String> {
+        None
+    }
+
     /// Removes the stored hours `stems` and their ledger entries at once,
     /// before loading them again (`--reload`, a repair): one pass over the
     /// table instead of one per hour. Some(rows removed); None: the engine
@@ -405,6 +413,11 @@ impl Sink {
 
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// See [`EngineSink::refuses_replacing`].
+    pub fn refuses_replacing(&self) -> Option<String> {
+        self.inner.refuses_replacing()
     }
 
     /// `work` (a step of `inner`) within the timeout; a timeout breaks the sink.
