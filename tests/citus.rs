@@ -37,7 +37,7 @@ fn script_command(name: &str, args: &[&str], home: &Path, port: u16, workers: &s
     command
 }
 
-fn run_script(name: &str, args: &[&str], home: &Path, port: u16) -> Output {
+pub(crate) fn run_script(name: &str, args: &[&str], home: &Path, port: u16) -> Output {
     run_script_with(name, args, home, port, "2")
 }
 
@@ -59,6 +59,12 @@ fn citus_bin() -> Option<PathBuf> {
 /// Stops one node of the test's cluster (`worker2`) as `pg_ctl stop -m fast`
 /// does, as the user its server runs as (postgres, when setup ran as root).
 fn stop_node(cluster: &OwnCluster, node: &str) {
+    stop_node_as(cluster, node, "fast");
+}
+
+/// [`stop_node`] in `pg_ctl`'s shutdown mode `mode` (`immediate`: as a
+/// crash, every process of the node killed, recovered at the next start).
+pub(crate) fn stop_node_as(cluster: &OwnCluster, node: &str, mode: &str) {
     let pg_ctl = citus_bin().unwrap().join("pg_ctl");
     let data = cluster.home.join("citus").join(node).join("data");
     let mut command = match is_root() {
@@ -71,7 +77,7 @@ fn stop_node(cluster: &OwnCluster, node: &str) {
     };
     // runuser lives in sbin, which a test's PATH can lack.
     let path = format!("{}:/usr/sbin:/sbin", std::env::var("PATH").unwrap_or_default());
-    let out = command.arg("-D").arg(&data).args(["stop", "-m", "fast"]).env("PATH", path).output().unwrap();
+    let out = command.arg("-D").arg(&data).args(["stop", "-m", mode]).env("PATH", path).output().unwrap();
     assert!(out.status.success(), "stopping {node}: {}", text(&out));
 }
 
@@ -81,7 +87,7 @@ fn answers(port: u16) -> bool {
 
 /// Stops the test's cluster and removes its folder however the test ends.
 pub(crate) struct OwnCluster {
-    home: PathBuf,
+    pub(crate) home: PathBuf,
     pub(crate) port: u16,
 }
 

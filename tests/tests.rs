@@ -13,6 +13,7 @@ mod bench;
 mod bench_data;
 mod bench_year;
 mod citus;
+mod citus_commit;
 mod citus_tuned;
 mod concurrency;
 mod disk_limit;
