@@ -101,11 +101,12 @@ impl Drop for OwnCluster {
 /// A cluster of the test's own, started by `setup.sh citus`; None (the test
 /// skipped, said) where Citus is not installed, which CI never is.
 pub(crate) fn own_cluster() -> Option<OwnCluster> {
-    own_cluster_with(None)
+    own_cluster_with(None, None)
 }
 
-/// [`own_cluster`], each node under a memory limit of `memory` (GHBENCH_MEMORY) when given.
-fn own_cluster_with(memory: Option<&str>) -> Option<OwnCluster> {
+/// [`own_cluster`], each node under a memory limit of `memory` (GHBENCH_MEMORY)
+/// and a disk throttle of `disk` (GHBENCH_DISK) when given.
+fn own_cluster_with(memory: Option<&str>, disk: Option<&str>) -> Option<OwnCluster> {
     if !citus_installed() {
         // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
         assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
@@ -119,6 +120,9 @@ fn own_cluster_with(memory: Option<&str>) -> Option<OwnCluster> {
         Some(memory) => setup.env("GHBENCH_MEMORY", memory),
         None => setup.env_remove("GHBENCH_MEMORY"),
     };
+    if let Some(disk) = disk {
+        setup.env("GHBENCH_DISK", disk);
+    }
     let out = setup.output().unwrap();
     assert!(out.status.success(), "setup.sh citus: {}", text(&out));
     assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
@@ -319,7 +323,7 @@ async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_
         return;
     }
     let Some(real) = real_hour() else { return };
-    let Some(cluster) = own_cluster_with(Some("512MiB")) else { return };
+    let Some(cluster) = own_cluster_with(Some("512MiB"), Some("riops=100000")) else { return };
     let port = cluster.port;
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
     let table = table("citus_limited");
@@ -358,6 +362,17 @@ async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_
     let label = record["context"]["cold"]["label"].as_str().unwrap_or_default();
     let said = format!("citus data {} memory on its fullest node (3 nodes;", ghbench_record::run::ratio_text(fullest));
     assert!(label.contains(&said), "'{said}' in the label: {label}");
+    // And each node's disk throttle, what each node's cgroup counted over the runs summed.
+    let disk = &citus["disk_limit"];
+    let throttled = disk["nodes"].as_array().unwrap_or_else(|| panic!("each node's disk throttle: {disk}"));
+    assert_eq!(throttled.iter().map(|n| n["node"].as_str().unwrap().to_string()).collect::<Vec<_>>(), addresses, "{disk}");
+    for node in throttled {
+        assert_eq!(node["limit"]["rules"]["read_iops"].as_u64(), Some(100_000), "{node}");
+        assert!(node["limit"]["cgroup"].as_str().unwrap().contains("citus-"), "the node's own cgroup: {node}");
+    }
+    let read = |limit: &serde_json::Value| limit["over_runs"]["reads"].as_u64().unwrap_or_else(|| panic!("reads counted: {limit}"));
+    assert_eq!(read(disk), throttled.iter().map(|n| read(&n["limit"])).sum::<u64>(), "the nodes' counts summed: {disk}");
+    assert!(label.contains("disk throttled: citus to 100,000 read IOPS"), "{label}");
 }
 
 /// A worker stopped: a query through the coordinator fails naming it and is

@@ -75,7 +75,7 @@ pub mod load {
 /// implements, what it is given to run (the query files of the catalog
 /// compiled in) and how it says the memory its data competes for.
 pub mod query {
-    pub use ghbench_olap::backend::{limited_memory, nodes_memory, prepared, this_machine_disk_limit, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
+    pub use ghbench_olap::backend::{limited_memory, nodes_disk_limit, nodes_memory, prepared, this_machine_disk_limit, this_machine_memory, Backend, BackendResult, OnIndexBuilt, Prepared, QueryTimedOut, EXACT_COUNT_MAX_BYTES};
     pub use ghbench_olap::catalog::{compiled_in, embedded_setup, parse_json, Catalog, QueryFile, TABLE_PLACEHOLDER};
     pub use ghbench_olap::environment::memory_bytes;
 }

@@ -14,7 +14,7 @@ use ghbench_core::{Engine, EngineSpec, ServerInfo, Setup};
 use crate::catalog::QueryFile;
 use crate::ledger::Ledger;
 use crate::cgroup::MemoryCgroup;
-use crate::record::{AfterIndexes, DiskLimit, IndexBuild, MemoryLimit, MemoryShare, NodeMemory, Plan, Storage};
+use crate::record::{AfterIndexes, DiskLimit, IndexBuild, MemoryLimit, MemoryShare, NodeDiskLimit, NodeMemory, Plan, Storage};
 use crate::throttle::IoCgroup;
 use crate::rows::Row;
 
@@ -103,6 +103,27 @@ pub async fn nodes_memory(nodes: Vec<(String, u64)>) -> Option<MemoryShare> {
         Some(MemoryShare { nodes: each, ..share })
     });
     counted.await.ok().flatten()
+}
+
+/// The disk throttles of a server of several nodes on this machine (Citus:
+/// its coordinator and workers, each `host:port`), each node's listed, the
+/// first throttled node's rules above: None when no node is throttled, or a
+/// node is elsewhere. A node whose process cannot be found counts as free.
+pub async fn nodes_disk_limit(nodes: Vec<String>) -> Option<DiskLimit> {
+    let read = tokio::task::spawn_blocking(move || {
+        let mut each = Vec::new();
+        for node in nodes {
+            let url = format!("postgres://{node}");
+            if ghbench_core::Place::of(&url) != ghbench_core::Place::ThisMachine {
+                return None;
+            }
+            let limit = crate::kernel_io::server_pid(&url, Some(&node)).ok().and_then(|pid| IoCgroup::of_process(pid).ok()?.limit());
+            each.push(NodeDiskLimit { node, limit });
+        }
+        let first = each.iter().find_map(|n| n.limit.clone())?;
+        Some(DiskLimit { nodes: each, ..first })
+    });
+    read.await.ok().flatten()
 }
 
 /// The disk throttle the cgroup of an engine's processes on this machine

@@ -329,6 +329,7 @@ impl IoCgroup {
             before_runs: self.counters(&device),
             rules,
             over_runs: None,
+            nodes: Vec::new(),
         })
     }
 

@@ -385,13 +385,55 @@ pub struct DiskLimit {
     /// Counted when the engine was described, before the runs.
     pub before_runs: IoCounters,
     /// What grew over the runs; None until they end, or when unreadable.
+    /// Of a server of several nodes: the nodes' counts summed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_runs: Option<IoCounters>,
+    /// A server of several nodes (Citus), each node's throttle: the fields
+    /// above are the first throttled node's (its rules, device and cgroup),
+    /// but the counts over the runs. Empty: one server.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeDiskLimit>,
+}
+
+/// One node of a server of several and its disk throttle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeDiskLimit {
+    /// `host:port`.
+    pub node: String,
+    /// None: the node's disk ran free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<DiskLimit>,
 }
 
 impl DiskLimit {
-    /// `1,000 read IOPS on 254:0 (vda) (cgroup v1 …); over the runs: 88.1 MiB in 11,270 reads`.
+    /// `1,000 read IOPS on 254:0 (vda) (cgroup v1 …); over the runs: 88.1 MiB in 11,270 reads`;
+    /// of several nodes, each node's.
     pub fn said(&self) -> String {
+        if self.nodes.is_empty() {
+            return self.one_said();
+        }
+        let each: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| match &n.limit {
+                Some(limit) => format!("{} {}", n.node, limit.one_said()),
+                None => format!("{} not throttled", n.node),
+            })
+            .collect();
+        format!("each of {} nodes: {}", self.nodes.len(), each.join("; "))
+    }
+
+    /// What the kernel counted over the runs on every node, summed into
+    /// [`DiskLimit::over_runs`] (a count a node lacks leaves the sum None).
+    pub fn sum_nodes_over_runs(&mut self) {
+        let counted: Vec<Option<&IoCounters>> = self.nodes.iter().filter_map(|n| n.limit.as_ref()).map(|l| l.over_runs.as_ref()).collect();
+        let sum = |field: fn(&IoCounters) -> Option<u64>| counted.iter().map(|c| c.and_then(field)).sum::<Option<u64>>();
+        if !counted.is_empty() {
+            self.over_runs = Some(IoCounters { read_bytes: sum(|c| c.read_bytes), reads: sum(|c| c.reads), written_bytes: sum(|c| c.written_bytes), writes: sum(|c| c.writes) });
+        }
+    }
+
+    fn one_said(&self) -> String {
         let mut said = format!("{} on {} ({})", self.rules.said(), self.device, self.enforced_by);
         if let Some(over) = &self.over_runs {
             let mut counted = Vec::new();
@@ -1435,8 +1477,40 @@ mod tests {
                 enforced_by: "test".into(),
                 before_runs: IoCounters::default(),
                 over_runs: None,
+                nodes: Vec::new(),
             });
         }
         assert_eq!(with_fit(hot, &throttled), format!("{hot}; disk throttled: postgres, polars to 1,000 read IOPS, 437 MB/s read"));
+    }
+
+    #[test]
+    fn a_throttle_on_every_node_is_said_node_by_node_and_counted_in_total() {
+        let rules = DiskRules { read_iops: Some(1000), ..DiskRules::default() };
+        let node = |cgroup: &str, read: u64| DiskLimit {
+            cgroup_version: CgroupVersion::V1,
+            cgroup: cgroup.into(),
+            device: "254:0 (vda)".into(),
+            rules: rules.clone(),
+            enforced_by: "blkio".into(),
+            before_runs: IoCounters::default(),
+            over_runs: Some(IoCounters { read_bytes: Some(read), reads: Some(read / 8192), ..IoCounters::default() }),
+            nodes: Vec::new(),
+        };
+        let (coordinator, worker) = (node("/ghbench/c", 8192), node("/ghbench/w1", 81920));
+        let mut cluster = DiskLimit {
+            over_runs: None,
+            nodes: vec![
+                NodeDiskLimit { node: "127.0.0.1:54330".into(), limit: Some(coordinator.clone()) },
+                NodeDiskLimit { node: "127.0.0.1:54331".into(), limit: Some(worker) },
+                NodeDiskLimit { node: "127.0.0.1:54332".into(), limit: None },
+            ],
+            ..coordinator
+        };
+        cluster.sum_nodes_over_runs();
+        let over = cluster.over_runs.clone().unwrap();
+        assert_eq!((over.read_bytes, over.reads, over.written_bytes), (Some(90112), Some(11), None), "summed; a count no node has stays unknown");
+        let said = cluster.said();
+        assert!(said.starts_with("each of 3 nodes: 127.0.0.1:54330 1,000 read IOPS on 254:0 (vda)"), "{said}");
+        assert!(said.contains("127.0.0.1:54331 1,000 read IOPS") && said.ends_with("127.0.0.1:54332 not throttled"), "{said}");
     }
 }

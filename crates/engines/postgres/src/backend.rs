@@ -395,11 +395,11 @@ impl Backend for PostgresBackend {
         }
     }
 
-    /// On Citus, the coordinator's throttle would not be the workers': not read yet.
+    /// On Citus, every node's throttle (`--disk` limits each node).
     async fn disk_limit(&self) -> Option<DiskLimit> {
         match self.setup.server {
             Server::Postgres => this_machine_disk_limit(self).await,
-            Server::Citus => None,
+            Server::Citus => ghbench_engine::query::nodes_disk_limit(crate::citus::nodes(&self.client, &self.url).await.ok()?).await,
         }
     }
 
