@@ -17,6 +17,12 @@ CITUS_SOURCE=${GHBENCH_CITUS_SOURCE:-}
 CITUS_WORKERS=${GHBENCH_CITUS_WORKERS:-2}
 [[ $CITUS_WORKERS =~ ^[1-9]$ ]] \
     || { echo "[setup] error: GHBENCH_CITUS_WORKERS=$CITUS_WORKERS: write a number of workers from 1 to 9" >&2; exit 2; }
+# A memory limit (GHBENCH_MEMORY, `bench --memory`) is each node's
+# (`each`, the default) or the cluster's in total (`total`: each node a
+# (workers+1)th of it, its settings that share of the single server's), as
+# setup ran with unless GHBENCH_CITUS_MEMORY says otherwise for a restart.
+CITUS_MEMORY=${GHBENCH_CITUS_MEMORY-${GHBENCH_SETUP_CITUS_MEMORY:-each}}
+case $CITUS_MEMORY in each|total) ;; *) echo "[setup] error: GHBENCH_CITUS_MEMORY=$CITUS_MEMORY: write each (a memory limit is every node's) or total (the cluster's, shared among its nodes)" >&2; exit 2 ;; esac
 CITUS_PORT=${GHBENCH_CITUS_PORT:-54330}
 [[ $CITUS_PORT =~ ^[1-9][0-9]*$ ]] && [ "$CITUS_PORT" -le $(( 65535 - CITUS_WORKERS )) ] \
     || { echo "[setup] error: GHBENCH_CITUS_PORT=$CITUS_PORT is not a port the coordinator and its $CITUS_WORKERS workers (the ports after it) can take" >&2; exit 2; }
@@ -71,11 +77,12 @@ build_citus() {
 
 # Setting $1's value $2 as each node's share: the single server's settings
 # divided among the nodes so the cluster fits where that server did, unless
-# each node has a memory limit of its own (GHBENCH_MEMORY: the settings are
-# already scaled to it). In kB; a bare number is in the setting's own unit
-# (8kB pages for shared_buffers and effective_cache_size, kB for the others).
+# each node has a memory limit of its own (GHBENCH_MEMORY, GHBENCH_CITUS_MEMORY
+# each: the settings are already scaled to it). In kB; a bare number is in the
+# setting's own unit (8kB pages for shared_buffers and effective_cache_size,
+# kB for the others).
 citus_share() {
-    [ -z "$MEMORY_BYTES" ] || { echo "$2"; return 0; }
+    [ -z "$MEMORY_BYTES" ] || [ "$CITUS_MEMORY" = total ] || { echo "$2"; return 0; }
     local bytes value=$2
     case $1 in work_mem|maintenance_work_mem) [[ ! $value =~ ^[0-9]+$ ]] || value=${value}kB ;; esac
     bytes=$(pg_size_bytes "$value") || die "$1 = $2 is not a PostgreSQL size (e.g. 128MB, 2GB)"
@@ -106,6 +113,14 @@ setup_citus() {
         die "Citus: the cluster in $GHBENCH_HOME/citus was made with $(cat "$shape_file"), not $shape: set GHBENCH_CITUS_PORT and GHBENCH_CITUS_WORKERS as it was made, or remove it (\`scripts/down.sh citus\`, then rm -rf $GHBENCH_HOME/citus: its data goes with it)"
     fi
     mkdir -p "$GHBENCH_HOME/citus" && echo "$shape" >"$shape_file"
+    # The cluster's memory in total: each node's cgroup (made from
+    # MEMORY_BYTES) takes its share, here only.
+    local MEMORY_BYTES=$MEMORY_BYTES
+    if [ -n "$MEMORY_BYTES" ] && [ "$CITUS_MEMORY" = total ]; then
+        MEMORY_BYTES=$(( MEMORY_BYTES / (CITUS_WORKERS + 1) / 4096 * 4096 ))
+        [ "$MEMORY_BYTES" -ge $((64 << 20)) ] \
+            || die "GHBENCH_MEMORY=$MEMORY shared among the cluster's $((CITUS_WORKERS + 1)) nodes (GHBENCH_CITUS_MEMORY=total) leaves each less than the 64MiB a server needs"
+    fi
     # Every node: the single server's settings shared among them; Citus
     # loaded at start; nodes talk without TLS (loopback on one machine: a
     # cluster over a network keeps Citus's default, sslmode=require); no

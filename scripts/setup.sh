@@ -776,7 +776,7 @@ write_servers_json() {
         if [ -n "${!given:-}" ]; then restart+=", \"$given=${!given}\""; fi
     done
     # The cluster's shape, which its restart keeps.
-    if [ -n "$citus_ready" ]; then restart+=", \"GHBENCH_CITUS_PORT=$CITUS_PORT\", \"GHBENCH_CITUS_WORKERS=$CITUS_WORKERS\""; fi
+    if [ -n "$citus_ready" ]; then restart+=", \"GHBENCH_CITUS_PORT=$CITUS_PORT\", \"GHBENCH_CITUS_WORKERS=$CITUS_WORKERS\", \"GHBENCH_SETUP_CITUS_MEMORY=$CITUS_MEMORY\""; fi
     # The limits setup ran with, which a restart keeps unless GHBENCH_MEMORY
     # or GHBENCH_DISK says otherwise.
     restart+=", \"GHBENCH_SETUP_MEMORY=$MEMORY\", \"GHBENCH_SETUP_DISK=$DISK\", \"GHBENCH_SETUP_PG_PAPER2019=$PAPER2019\", \"bash\", \"$repo/scripts/restart.sh\""

@@ -101,12 +101,20 @@ impl Drop for OwnCluster {
 /// A cluster of the test's own, started by `setup.sh citus`; None (the test
 /// skipped, said) where Citus is not installed, which CI never is.
 pub(crate) fn own_cluster() -> Option<OwnCluster> {
-    own_cluster_with(None, None)
+    own_cluster_with(&[])
 }
 
-/// [`own_cluster`], each node under a memory limit of `memory` (GHBENCH_MEMORY)
-/// and a disk throttle of `disk` (GHBENCH_DISK) when given.
-fn own_cluster_with(memory: Option<&str>, disk: Option<&str>) -> Option<OwnCluster> {
+/// [`own_cluster`], setup run with `env` besides (`GHBENCH_MEMORY`: each
+/// node under a memory limit; `GHBENCH_DISK`: a disk throttle).
+fn own_cluster_with(env: &[(&str, &str)]) -> Option<OwnCluster> {
+    let (cluster, out) = own_cluster_setup(env)?;
+    assert!(out.status.success(), "setup.sh citus: {}", text(&out));
+    assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{}, 2 workers", cluster.port)), "{}", text(&out));
+    Some(cluster)
+}
+
+/// `setup.sh citus` for a cluster of the test's own, run with `env`, and what it said.
+fn own_cluster_setup(env: &[(&str, &str)]) -> Option<(OwnCluster, Output)> {
     if !citus_installed() {
         // CI names the vendored source (GHBENCH_CITUS_SOURCE), so `just setup` built it there.
         assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "Citus is not installed: in CI, `just setup` builds it from GHBENCH_CITUS_SOURCE");
@@ -116,17 +124,44 @@ fn own_cluster_with(memory: Option<&str>, disk: Option<&str>) -> Option<OwnClust
     let port = free_ports_in_a_row(3);
     let cluster = OwnCluster { home: own_temp_dir("citus"), port };
     let mut setup = script_command("setup.sh", &["citus"], &cluster.home, port, "2");
-    match memory {
-        Some(memory) => setup.env("GHBENCH_MEMORY", memory),
-        None => setup.env_remove("GHBENCH_MEMORY"),
-    };
-    if let Some(disk) = disk {
-        setup.env("GHBENCH_DISK", disk);
-    }
+    setup.env_remove("GHBENCH_MEMORY").env_remove("GHBENCH_CITUS_MEMORY").envs(env.iter().copied());
     let out = setup.output().unwrap();
-    assert!(out.status.success(), "setup.sh citus: {}", text(&out));
-    assert!(text(&out).contains(&format!("ready: coordinator 127.0.0.1:{port}, 2 workers")), "{}", text(&out));
-    Some(cluster)
+    Some((cluster, out))
+}
+
+/// The memory limit of the cgroup node `node`'s server runs in (its postmaster's).
+fn node_memory_limit(cluster: &OwnCluster, node: &str) -> u64 {
+    let pid_file = std::fs::read_to_string(cluster.home.join("citus").join(node).join("data").join("postmaster.pid")).unwrap();
+    let pid = pid_file.lines().next().unwrap();
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    let limit_file = match cgroups.lines().find_map(|l| l.split_once(":memory:")) {
+        Some((_, path)) => format!("/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"),
+        None => format!("/sys/fs/cgroup{}/memory.max", cgroups.lines().find_map(|l| l.strip_prefix("0::")).unwrap()),
+    };
+    std::fs::read_to_string(&limit_file).unwrap().trim().parse().unwrap_or_else(|e| panic!("{limit_file}: {e}"))
+}
+
+/// `GHBENCH_CITUS_MEMORY=total`: the memory limit is the cluster's, each node
+/// under a third of it with a third of the single server's settings at that
+/// limit; a limit that leaves a node less than a server needs is refused.
+#[tokio::test]
+async fn a_memory_limit_shared_by_the_cluster_gives_each_node_its_share() {
+    let _servers = shared_servers();
+    if !is_root() {
+        eprintln!("SKIPPED: memory limits need root (cgroups)");
+        return;
+    }
+    let Some(cluster) = own_cluster_with(&[("GHBENCH_MEMORY", "768MiB"), ("GHBENCH_CITUS_MEMORY", "total")]) else { return };
+    for (i, node) in ["coordinator", "worker1", "worker2"].iter().enumerate() {
+        assert_eq!(node_memory_limit(&cluster, node), 256 << 20, "{node}: a third of 768 MiB");
+        // The single server's shared_buffers (300MB, as the tests' setup gives it), a third each.
+        let buffers: String = query_one(cluster.port + i as u16, "SHOW shared_buffers").await;
+        assert_eq!(buffers, "100MB", "{node}");
+    }
+    drop(cluster);
+    let Some((cluster, out)) = own_cluster_setup(&[("GHBENCH_MEMORY", "180MiB"), ("GHBENCH_CITUS_MEMORY", "total"), ("GHBENCH_PG_SHARED_BUFFERS", "60MB")]) else { return };
+    assert!(!out.status.success() && text(&out).contains("less than the 64MiB a server needs"), "{}", text(&out));
+    drop(cluster);
 }
 
 pub(crate) async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
@@ -323,7 +358,7 @@ async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_
         return;
     }
     let Some(real) = real_hour() else { return };
-    let Some(cluster) = own_cluster_with(Some("512MiB"), Some("riops=100000")) else { return };
+    let Some(cluster) = own_cluster_with(&[("GHBENCH_MEMORY", "512MiB"), ("GHBENCH_DISK", "riops=100000")]) else { return };
     let port = cluster.port;
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
     let table = table("citus_limited");
