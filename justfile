@@ -103,6 +103,14 @@ bench-10m sizes="100,200,400" events="25000" repeat="3": setup build
 bench-paper2019 hours="40" events="25000" rounds="3": setup build
     bash scripts/bench-paper2019.sh {{hours}} {{events}} {{rounds}}
 
+# One PostgreSQL against a Citus cluster on the same data (issue 54): postgres, citus
+# and citus-tuned at 1M generated events where postgres's data is 5x its memory, every
+# Citus node under that memory, then the cluster under it in total, then a cluster of
+# one worker; true cold and hot, verified; the side-by-side table. Root; the cluster
+# `just setup` starts with GHBENCH_CITUS_SOURCE.
+bench-citus hours="40" events="25000" repeat="3": setup build
+    bash scripts/bench-citus.sh {{hours}} {{events}} {{repeat}}
+
 # Criterion microbenchmarks (gzip, cleaning, encodings) on small slices.
 bench:
     cargo bench --bench pipeline

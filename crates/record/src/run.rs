@@ -499,6 +499,33 @@ pub struct MemoryShare {
     pub nodes: Vec<NodeMemory>,
 }
 
+impl MemoryShare {
+    /// What the kernel counted over the runs under the limit; of a server of
+    /// several nodes each under its own, the nodes' counts summed, the peak
+    /// and usage the fullest node's (the one nearest its limit). None where
+    /// nothing was counted.
+    pub fn over_runs(&self) -> Option<MemoryCounters> {
+        if let Some(limit) = &self.limit {
+            return limit.over_runs.clone();
+        }
+        let counted: Vec<&MemoryCounters> = self.nodes.iter().filter_map(|n| n.limit.as_ref()?.over_runs.as_ref()).collect();
+        if counted.is_empty() {
+            return None;
+        }
+        let sum = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().map(|c| field(c)).sum::<Option<u64>>();
+        let most = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().filter_map(|c| field(c)).max();
+        Some(MemoryCounters {
+            usage_bytes: most(|c| c.usage_bytes),
+            peak_bytes: most(|c| c.peak_bytes),
+            limit_hits: sum(|c| c.limit_hits),
+            oom_kills: sum(|c| c.oom_kills),
+            refaults: sum(|c| c.refaults),
+            major_faults: sum(|c| c.major_faults),
+            read_bytes: sum(|c| c.read_bytes),
+        })
+    }
+}
+
 /// One node of a server of several: the table's bytes it holds (its shards,
 /// indexes included) and the memory it has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -1442,6 +1469,25 @@ mod tests {
         // Past its memory on one node: read from disk.
         citus.memory.as_mut().unwrap().nodes[2].data_bytes = 1500;
         assert!(citus.fit_said().unwrap().starts_with("data 1.5× memory on its fullest node") && citus.fit_said().unwrap().ends_with(": read from disk"));
+    }
+
+    #[test]
+    fn the_nodes_counts_over_the_runs_are_summed_their_peak_the_fullest_nodes() {
+        let counted = |peak: u64, hits: u64, refaults: Option<u64>| MemoryLimit {
+            cgroup_version: CgroupVersion::V1,
+            cgroup: "/ghbench/x".into(),
+            enforced_by: "test".into(),
+            before_runs: MemoryCounters::default(),
+            over_runs: Some(MemoryCounters { peak_bytes: Some(peak), limit_hits: Some(hits), oom_kills: Some(0), refaults, ..MemoryCounters::default() }),
+        };
+        let node = |name: &str, limit| NodeMemory { node: name.into(), data_bytes: 0, bytes: 1000, limit };
+        let mut share = MemoryShare { bytes: 3000, from: "test".into(), limit: None, nodes: vec![node("c:1", Some(counted(100, 1, Some(5)))), node("w:2", Some(counted(900, 4, None))), node("w:3", None)] };
+        let over = share.over_runs().unwrap();
+        assert_eq!((over.peak_bytes, over.limit_hits, over.oom_kills, over.refaults), (Some(900), Some(5), Some(0), None), "a count one node lacks is not known in total");
+        share.nodes.clear();
+        assert_eq!(share.over_runs(), None);
+        share.limit = Some(counted(7, 2, None));
+        assert_eq!(share.over_runs().unwrap().peak_bytes, Some(7), "one server: its limit's");
     }
 
     #[test]

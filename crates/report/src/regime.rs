@@ -138,7 +138,8 @@ pub fn counters_table(regime: &Regime) -> TextTable {
     for point in &regime.points {
         let heading = point_heading(point);
         for engine in &point.run.context.engines {
-            let over = engine.memory.as_ref().and_then(|m| m.limit.as_ref()).and_then(|l| l.over_runs.clone());
+            // (Of a cluster whose nodes each ran under a limit: summed, the peak the fullest node's.)
+            let over = engine.memory.as_ref().and_then(|m| m.over_runs());
             let read = queries_read(&point.run, &engine.engine).map_or_else(|| "–".into(), said);
             // What the throttle let through over the runs: bytes, in how many reads.
             let throttled = engine.disk_limit.as_ref().and_then(|l| l.over_runs.as_ref()).map_or_else(

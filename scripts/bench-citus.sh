@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One PostgreSQL against a Citus cluster on the same data (issue 54), true cold
+# and hot, every answer verified, each configuration one bench:
+#   1. postgres, citus and citus-tuned with memory free, then under a limit M
+#      chosen so postgres's data (table and indexes) is RATIO times it
+#      (GHBENCH_CITUS_RATIO, 5 by default: the paper's regime), every Citus node
+#      under M too (the same memory per node);
+#   2. the same under M in total: each of the cluster's nodes under its share
+#      (GHBENCH_CITUS_MEMORY=total);
+#   3. a cluster of one worker, of this run's own (GHBENCH_CITUS_ONE_PORT,
+#      54340, and the port after it), each node under M.
+# Then the side by side table (scripts/bench_citus_report.py). Needs root
+# (memory cgroups) and the cluster `just setup` starts (GHBENCH_CITUS_SOURCE).
+# At 5x a node's share of M must stay above 64 MiB: M at least 192 MiB, so
+# postgres's data at least about 1 GB (the default 1M events are about 1.5 GB).
+# Usage: scripts/bench-citus.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-citus`)
+source "$(dirname "$0")/bench-common.sh" "$@"
+ratio=${GHBENCH_CITUS_RATIO:-5}
+one_port=${GHBENCH_CITUS_ONE_PORT:-54340}
+[ "$(id -u)" = 0 ] || { echo "bench-citus needs root: memory limits are cgroups" >&2; exit 2; }
+[ -n "${CITUS_URL:-}" ] || { echo "bench-citus needs the Citus cluster \`just setup\` starts: run GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup" >&2; exit 2; }
+mkdir -p "$work/results"
+one_home="$work/one-worker"
+# The one-worker cluster is this run's: stopped and removed however it ends.
+trap 'GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 bash scripts/down.sh citus >/dev/null 2>&1 || true; [ -n "${GHBENCH_BENCH_WORK:-}" ] || rm -rf "$work"' EXIT
+common=(--hours "$hours" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected
+        --table citus_cmp --data-dir "$work/data" --quarantine-dir "$work/q" --output "$work/results")
+
+echo "== bench-citus: $hours hours x $events events; postgres's data ${ratio}x memory; $repeat hot runs per query after a true cold one"
+echo "-- 1/3: the same memory per node"
+ghbench_step "$work/per-node.txt" "the run with the same memory per node" bench "${common[@]}" --engines postgres,citus,citus-tuned \
+    --regime "$ratio" --json "$work/results/per-node.json"
+memory=$(python3 scripts/bench_citus_report.py --memory-of "$work/results/per-node.json")
+echo "-- 2/3: the same memory in total ($((memory >> 20)) MiB, the cluster's nodes sharing it)"
+GHBENCH_CITUS_MEMORY=total ghbench_step "$work/total.txt" "the run with the same memory in total" bench "${common[@]}" \
+    --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$work/results/total.json"
+echo "-- 3/3: one worker, each node under $((memory >> 20)) MiB"
+GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
+    || { cat "$work/one-worker-setup.txt"; exit 2; }
+# Its servers.json (`setup.sh citus` writes none): the cluster, restarted as setup.sh restarts it.
+python3 - "$one_home" "$one_port" "$repo" <<'PY'
+import json, os, sys
+home, port, repo = sys.argv[1:]
+restart = ["env", f"GHBENCH_HOME={home}", f"GHBENCH_CITUS_PORT={port}", "GHBENCH_CITUS_WORKERS=1", "GHBENCH_SETUP_CITUS_MEMORY=each",
+           "GHBENCH_SETUP_MEMORY=", "GHBENCH_SETUP_DISK=", "GHBENCH_SETUP_PG_PAPER2019=", "bash", f"{repo}/scripts/restart.sh", "citus"]
+server = {"name": "citus", "address": f"127.0.0.1:{port}", "data_dir": os.path.realpath(f"{home}/citus/coordinator/data"), "restart": restart}
+with open(f"{home}/servers.json", "w") as f:
+    json.dump({"written_by": "scripts/bench-citus.sh", "memory": "", "disk": "", "servers": [server]}, f, indent=2)
+PY
+ghbench_step "$work/one.txt" "the one-worker run" bench "${common[@]}" --engines citus,citus-tuned \
+    --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench" \
+    --memory "$((memory >> 10))KiB" --json "$work/results/one-worker.json"
+python3 scripts/bench_citus_report.py "$work/results/per-node.json" "$work/results/total.json" "$work/results/one-worker.json"
+echo "records: $work/results"
