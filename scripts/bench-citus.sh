@@ -13,29 +13,36 @@
 # (memory cgroups) and the cluster `just setup` starts (GHBENCH_CITUS_SOURCE).
 # At 5x a node's share of M must stay above 64 MiB: M at least 192 MiB, so
 # postgres's data at least about 1 GB (the default 1M events are about 1.5 GB).
+# Records, Markdown, charts and pages go to GHBENCH_CITUS_OUTPUT (default results/citus).
+# Each step pins GHBENCH_CITUS_MEMORY, whatever the environment or setup says.
 # Usage: scripts/bench-citus.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-citus`)
 source "$(dirname "$0")/bench-common.sh" "$@"
 ratio=${GHBENCH_CITUS_RATIO:-5}
 one_port=${GHBENCH_CITUS_ONE_PORT:-54340}
+out=${GHBENCH_CITUS_OUTPUT:-results/citus}
 [ "$(id -u)" = 0 ] || { echo "bench-citus needs root: memory limits are cgroups" >&2; exit 2; }
 [ -n "${CITUS_URL:-}" ] || { echo "bench-citus needs the Citus cluster \`just setup\` starts: run GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup" >&2; exit 2; }
-mkdir -p "$work/results"
-one_home="$work/one-worker"
-# The one-worker cluster is this run's: stopped and removed however it ends.
-trap 'GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 bash scripts/down.sh citus >/dev/null 2>&1 || true; [ -n "${GHBENCH_BENCH_WORK:-}" ] || rm -rf "$work"' EXIT
+mkdir -p "$out"
+# The one-worker cluster is this run's, in a folder its servers (user postgres)
+# can enter, so its data stays inside it: stopped and removed however the run ends.
+one_home=$(mktemp -d "${TMPDIR:-/tmp}/ghbench-citus-one-worker.XXXXXX")
+chmod 755 "$one_home"
+trap 'GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 bash scripts/down.sh citus >/dev/null 2>&1 || true; rm -rf "$one_home"; [ -n "${GHBENCH_BENCH_WORK:-}" ] || rm -rf "$work"' EXIT
 common=(--hours "$hours" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected
-        --table citus_cmp --data-dir "$work/data" --quarantine-dir "$work/q" --output "$work/results")
+        --table citus_cmp --data-dir "$work/data" --quarantine-dir "$work/q" --output "$out")
 
 echo "== bench-citus: $hours hours x $events events; postgres's data ${ratio}x memory; $repeat hot runs per query after a true cold one"
 echo "-- 1/3: the same memory per node"
-ghbench_step "$work/per-node.txt" "the run with the same memory per node" bench "${common[@]}" --engines postgres,citus,citus-tuned \
-    --regime "$ratio" --json "$work/results/per-node.json"
-memory=$(python3 scripts/bench_citus_report.py --memory-of "$work/results/per-node.json")
+GHBENCH_CITUS_MEMORY=each ghbench_step "$work/per-node.txt" "the run with the same memory per node" bench "${common[@]}" --engines postgres,citus,citus-tuned \
+    --regime "$ratio" --json "$out/per-node.json"
+memory=$(python3 scripts/bench_citus_report.py --memory-of "$out/per-node.json")
+# Each node's share of it must hold a server.
+[ $(( memory / 3 )) -ge $((64 << 20)) ] || { echo "bench-citus: the limit the first run chose ($((memory >> 20)) MiB) leaves each of the cluster's 3 nodes less than the 64 MiB a server needs when they share it: give more data (HOURS, EVENTS_PER_HOUR) or a smaller GHBENCH_CITUS_RATIO; the first run's record is in $out" >&2; exit 2; }
 echo "-- 2/3: the same memory in total ($((memory >> 20)) MiB, the cluster's nodes sharing it)"
 GHBENCH_CITUS_MEMORY=total ghbench_step "$work/total.txt" "the run with the same memory in total" bench "${common[@]}" \
-    --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$work/results/total.json"
+    --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$out/total.json"
 echo "-- 3/3: one worker, each node under $((memory >> 20)) MiB"
-GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
+GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 GHBENCH_CITUS_MEMORY=each bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
     || { cat "$work/one-worker-setup.txt"; exit 2; }
 # Its servers.json (`setup.sh citus` writes none): the cluster, restarted as setup.sh restarts it.
 python3 - "$one_home" "$one_port" "$repo" <<'PY'
@@ -47,8 +54,8 @@ server = {"name": "citus", "address": f"127.0.0.1:{port}", "data_dir": os.path.r
 with open(f"{home}/servers.json", "w") as f:
     json.dump({"written_by": "scripts/bench-citus.sh", "memory": "", "disk": "", "servers": [server]}, f, indent=2)
 PY
-ghbench_step "$work/one.txt" "the one-worker run" bench "${common[@]}" --engines citus,citus-tuned \
+GHBENCH_CITUS_MEMORY=each ghbench_step "$work/one.txt" "the one-worker run" bench "${common[@]}" --engines citus,citus-tuned \
     --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench" \
-    --memory "$((memory >> 10))KiB" --json "$work/results/one-worker.json"
-python3 scripts/bench_citus_report.py "$work/results/per-node.json" "$work/results/total.json" "$work/results/one-worker.json"
-echo "records: $work/results"
+    --memory "$((memory >> 10))KiB" --json "$out/one-worker.json"
+python3 scripts/bench_citus_report.py "$out/per-node.json" "$out/total.json" "$out/one-worker.json"
+echo "records: $out"

@@ -204,14 +204,26 @@ impl Engines {
             return Ok(selected);
         }
         let optional: Vec<&Selected> = selected.iter().filter(|s| s.plugin.spec().capabilities.optional).collect();
-        let mut absent = Vec::new();
-        for (index, answer) in probe_all(&optional, table).await {
+        // Engines of one server (citus and citus-tuned on one coordinator) said in one line.
+        let mut answers = probe_all(&optional, table).await;
+        // In the registry's order, whichever answered first.
+        answers.sort_by_key(|(index, _)| *index);
+        let mut absent: Vec<(String, String, Vec<ghbench_core::Engine>)> = Vec::new();
+        for (index, answer) in answers {
             if let (Err(why), Some(engine)) = (answer, optional.get(index)) {
-                eprintln!("note: {why}; going on without {} (an optional engine: `just setup` starts its server where it can; pass --engines to choose)", engine.engine());
-                absent.push(engine.engine().clone());
+                let server = engine.loader().location();
+                match absent.iter_mut().find(|(at, ..)| *at == server) {
+                    Some((_, _, engines)) => engines.push(engine.engine().clone()),
+                    None => absent.push((server, why, vec![engine.engine().clone()])),
+                }
             }
         }
-        selected.retain(|s| !absent.contains(s.engine()));
+        for (_, why, engines) in &absent {
+            let names = engines.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+            let (what, whose) = if engines.len() == 1 { ("an optional engine", "its") } else { ("optional engines", "their") };
+            eprintln!("note: {why}; going on without {names} ({what}: `just setup` starts {whose} server where it can; pass --engines to choose)");
+        }
+        selected.retain(|s| !absent.iter().any(|(.., engines)| engines.contains(s.engine())));
         Ok(selected)
     }
 

@@ -147,6 +147,7 @@ async fn one_command_loads_indexes_and_runs_true_cold_and_hot_on_every_engine() 
     assert_eq!(skipped.len(), 1, "{said}");
     let citus_port = setup.citus_url.rsplit(':').next().and_then(|tail| tail.split('/').next()).unwrap();
     assert!(skipped[0].starts_with("note: citus at ") && skipped[0].contains(&format!(":{citus_port}")), "where it was looked for: {said}");
+    assert!(skipped[0].contains("going on without citus, citus-tuned (optional engines"), "both setups of the one coordinator in one line: {said}");
     // Output is not a terminal here: the log still shows each cold step and first run.
     assert!(said.contains("A corrected on postgres: making it cold") && said.contains("D corrected on polars: cold run"), "{said}");
 

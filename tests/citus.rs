@@ -407,7 +407,7 @@ async fn each_node_under_a_memory_limit_of_its_own_is_recorded_with_the_data_it_
     }
     let read = |limit: &serde_json::Value| limit["over_runs"]["reads"].as_u64().unwrap_or_else(|| panic!("reads counted: {limit}"));
     assert_eq!(read(disk), throttled.iter().map(|n| read(&n["limit"])).sum::<u64>(), "the nodes' counts summed: {disk}");
-    assert!(label.contains("disk throttled: citus to 100,000 read IOPS"), "{label}");
+    assert!(label.contains("disk throttled: citus (each of its 3 nodes) to 100,000 read IOPS"), "{label}");
 }
 
 /// A worker stopped: a query through the coordinator fails naming it and is

@@ -44,6 +44,19 @@ fn signal(signal: &str, pids: &[i32]) {
     }
 }
 
+/// Processes stopped (SIGSTOP), killed however the test ends: a stopped
+/// worker session would hold the coordinator's COMMIT, the load, and the
+/// cluster's fast shutdown, forever.
+struct Stopped(Vec<i32>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).output();
+        }
+    }
+}
+
 /// A worker's sessions opened by the coordinator (Citus names them by the
 /// coordinator session's global id).
 const COORDINATOR_SESSIONS: &str = "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'citus_internal gpid=%' AND backend_type = 'client backend'";
@@ -122,15 +135,16 @@ async fn a_coordinator_killed_during_a_commit_leaves_the_hour_to_the_two_phase_c
     })
     .await;
     // Its sessions stopped: the coordinator's COMMIT PREPARED waits on them.
-    let stopped: Vec<i32> = w2.query(COORDINATOR_SESSIONS, &[]).await.unwrap().iter().map(|r| r.get(0)).collect();
-    signal("-STOP", &stopped);
+    let stopped = Stopped(w2.query(COORDINATOR_SESSIONS, &[]).await.unwrap().iter().map(|r| r.get(0)).collect());
+    signal("-STOP", &stopped.0);
 
     // Once worker1 has prepared, the coordinator commits the hour (its
     // ledger entry shows), then waits on worker2: killed there.
     let ledger = format!("SELECT count(*) FROM ghbench_ledger WHERE engine = 'citus' AND tbl = '{table}'");
     wait_for("the coordinator to commit the second hour", Duration::from_secs(60), || async { coordinator.query_one(&ledger, &[]).await.map_or(0, |r| r.get::<_, i64>(0)) == 2 }).await;
     stop_node_as(&cluster, "coordinator", "immediate");
-    signal("-KILL", &stopped);
+    // Killed, not let go on: they would read the COMMIT PREPARED the coordinator sent them.
+    drop(stopped);
     let out = loading.join().unwrap();
     assert!(!out.status.success(), "the load lost its coordinator: {}", text(&out));
 

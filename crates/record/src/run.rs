@@ -502,13 +502,14 @@ pub struct MemoryShare {
 impl MemoryShare {
     /// What the kernel counted over the runs under the limit; of a server of
     /// several nodes each under its own, the nodes' counts summed, the peak
-    /// and usage the fullest node's (the one nearest its limit). None where
-    /// nothing was counted.
+    /// and usage each the highest of any node's. None where nothing was
+    /// counted, or a limited node's counts are missing.
     pub fn over_runs(&self) -> Option<MemoryCounters> {
         if let Some(limit) = &self.limit {
             return limit.over_runs.clone();
         }
-        let counted: Vec<&MemoryCounters> = self.nodes.iter().filter_map(|n| n.limit.as_ref()?.over_runs.as_ref()).collect();
+        // A limited node whose counts are missing leaves the cluster's unknown.
+        let counted: Vec<&MemoryCounters> = self.nodes.iter().filter_map(|n| n.limit.as_ref()).map(|l| l.over_runs.as_ref()).collect::<Option<_>>()?;
         if counted.is_empty() {
             return None;
         }
@@ -688,14 +689,22 @@ pub fn with_fit(label: &str, engines: &[EngineRecord]) -> String {
 }
 
 /// `; disk throttled: postgres, polars to 1,000 read IOPS, 437 MB/s read`
-/// (each set of rules once), or nothing when every disk ran free.
+/// (each set of rules once), or nothing when every disk ran free. A server
+/// of several nodes says that each node had the rules to itself (`citus
+/// (each of its 3 nodes)`): together they read more than one server could.
 fn throttled(engines: &[EngineRecord]) -> String {
     let mut groups: Vec<(&DiskRules, Vec<String>)> = Vec::new();
     for engine in engines {
         let Some(limit) = &engine.disk_limit else { continue };
+        let throttled_nodes = limit.nodes.iter().filter(|n| n.limit.is_some()).count();
+        let name = match (throttled_nodes, limit.nodes.len()) {
+            (_, 0) => engine.engine.to_string(),
+            (some, all) if some == all => format!("{} (each of its {all} nodes)", engine.engine),
+            (some, all) => format!("{} (each of {some} of its {all} nodes)", engine.engine),
+        };
         match groups.iter_mut().find(|(rules, _)| **rules == limit.rules) {
-            Some((_, names)) => names.push(engine.engine.to_string()),
-            None => groups.push((&limit.rules, vec![engine.engine.to_string()])),
+            Some((_, names)) => names.push(name),
+            None => groups.push((&limit.rules, vec![name])),
         }
     }
     let said: Vec<String> = groups.iter().map(|(rules, names)| format!("{} to {}", names.join(", "), rules.said())).collect();
@@ -1472,7 +1481,7 @@ mod tests {
     }
 
     #[test]
-    fn the_nodes_counts_over_the_runs_are_summed_their_peak_the_fullest_nodes() {
+    fn the_nodes_counts_over_the_runs_are_summed_their_peak_the_highest() {
         let counted = |peak: u64, hits: u64, refaults: Option<u64>| MemoryLimit {
             cgroup_version: CgroupVersion::V1,
             cgroup: "/ghbench/x".into(),
@@ -1484,6 +1493,8 @@ mod tests {
         let mut share = MemoryShare { bytes: 3000, from: "test".into(), limit: None, nodes: vec![node("c:1", Some(counted(100, 1, Some(5)))), node("w:2", Some(counted(900, 4, None))), node("w:3", None)] };
         let over = share.over_runs().unwrap();
         assert_eq!((over.peak_bytes, over.limit_hits, over.oom_kills, over.refaults), (Some(900), Some(5), Some(0), None), "a count one node lacks is not known in total");
+        share.nodes[1].limit.as_mut().unwrap().over_runs = None;
+        assert_eq!(share.over_runs(), None, "a limited node not counted: the cluster's counts unknown");
         share.nodes.clear();
         assert_eq!(share.over_runs(), None);
         share.limit = Some(counted(7, 2, None));
@@ -1558,5 +1569,10 @@ mod tests {
         let said = cluster.said();
         assert!(said.starts_with("each of 3 nodes: 127.0.0.1:54330 1,000 read IOPS on 254:0 (vda)"), "{said}");
         assert!(said.contains("127.0.0.1:54331 1,000 read IOPS") && said.ends_with("127.0.0.1:54332 not throttled"), "{said}");
+        // The label: each node had the rules to itself, not the cluster as one server.
+        let mut citus = engine("citus", 10, None);
+        citus.disk_limit = Some(cluster);
+        let label = with_fit("hot", &[citus]);
+        assert!(label.ends_with("disk throttled: citus (each of 2 of its 3 nodes) to 1,000 read IOPS"), "{label}");
     }
 }

@@ -153,8 +153,10 @@ fn written_down(catalog: &Catalog, engine: &str) -> anyhow::Result<(Setup, Strin
             bail!("{ddl_path} must create {schema}.{{table}} (the schema {engine}/setup.json names)");
         }
     }
+    // Named in a statement, not in a comment.
+    let statements = crate::sql::statements(&ddl).map_err(|e| anyhow::anyhow!("{ddl_path}: {e:#}"))?.join("\n");
     for column in setup.loaded_columns.keys() {
-        if !ddl.contains(column.as_str()) {
+        if !statements.split(|c: char| !c.is_alphanumeric() && c != '_').any(|word| word == column) {
             bail!("{ddl_path} must make the column {column} that {engine}/setup.json says the loader fills");
         }
     }
@@ -225,14 +227,14 @@ mod tests {
         let mut files: std::collections::BTreeMap<String, String> = [
             ("variants/v.json", r#"{"queries":{}}"#),
             ("c/setup.json", r#"{"name":"c","tuned":false,"about":"a","loaded_columns":{"repo_name":"repo.name"},"changes":[]}"#),
-            ("c/table.sql", "CREATE TABLE IF NOT EXISTS {table} (data jsonb, ghbench_hour int); SELECT create_distributed_table('{table}', 'data');"),
+            ("c/table.sql", "-- repo_name is loaded\nCREATE TABLE IF NOT EXISTS {table} (data jsonb, ghbench_hour int); SELECT create_distributed_table('{table}', 'data');"),
         ]
         .into_iter()
         .map(|(p, t)| (p.to_string(), t.to_string()))
         .collect();
         let columnless = Catalog::from_files("test".into(), files.clone()).unwrap();
         let error = JsonbSetup::citus_from_catalog(&columnless, "c", &crate::citus::URL, "").unwrap_err().to_string();
-        assert!(error.contains("must make the column repo_name"), "{error}");
+        assert!(error.contains("must make the column repo_name"), "named in a comment only: {error}");
         files.insert("c/table.sql".into(), "CREATE TABLE IF NOT EXISTS {table} (data jsonb, ghbench_hour int, repo_name text); SELECT create_distributed_table('{table}', 'repo_name');".into());
         assert!(JsonbSetup::citus_from_catalog(&Catalog::from_files("test".into(), files).unwrap(), "c", &crate::citus::URL, "").is_ok());
     }

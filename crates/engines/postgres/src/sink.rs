@@ -194,8 +194,7 @@ impl EngineSink for PostgresSink {
                 return Err(missing_access_method_hint(e));
             }
         }
-        let columnar = self.setup.server == Server::Citus && crate::citus::is_columnar(&self.client, &t).await.sink()?;
-        self.cannot_delete = columnar.then(|| format!("{t} is a columnar table (Citus's columnar access method), which cannot delete rows, so no stored hour can be replaced"));
+        self.deletes_refused().await?;
         Ok(())
     }
 
@@ -236,7 +235,7 @@ impl EngineSink for PostgresSink {
     /// `xmin` is the entry's, see the module's note). The count must be the
     /// entry's, or nothing changes.
     async fn begin_replacing(&mut self, stem: &str) -> Result<(), SinkError> {
-        if let Some(why) = &self.cannot_delete {
+        if let Some(why) = self.deletes_refused().await? {
             return Err(SinkError::Other(format!("cannot load hour {stem} again: {why}")));
         }
         self.set_hour(stem)?;
@@ -260,7 +259,7 @@ impl EngineSink for PostgresSink {
     /// One transaction: the entries of `stems` and the rows their
     /// transactions wrote, in one pass over the table.
     async fn remove_hours(&mut self, stems: &[String]) -> Result<Option<u64>, SinkError> {
-        if let Some(why) = &self.cannot_delete {
+        if let Some(why) = self.deletes_refused().await? {
             return Err(SinkError::Other(format!("cannot remove {} hour(s) to load them again: {why}", stems.len())));
         }
         let what = format!("removing {} hour(s) of {} to load them again", stems.len(), self.data_table());
@@ -416,6 +415,19 @@ pub async fn row_estimate(client: &Client, table: &str) -> Result<RowEstimate, t
 }
 
 impl PostgresSink {
+    /// Why the table's rows cannot be deleted (a columnar table on Citus),
+    /// asked of the server until known (a loading worker's sink runs no
+    /// `prepare`, where the run's own sink learns it first).
+    async fn deletes_refused(&mut self) -> Result<Option<String>, SinkError> {
+        if self.cannot_delete.is_none() && self.setup.server == Server::Citus {
+            let t = self.data_table();
+            if crate::citus::is_columnar(&self.client, &t).await.sink()? {
+                self.cannot_delete = Some(format!("{t} is a columnar table (Citus's columnar access method), which cannot delete rows, so no stored hour can be replaced"));
+            }
+        }
+        Ok(self.cannot_delete.clone())
+    }
+
     /// Notes `stem` as the hour its rows are written with, where they keep it.
     fn set_hour(&mut self, stem: &str) -> Result<(), SinkError> {
         self.hour_key = self.setup.hour_column().map(|_| hour_key(stem)).transpose()?;
