@@ -407,15 +407,7 @@ pub async fn measure(
     // And under each engine's disk throttle: the proof the reads went through it.
     // (Of a server of several nodes, each node's, summed.)
     for limit in context.engines.iter_mut().filter_map(|e| e.disk_limit.as_mut()) {
-        match limit.nodes.is_empty() {
-            true => ghbench_olap::throttle::count_over_runs(limit),
-            false => {
-                for node in limit.nodes.iter_mut().filter_map(|n| n.limit.as_mut()) {
-                    ghbench_olap::throttle::count_over_runs(node);
-                }
-                limit.sum_nodes_over_runs();
-            }
-        }
+        ghbench_olap::throttle::count_over_runs(limit);
     }
     Ok((RunRecord { schema: SCHEMA.into(), context, queries, published: catalog.paper(), concurrency, finished: true }, warning))
 }

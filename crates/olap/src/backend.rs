@@ -78,13 +78,9 @@ pub async fn nodes_memory(nodes: Vec<(String, u64)>) -> Option<MemoryShare> {
     let counted = tokio::task::spawn_blocking(move || {
         let machine = crate::environment::memory_bytes();
         let mut each = Vec::new();
-        for (node, data_bytes) in nodes {
-            let url = format!("postgres://{node}");
-            if ghbench_core::Place::of(&url) != ghbench_core::Place::ThisMachine {
-                return None;
-            }
-            // A process not found (its descriptors unreadable to a user not root) counts as under no limit.
-            let cgroup = crate::kernel_io::server_pid(&url, Some(&node)).ok().and_then(|pid| MemoryCgroup::of_process(pid).ok());
+        let (names, data): (Vec<String>, Vec<u64>) = nodes.into_iter().unzip();
+        for ((node, pid), data_bytes) in local_node_pids(names)?.into_iter().zip(data) {
+            let cgroup = pid.and_then(|pid| MemoryCgroup::of_process(pid).ok());
             let node = match cgroup.and_then(|c| limited_memory(&c, machine)) {
                 Some(limited) => NodeMemory { node, data_bytes, bytes: limited.bytes, limit: limited.limit },
                 None => NodeMemory { node, data_bytes, bytes: machine?, limit: None },
@@ -111,19 +107,31 @@ pub async fn nodes_memory(nodes: Vec<(String, u64)>) -> Option<MemoryShare> {
 /// node is elsewhere. A node whose process cannot be found counts as free.
 pub async fn nodes_disk_limit(nodes: Vec<String>) -> Option<DiskLimit> {
     let read = tokio::task::spawn_blocking(move || {
-        let mut each = Vec::new();
-        for node in nodes {
-            let url = format!("postgres://{node}");
-            if ghbench_core::Place::of(&url) != ghbench_core::Place::ThisMachine {
-                return None;
-            }
-            let limit = crate::kernel_io::server_pid(&url, Some(&node)).ok().and_then(|pid| IoCgroup::of_process(pid).ok()?.limit());
-            each.push(NodeDiskLimit { node, limit });
-        }
+        let each: Vec<NodeDiskLimit> = local_node_pids(nodes)?
+            .into_iter()
+            .map(|(node, pid)| NodeDiskLimit { node, limit: pid.and_then(|pid| IoCgroup::of_process(pid).ok()?.limit()) })
+            .collect();
         let first = each.iter().find_map(|n| n.limit.clone())?;
         Some(DiskLimit { nodes: each, ..first })
     });
     read.await.ok().flatten()
+}
+
+/// Each node of a server of several (`host:port`), with the process id of
+/// the server listening there (None: not found, e.g. its descriptors
+/// unreadable to a user not root, which counts as under no limit); None when
+/// a node is on another machine. Reads /proc: call it off the runtime.
+fn local_node_pids(nodes: Vec<String>) -> Option<Vec<(String, Option<u32>)>> {
+    nodes
+        .into_iter()
+        .map(|node| {
+            let url = format!("postgres://{node}");
+            (ghbench_core::Place::of(&url) == ghbench_core::Place::ThisMachine).then(|| {
+                let pid = crate::kernel_io::server_pid(&url, Some(&node)).ok();
+                (node, pid)
+            })
+        })
+        .collect()
 }
 
 /// The disk throttle the cgroup of an engine's processes on this machine

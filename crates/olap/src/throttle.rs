@@ -393,8 +393,15 @@ pub fn remove_abandoned(prefix: &str) {
 }
 
 /// Fills what the kernel counted over the runs into `limit` (read again from
-/// the cgroup it names; left None when that is gone).
+/// the cgroup it names; left None when that is gone). Of a server of several
+/// nodes, each node's, and their sum.
 pub fn count_over_runs(limit: &mut DiskLimit) {
+    if !limit.nodes.is_empty() {
+        for node in limit.nodes.iter_mut().filter_map(|n| n.limit.as_mut()) {
+            count_over_runs(node);
+        }
+        return limit.sum_nodes_over_runs();
+    }
     let device = limit.device.split_whitespace().next().unwrap_or_default().to_string();
     limit.over_runs = IoCgroup::at(limit.cgroup_version, &limit.cgroup).map(|c| c.counters(&device).since(&limit.before_runs));
 }

@@ -40,13 +40,15 @@ pub fn values(json: &str, columns: &[(&str, Vec<&str>)]) -> Result<Vec<String>, 
     columns
         .iter()
         .map(|(column, path)| {
-            let path_said = path.join(".");
-            match at(json, path).map_err(|e| format!("cannot read {path_said} of the document: {e}"))? {
+            // The path's name is made only for an error: this runs on every event.
+            let path_said = || path.join(".");
+            match at(json, path).map_err(|e| format!("cannot read {} of the document: {e}", path_said()))? {
                 Found::Text(text) => Ok(text),
                 Found::Missing | Found::Null => Err(format!(
-                    "the document has no {path_said} (missing or null), from which the column {column} is loaded: this setup cannot keep it (Citus keeps no row without its distribution column)"
+                    "the document has no {} (missing or null), from which the column {column} is loaded: this setup cannot keep it (Citus keeps no row without its distribution column)",
+                    path_said()
                 )),
-                Found::Other(kind) => Err(format!("the document's {path_said} is a JSON {kind}, not a string, and the column {column} is loaded only from strings")),
+                Found::Other(kind) => Err(format!("the document's {} is a JSON {kind}, not a string, and the column {column} is loaded only from strings", path_said())),
             }
         })
         .collect()

@@ -307,27 +307,21 @@ impl EngineSink for PostgresSink {
 
     async fn write(&mut self, batch: &EngineBatch) -> Result<(), SinkError> {
         let copy = self.copy.as_mut().ok_or_else(|| SinkError::Other("write outside an hour".into()))?;
-        match (self.hour_key, self.loaded.is_empty()) {
-            (None, true) => {
-                for doc in batch.docs() {
-                    copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
-                }
+        // The paper's table: the document alone, row after row with nothing to build.
+        if self.hour_key.is_none() && self.loaded.is_empty() {
+            for doc in batch.docs() {
+                copy.as_mut().write(&[&JsonbText(&doc.json)]).await.sink()?;
             }
-            (Some(hour), true) => {
-                for doc in batch.docs() {
-                    copy.as_mut().write(&[&JsonbText(&doc.json), &hour]).await.sink()?;
-                }
-            }
-            (hour, false) => {
-                for doc in batch.docs() {
-                    let values = crate::loaded::values(&doc.json, &self.loaded).map_err(|e| SinkError::Other(format!("line {}: {e}", doc.line)))?;
-                    let jsonb = JsonbText(&doc.json);
-                    let mut row: Vec<&(dyn ToSql + Sync)> = vec![&jsonb];
-                    row.extend(hour.as_ref().map(|h| h as &(dyn ToSql + Sync)));
-                    row.extend(values.iter().map(|v| v as &(dyn ToSql + Sync)));
-                    copy.as_mut().write(&row).await.sink()?;
-                }
-            }
+            return Ok(());
+        }
+        // Beside it, in `start_copy`'s order: the hour, then the loaded columns.
+        for doc in batch.docs() {
+            let values = crate::loaded::values(&doc.json, &self.loaded).map_err(|e| SinkError::Other(format!("line {}: {e}", doc.line)))?;
+            let jsonb = JsonbText(&doc.json);
+            let mut row: Vec<&(dyn ToSql + Sync)> = vec![&jsonb];
+            row.extend(self.hour_key.as_ref().map(|h| h as &(dyn ToSql + Sync)));
+            row.extend(values.iter().map(|v| v as &(dyn ToSql + Sync)));
+            copy.as_mut().write(&row).await.sink()?;
         }
         Ok(())
     }
