@@ -164,6 +164,54 @@ async fn a_memory_limit_shared_by_the_cluster_gives_each_node_its_share() {
     drop(cluster);
 }
 
+/// `bench --memory` on a cluster whose nodes share the limit
+/// (`GHBENCH_CITUS_MEMORY=total`), restarted by a servers file as
+/// `scripts/bench-citus.sh` writes one: every cold restart is found back
+/// inside the nodes' shares (not taken for a server out of its limit, as
+/// when only the coordinator's cgroup was compared with the whole limit),
+/// and the load's memory counts every node's cgroup, not the coordinator's alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bench_under_a_limit_the_cluster_shares_checks_and_counts_every_nodes_cgroup() {
+    let _servers = shared_servers();
+    if !is_root() {
+        eprintln!("SKIPPED: memory limits need root (cgroups)");
+        return;
+    }
+    let Some(cluster) = own_cluster_with(&[("GHBENCH_CITUS_MEMORY", "total")]) else { return };
+    let port = cluster.port;
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let home = cluster.home.to_str().unwrap();
+    let restart = serde_json::json!(["env", format!("GHBENCH_HOME={home}"), format!("GHBENCH_CITUS_PORT={port}"), "GHBENCH_CITUS_WORKERS=2",
+        "GHBENCH_SETUP_CITUS_MEMORY=total", "GHBENCH_SETUP_MEMORY=", "GHBENCH_SETUP_DISK=", "GHBENCH_SETUP_PG_PAPER2019=", "bash", script("restart.sh"), "citus"]);
+    let data_dir = std::fs::canonicalize(cluster.home.join("citus/coordinator/data")).unwrap();
+    let servers = serde_json::json!({"servers": [{"name": "citus", "address": format!("127.0.0.1:{port}"), "data_dir": data_dir, "restart": restart}]});
+    std::fs::write(path("servers.json"), servers.to_string()).unwrap();
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let args = ["bench", "--gen", "1", "--events-per-hour", "2000", "--engines", "citus", "--citus-url", &url, "--memory", "768MiB", "--cold", "--repeat", "1", "--variant", "corrected"];
+    let places = ["--servers", &path("servers.json"), "--data-dir", &path("data"), "--output", &path("results"), "--quarantine-dir", &path("q")];
+    let out = crate::util::ghbench_on_servers(&[&args[..], &places[..]].concat());
+    let said = text(&out);
+    assert!(out.status.success(), "bench: {said}");
+
+    let (_, record) = bench_record(Path::new(&path("results")));
+    let run = &record["sizes"][0]["run"];
+    let actions: Vec<&str> = run["context"]["cold"]["actions"].as_array().unwrap().iter().filter_map(serde_json::Value::as_str).collect();
+    assert!(!actions.iter().any(|a| a.contains("NOT back")), "{actions:?}");
+    let shared = format!("citus back inside memory cgroups sharing 768.0 MiB among its 3 nodes (127.0.0.1:{port} 256.0 MiB, ");
+    assert!(actions.iter().any(|a| a.starts_with(&shared)), "'{shared}' in {actions:?}");
+    assert!(run["context"]["cold"]["true_cold_engines"].as_array().unwrap().iter().any(|e| e == "citus"), "{}", run["context"]["cold"]);
+    // The load's memory: every node's cgroup, each its share, their counts as one.
+    let during_load = &record["sizes"][0]["memory_during_load"][0];
+    let nodes = during_load["nodes"].as_array().unwrap_or_else(|| panic!("each node's limit: {during_load}"));
+    let expected: Vec<serde_json::Value> = (0..3).map(|i| serde_json::json!([format!("127.0.0.1:{}", port + i), 256u64 << 20])).collect();
+    assert_eq!(nodes, &expected, "{during_load}");
+    assert_eq!(during_load["cgroup"].as_str().unwrap().matches("-citus-").count(), 3, "{during_load}");
+    assert_eq!(during_load["counters"]["oom_kills"].as_u64(), Some(0), "{during_load}");
+    assert!(during_load["counters"]["peak_bytes"].as_u64().unwrap() <= (256 << 20) + ghbench_olap::cgroup::FORCED_CHARGE_SLACK, "the fullest node's peak, within its share: {during_load}");
+    assert!(said.contains("citus: during its load and index builds, on its 3 nodes (sharing 768.0 MiB: "), "{said}");
+}
+
 pub(crate) async fn query_one<T: for<'a> tokio_postgres::types::FromSql<'a>>(port: u16, sql: &str) -> T {
     let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
     let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls).await.unwrap();

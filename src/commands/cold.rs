@@ -171,12 +171,21 @@ impl Cooler for BenchCooler {
         // Under --memory or --disk a restarted server must be back inside its
         // limits, or the run is not what it is labelled.
         let mut limited = true;
-        if let (Some(limits), Some((url, address))) = (&self.limits, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address())))) {
+        if let (Some(limits), Some((url, address, renewed))) = (&self.limits, server.and(renewed.as_ref().ok()).and_then(|b| Some((b.server_url()?.to_string(), b.server_address(), b)))) {
+            // A cluster's every node (a Citus coordinator and its workers), each under limits of its own.
+            let nodes = match renewed.reading_nodes().await {
+                Some(Ok(nodes)) => Some(nodes),
+                Some(Err(why)) => {
+                    actions.push(format!("{} its nodes could not be listed ({why}): only the server it connects to is checked", engine.engine()));
+                    None
+                }
+                None => None,
+            };
             let said = tokio::task::spawn_blocking({
                 let limits = limits.clone();
                 move || {
-                    let memory = limits.memory.map(|size| super::bench::memory::inside_limit(&url, address.as_deref(), size.bytes));
-                    let disk = limits.disk.map(|disk| super::bench::disk::inside_throttle(&url, address.as_deref(), &disk.rules));
+                    let memory = limits.memory.map(|size| super::bench::memory::inside_limit(&url, address.as_deref(), nodes.as_deref(), size.bytes));
+                    let disk = limits.disk.map(|disk| super::bench::disk::inside_throttle(&url, address.as_deref(), nodes.as_deref(), &disk.rules));
                     [memory, disk].into_iter().flatten().collect::<Vec<_>>()
                 }
             });

@@ -121,7 +121,7 @@ pub async fn nodes_disk_limit(nodes: Vec<String>) -> Option<DiskLimit> {
 /// the server listening there (None: not found, e.g. its descriptors
 /// unreadable to a user not root, which counts as under no limit); None when
 /// a node is on another machine. Reads /proc: call it off the runtime.
-fn local_node_pids(nodes: Vec<String>) -> Option<Vec<(String, Option<u32>)>> {
+pub fn local_node_pids(nodes: Vec<String>) -> Option<Vec<(String, Option<u32>)>> {
     nodes
         .into_iter()
         .map(|node| {

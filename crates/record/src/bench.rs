@@ -234,22 +234,37 @@ pub struct LoadMemory {
     pub counters: Option<crate::run::MemoryCounters>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outside: Option<String>,
+    /// A server of several nodes (Citus), each `host:port` with its cgroup's
+    /// limit (all of `limit_bytes` each, or shares of it): `counters` are
+    /// then theirs as one (counts summed, the peak the highest node's).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<(String, u64)>,
 }
 
 impl LoadMemory {
     /// `postgres: during its load and index builds, peak 95.8 MiB of the 96.0 MiB limit, 0 OOM kills`
-    /// (the peak since the restart into the limit).
+    /// (the peak since the restart into the limit). Of a server of several nodes: `citus: during its load and index builds,
+    /// on its 3 nodes (each under 325.0 MiB), peak 324.1 MiB on its fullest node, 0 OOM kills`.
     pub fn said(&self) -> String {
-        let limit = ghbench_core::size::said(self.limit_bytes);
+        let said = ghbench_core::size::said;
+        let limit = said(self.limit_bytes);
         match (&self.counters, &self.outside) {
             (Some(c), _) => {
-                let peak = c.peak_bytes.map_or_else(|| "peak not counted".into(), |p| format!("peak {}", ghbench_core::size::said(p)));
+                let peak = c.peak_bytes.map_or_else(|| "peak not counted".into(), |p| format!("peak {}", said(p)));
+                let held = match self.nodes.as_slice() {
+                    [] => format!("{peak} of the {limit} limit"),
+                    nodes if nodes.iter().all(|(_, l)| *l == self.limit_bytes) => format!("on its {} nodes (each under {limit}), {peak} on its fullest node", nodes.len()),
+                    nodes => {
+                        let each: Vec<String> = nodes.iter().map(|(node, l)| format!("{node} {}", said(*l))).collect();
+                        format!("on its {} nodes (sharing {limit}: {}), {peak} on its fullest node", nodes.len(), each.join(", "))
+                    }
+                };
                 let ooms = match c.oom_kills {
                     Some(0) => "0 OOM kills".to_string(),
-                    Some(n) => format!("{n} OOM kill(s): its processes were killed for memory, and the load retried what they lost"),
+                    Some(n) => format!("{n} OOM kill(s): its processes were killed for memory (a load retries the hours they lost; an index build or check they killed failed, and says so)"),
                     None => "OOM kills not counted".into(),
                 };
-                format!("{}: during its load and index builds, {peak} of the {limit} limit, {ooms}", self.engine)
+                format!("{}: during its load and index builds, {held}, {ooms}", self.engine)
             }
             (None, Some(why)) => format!("{}: its load ran outside the {limit} limit ({why})", self.engine),
             (None, None) => format!("{}: its load under the {limit} limit was not counted", self.engine),

@@ -510,20 +510,7 @@ impl MemoryShare {
         }
         // A limited node whose counts are missing leaves the cluster's unknown.
         let counted: Vec<&MemoryCounters> = self.nodes.iter().filter_map(|n| n.limit.as_ref()).map(|l| l.over_runs.as_ref()).collect::<Option<_>>()?;
-        if counted.is_empty() {
-            return None;
-        }
-        let sum = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().map(|c| field(c)).sum::<Option<u64>>();
-        let most = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().filter_map(|c| field(c)).max();
-        Some(MemoryCounters {
-            usage_bytes: most(|c| c.usage_bytes),
-            peak_bytes: most(|c| c.peak_bytes),
-            limit_hits: sum(|c| c.limit_hits),
-            oom_kills: sum(|c| c.oom_kills),
-            refaults: sum(|c| c.refaults),
-            major_faults: sum(|c| c.major_faults),
-            read_bytes: sum(|c| c.read_bytes),
-        })
+        MemoryCounters::of_nodes(&counted)
     }
 }
 
@@ -597,6 +584,26 @@ pub struct MemoryCounters {
 }
 
 impl MemoryCounters {
+    /// The counts of a server's nodes, each under a limit of its own, as
+    /// one: counts summed, the peak and usage each the highest of any
+    /// node's (what came nearest its limit). None for no node.
+    pub fn of_nodes(counted: &[&MemoryCounters]) -> Option<MemoryCounters> {
+        if counted.is_empty() {
+            return None;
+        }
+        let sum = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().map(|c| field(c)).sum::<Option<u64>>();
+        let most = |field: fn(&MemoryCounters) -> Option<u64>| counted.iter().filter_map(|c| field(c)).max();
+        Some(MemoryCounters {
+            usage_bytes: most(|c| c.usage_bytes),
+            peak_bytes: most(|c| c.peak_bytes),
+            limit_hits: sum(|c| c.limit_hits),
+            oom_kills: sum(|c| c.oom_kills),
+            refaults: sum(|c| c.refaults),
+            major_faults: sum(|c| c.major_faults),
+            read_bytes: sum(|c| c.read_bytes),
+        })
+    }
+
     /// What grew from `before` to `self` (peak and usage as of `self`); a
     /// count that shrank belongs to another cgroup of the same name: None.
     pub fn since(&self, before: &MemoryCounters) -> MemoryCounters {

@@ -61,16 +61,20 @@ pub fn check_can_throttle(disk: &DiskArg, engines: &[Selected], managed: Option<
 
 /// Whether the server `url` points at (at `address`) reads under `rules`
 /// (after a restart for a cold run): said for the record.
-pub fn inside_throttle(url: &str, address: Option<&str>, rules: &DiskRules) -> Result<String, String> {
-    let pid = ghbench_olap::kernel_io::server_pid(url, address)?;
-    let cgroup = IoCgroup::of_process(pid)?;
-    match cgroup.limit() {
-        Some(limit) if limit.rules == *rules => Ok(format!("back inside its disk throttle of {} on {} ({})", rules.said(), limit.device, cgroup.path)),
-        other => Err(format!(
-            "NOT back under the disk throttle of {}: its process {pid} runs in {} with {}",
-            rules.said(),
-            cgroup.path,
-            other.map_or("no throttle".to_string(), |l| l.rules.said())
-        )),
+pub fn inside_throttle(url: &str, address: Option<&str>, nodes: Option<&[String]>, rules: &DiskRules) -> Result<String, String> {
+    let not_back = |why: String| format!("NOT back under the disk throttle of {}: {why}", rules.said());
+    let processes = super::memory::server_processes(url, address, nodes).map_err(not_back)?;
+    let mut held = Vec::new();
+    for (node, pid) in &processes {
+        let cgroup = IoCgroup::of_process(*pid).map_err(not_back)?;
+        match cgroup.limit() {
+            Some(limit) if limit.rules == *rules => held.push(format!("on {} ({})", limit.device, cgroup.path)),
+            other => return Err(not_back(format!("{node}: its process {pid} runs in {} with {}", cgroup.path, other.map_or("no throttle".to_string(), |l| l.rules.said())))),
+        }
     }
+    let whose = match processes.len() {
+        1 => "its".to_string(),
+        n => format!("each of its {n} nodes'"),
+    };
+    Ok(format!("back inside {whose} disk throttle of {} {}", rules.said(), held.join(", ")))
 }

@@ -569,7 +569,12 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
             let phase = |what: &str| eprintln!("[bench {hours} h, {:>5.0} s] {what}", started.elapsed().as_secs_f64());
             phase(&format!("load into '{table}' on {}", names(&engines)));
             let range = HourRange::starting_at(data.first, hours)?;
-            let before_load = args.memory.as_ref().map(|size| memory::cgroup_counters(size, &engines)).unwrap_or_default();
+            // A cluster's nodes each have a cgroup of their own: all counted.
+            let nodes = match args.memory.is_some() {
+                true => memory::engines_nodes(&engines, &table).await,
+                false => Vec::new(),
+            };
+            let before_load = args.memory.as_ref().map(|size| memory::cgroup_counters(size, &engines, &nodes)).unwrap_or_default();
             // Before any of the size loads: its whole need against free space.
             let before = record.sizes.last().map(|s| HourRange::starting_at(data.first, s.hours).map(|r| (s, r))).transpose()?;
             // Not for a single size (its one load is checked engine by engine),
@@ -606,7 +611,7 @@ pub async fn run(args: BenchArgs, registry: &Engines) -> Result<Finished> {
                     }
                 }
             }
-            let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &before_load)).unwrap_or_default();
+            let memory_during_load = args.memory.as_ref().map(|size| memory::during_load(size, &engines, &nodes, &before_load)).unwrap_or_default();
             for line in &memory_during_load {
                 phase(&format!("memory: {}", line.said()));
             }

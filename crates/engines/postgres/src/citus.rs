@@ -43,13 +43,17 @@ pub enum ShardError {
 
 /// `command` run on every shard of `table`, each `%s` in it the shard's
 /// name: each shard's id and answer (text), in shard order; an error names
-/// the shard and its worker's words.
+/// the shard and its worker's words. One shard after another (`parallel`
+/// false): these are ghbench's catalog and statistics lookups, and run in
+/// parallel they open a session per shard on each worker at once (16 on
+/// each of 2 workers here), which got two workers under a 108 MiB share of
+/// memory killed for it, postmaster and all.
 async fn on_shards(client: &Client, table: &str, command: &str) -> Result<Vec<(i64, String)>, ShardError> {
     let distributed: bool = client.query_one("SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = to_regclass($1))", &[&table]).await?.get(0);
     if !distributed {
         return Err(ShardError::NotDistributed { table: table.to_string() });
     }
-    let rows = client.query("SELECT shardid, success, result FROM run_command_on_shards(to_regclass($1), $2) ORDER BY shardid", &[&table, &command]).await?;
+    let rows = client.query("SELECT shardid, success, result FROM run_command_on_shards(to_regclass($1), $2, parallel := false) ORDER BY shardid", &[&table, &command]).await?;
     rows.iter()
         .map(|r| match r.get::<_, bool>(1) {
             true => Ok((r.get(0), r.get::<_, Option<String>>(2).unwrap_or_default())),
