@@ -8,7 +8,8 @@
 #   2. the same under M in total: each of the cluster's nodes under its share
 #      (GHBENCH_CITUS_MEMORY=total);
 #   3. a cluster of one worker, of this run's own (GHBENCH_CITUS_ONE_PORT,
-#      54340, and the port after it), each node under M.
+#      by default ten above the coordinator's, 54340, and the port after it),
+#      each node under M.
 # Then the side by side table (scripts/bench_citus_report.py). Needs root
 # (memory cgroups) and the cluster `just setup` starts (GHBENCH_CITUS_SOURCE).
 # At 5x a node's share of M must stay above 64 MiB: M at least 192 MiB, so
@@ -18,11 +19,18 @@
 # Usage: scripts/bench-citus.sh [HOURS] [EVENTS_PER_HOUR] [REPEAT]   (via `just bench-citus`)
 source "$(dirname "$0")/bench-common.sh" "$@"
 ratio=${GHBENCH_CITUS_RATIO:-5}
-one_port=${GHBENCH_CITUS_ONE_PORT:-54340}
+# Ten above the cluster's coordinator: beside this checkout's own cluster, whatever port it has.
+one_port=${GHBENCH_CITUS_ONE_PORT:-$(( ${GHBENCH_CITUS_PORT:-54330} + 10 ))}
 out=${GHBENCH_CITUS_OUTPUT:-results/citus}
 [ "$(id -u)" = 0 ] || { echo "bench-citus needs root: memory limits are cgroups" >&2; exit 2; }
 [ -n "${CITUS_URL:-}" ] || { echo "bench-citus needs the Citus cluster \`just setup\` starts: run GHBENCH_CITUS_SOURCE=../shared/vendor/citus-13.2.2.tar.gz just setup" >&2; exit 2; }
 mkdir -p "$out"
+# Its ports free now, not found taken after the two long runs.
+for port in "$one_port" "$((one_port + 1))"; do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+        echo "bench-citus: port $port, for its one-worker cluster, is taken: set GHBENCH_CITUS_ONE_PORT to a free port (it takes that one and the next)" >&2; exit 2
+    fi
+done
 # The one-worker cluster is this run's, in a folder its servers (user postgres)
 # can enter, so its data stays inside it: stopped and removed however the run ends.
 one_home=$(mktemp -d "${TMPDIR:-/tmp}/ghbench-citus-one-worker.XXXXXX")

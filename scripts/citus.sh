@@ -94,6 +94,19 @@ citus_share() {
 # with the citus extension in its ghbench database, the workers added to the
 # coordinator; then citus_ready=1.
 citus_ready=
+# The cluster's shape (coordinator port, workers) is its nodes' data: a
+# cluster made with another is refused, not half reshaped (workers left
+# registered, or added again under another port). Checked before any server
+# is touched: refused, setup fails (the cluster it made before runs on, still
+# listed), never goes on as if there were no cluster.
+citus_shape() { echo "port $CITUS_PORT, workers $CITUS_WORKERS"; }
+check_citus_shape() {
+    local shape_file=$GHBENCH_HOME/citus/shape
+    [ "$CITUS" != off ] || return 0
+    if [ -f "$shape_file" ] && [ "$(cat "$shape_file")" != "$(citus_shape)" ]; then
+        die "Citus: the cluster in $GHBENCH_HOME/citus was made with $(cat "$shape_file"), not $(citus_shape): set GHBENCH_CITUS_PORT and GHBENCH_CITUS_WORKERS as it was made, or remove it (\`scripts/down.sh citus\`, then rm -rf $GHBENCH_HOME/citus: its data goes with it)"
+    fi
+}
 setup_citus() {
     local bin node port psql_at settings
     if [ "$CITUS" = off ]; then log "Citus skipped: GHBENCH_CITUS=off"; return 0; fi
@@ -105,14 +118,8 @@ setup_citus() {
         fi
         build_citus "$bin" "$CITUS_SOURCE" || return 0
     fi
-    # The cluster's shape (coordinator port, workers) is its nodes' data: a
-    # cluster made with another is refused, not half reshaped (workers left
-    # registered, or added again under another port).
-    local shape="port $CITUS_PORT, workers $CITUS_WORKERS" shape_file=$GHBENCH_HOME/citus/shape
-    if [ -f "$shape_file" ] && [ "$(cat "$shape_file")" != "$shape" ]; then
-        die "Citus: the cluster in $GHBENCH_HOME/citus was made with $(cat "$shape_file"), not $shape: set GHBENCH_CITUS_PORT and GHBENCH_CITUS_WORKERS as it was made, or remove it (\`scripts/down.sh citus\`, then rm -rf $GHBENCH_HOME/citus: its data goes with it)"
-    fi
-    mkdir -p "$GHBENCH_HOME/citus" && echo "$shape" >"$shape_file"
+    check_citus_shape
+    mkdir -p "$GHBENCH_HOME/citus" && echo "$(citus_shape)" >"$GHBENCH_HOME/citus/shape"
     # The cluster's memory in total: each node's cgroup (made from
     # MEMORY_BYTES) takes its share, here only.
     local MEMORY_BYTES=$MEMORY_BYTES
@@ -135,6 +142,7 @@ setup_citus() {
     settings="$(pg_tuning "$buffers" "$work" "$cache" "$maintenance")
 shared_preload_libraries = 'citus'
 citus.node_conninfo = 'sslmode=disable'
+citus.max_shared_pool_size = 80
 citus.enable_statistics_collection = off"
     for node in $(citus_nodes); do
         port=$(citus_port "$node")

@@ -241,6 +241,22 @@ enter_disk_limit() {
 # cgroup of the same name the memory limit entered).
 enter_limits() { enter_memory_limit "$1" && enter_disk_limit "$1" "$2"; }
 
+# The postmaster about to start (from this subshell) the OOM killer's last
+# choice among its processes, its backends before it: as Debian's
+# pg_ctlcluster starts PostgreSQL (postmaster -900, backends 0) and
+# PostgreSQL's documentation advises (Linux Memory Overcommit:
+# PG_OOM_ADJUST_FILE, PG_OOM_ADJUST_VALUE). Under a memory limit the kernel
+# then kills the backend that ran out, and the server recovers in a second
+# and answers again; a killed postmaster left the node down until restarted
+# (seen: two Citus workers under a 108 MiB share). Lowering a score needs
+# CAP_SYS_RESOURCE (a container's root may lack it): then the backends are
+# raised to 500 instead, which anyone may do, and the order is the same.
+shield_postmaster() {
+    local backends=0
+    { echo -900 >/proc/self/oom_score_adj; } 2>/dev/null || backends=500
+    export PG_OOM_ADJUST_FILE=/proc/self/oom_score_adj PG_OOM_ADJUST_VALUE=$backends
+}
+
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # wait_started WHAT PID LOG READY READY_COMMAND...: waits for server WHAT
@@ -510,7 +526,7 @@ EOF
         # -W: pg_ctl only starts it; the wait is ours, as long as it makes
         # progress. (`&&`: under `||`, `set -e` does not stop a failed step.)
         local log_size; log_size=$(file_size "$dir/server.log")
-        ( enter_limits "$name" "$data" &&
+        ( enter_limits "$name" "$data" && shield_postmaster &&
           "${run[@]}" "$bin/pg_ctl" -D "$data" -l "$dir/server.log" -W start >/dev/null 9>&- ) \
             || { tail -n 30 "$dir/server.log" >&2; die "$label did not start"; }
         pid=$(new_postmaster "$bin" "$data" "$dir/server.log" "$log_size") \
@@ -814,6 +830,7 @@ case $which in
     mysql) setup_mysql; none_held_down; exit 0 ;;
     citus) setup_citus; [ -n "$citus_ready" ] || exit 1; none_held_down; exit 0 ;;
 esac
+check_citus_shape
 setup_postgres
 setup_mongo
 setup_mysql

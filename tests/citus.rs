@@ -244,6 +244,20 @@ async fn setup_starts_a_citus_cluster_that_distributes_a_table_and_down_stops_ev
     let holders = "SELECT count(DISTINCT nodeport) FROM citus_shards WHERE table_name = 'events'::regclass";
     assert_eq!(query_one_i64(port, holders).await, 2);
 
+    // The OOM killer's last choice on each node is its postmaster, its backends before it
+    // (-900 and 0 where the score can be lowered, else 0 and 500).
+    let adj = |pid: &str| std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap().trim().parse::<i32>().unwrap();
+    let (session, connection) = tokio_postgres::connect(&format!("postgres://ghbench@127.0.0.1:{port}/ghbench"), tokio_postgres::NoTls).await.unwrap();
+    tokio::spawn(connection);
+    let backend: i32 = session.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0);
+    let backend = adj(&backend.to_string());
+    for node in ["coordinator", "worker2"] {
+        let pid_file = std::fs::read_to_string(cluster.home.join("citus").join(node).join("data").join("postmaster.pid")).unwrap();
+        let postmaster = adj(pid_file.lines().next().unwrap());
+        assert!(backend - postmaster >= 500 && [(-900, 0), (0, 500)].contains(&(postmaster, backend)), "{node}: postmaster {postmaster}, a backend {backend}");
+    }
+    drop(session);
+
     // Each node, the workers too, has a third of the single server's memory settings.
     for node in [port, port + 2] {
         assert_eq!(query_one::<String>(node, "SHOW shared_buffers").await, "100MB");
@@ -261,6 +275,11 @@ async fn setup_starts_a_citus_cluster_that_distributes_a_table_and_down_stops_ev
     assert!(!shrunk.status.success(), "setup.sh citus with 1 worker must refuse a cluster of 2: {}", text(&shrunk));
     assert!(text(&shrunk).contains(&format!("was made with port {port}, workers 2, not port {port}, workers 1")), "{}", text(&shrunk));
     assert_eq!(query_one_i64(port, "SELECT count(*) FROM citus_get_active_worker_nodes()").await, 2);
+    // And so is the whole setup, before it touches any server: it fails, not
+    // going on without the cluster (which runs on), unlisted from its env file.
+    let whole = run_script_with("setup.sh", &[], &cluster.home, port, "1");
+    assert!(!whole.status.success() && text(&whole).contains("was made with port"), "setup.sh with 1 worker: {}", text(&whole));
+    assert!(!text(&whole).contains("starting PostgreSQL"), "refused before any server is touched: {}", text(&whole));
 
     // A cold run's restart: every node down and up again, the rows still there.
     let restart = run_script("restart.sh", &["citus"], &cluster.home, port);
@@ -514,6 +533,72 @@ async fn a_query_lost_to_a_stopped_worker_is_made_again_once_it_is_back_and_name
     assert!(text(&out).contains("FAILED B corrected on citus") && text(&out).contains(&worker2), "{}", text(&out));
     let out = ghbench(&[&ingest[..], &["--reload", "2015-01-01T00"]].concat());
     assert!(!out.status.success() && text(&out).contains(&worker2), "a load refused naming the worker: {}", text(&out));
+    // And `doctor` fails on it, naming it, where it said "ok" with the worker's settings "not read".
+    let out = ghbench(&["doctor"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("citus           FAILED") && text(&out).contains(&format!("Citus worker(s) not answering: {worker2}")), "{}", text(&out));
+}
+
+/// Both Citus engines loading at once, 8 hours at a time: each session's
+/// COPY opens up to 16 sessions on each worker, which with Citus's default
+/// shared pool (the coordinator's max_connections, 100: every slot a worker
+/// has) were refused "too many clients" and retried; under setup's
+/// `citus.max_shared_pool_size` of 80 Citus waits for a free one instead.
+#[tokio::test(flavor = "multi_thread")]
+async fn two_citus_engines_loading_at_once_stay_within_the_workers_connections() {
+    let _servers = shared_servers();
+    let Some(cluster) = own_cluster() else { return };
+    let port = cluster.port;
+    assert_eq!(query_one::<String>(port, "SHOW citus.max_shared_pool_size").await, "80");
+    let work = tempfile::tempdir().unwrap();
+    let path = |name: &str| work.path().join(name).to_str().unwrap().to_string();
+    let gen = crate::util::ghbench_on_servers(&["gen", "--from", "2015-01-01T00", "--hours", "8", "--events", "3000", "--data-dir", &path("hours")]);
+    assert!(gen.status.success(), "gen: {}", text(&gen));
+    let url = format!("postgres://ghbench@127.0.0.1:{port}/ghbench");
+    let ingest = ["ingest", "--engines", "citus,citus-tuned", "--table", "citus_both", "--citus-url", &url, "--source", &path("hours"), "--from", "2015-01-01T00", "--hours", "8",
+        "--concurrency", "8", "--quarantine-dir", &path("q"), "--json", &path("load.json")];
+    let out = crate::util::ghbench_on_servers(&ingest);
+    assert!(out.status.success(), "ingest: {}", text(&out));
+    assert!(!text(&out).contains("too many clients"), "{}", text(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(path("load.json")).unwrap()).unwrap();
+    let attempts: Vec<u64> = report["hours"].as_array().unwrap().iter().map(|h| h["attempts"].as_u64().unwrap()).collect();
+    assert_eq!(attempts, vec![1; 8], "every hour loaded at its first attempt: {report}");
+}
+
+/// `--citus-url` at a server that is not a Citus coordinator: a plain
+/// PostgreSQL, or one of the cluster's workers (which Citus lets take
+/// queries too): every command refuses it saying what it is, exit 2, where
+/// ingest gave PostgreSQL's raw "function create_distributed_table does not
+/// exist", doctor said "ok" and a query at a worker "holds no data"; and
+/// `bench` left to its default engines goes on without the optional ones.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_that_is_not_a_citus_coordinator_is_refused_saying_what_it_is() {
+    let _servers = shared_servers();
+    let Some(cluster) = own_cluster() else { return };
+    let worker = format!("postgres://ghbench@127.0.0.1:{}/ghbench", cluster.port + 1);
+    let plain = pg_url();
+    let hour = real_hour();
+    let Some(real) = hour.as_deref() else { return };
+    let quarantine = tempfile::tempdir().unwrap();
+    let source = real.parent().unwrap().to_str().unwrap();
+    for (url, said) in [(plain.as_str(), "is not a Citus coordinator: its database ghbench has no citus extension"), (worker.as_str(), "is a Citus worker (group ")] {
+        for engine in ["citus", "citus-tuned"] {
+            let common = ["--engines", engine, "--table", "citus_wrong_server", "--citus-url", url];
+            let steps: [&[&str]; 3] = [
+                &["doctor"],
+                &["ingest", "--source", source, "--from", "2015-01-01T00", "--to", "2015-01-01T00", "--quarantine-dir", quarantine.path().to_str().unwrap()],
+                &["query", "B", "--repeat", "1", "--output", quarantine.path().to_str().unwrap()],
+            ];
+            for step in steps {
+                let args: Vec<&str> = step.iter().chain(common.iter()).copied().collect();
+                let out = crate::util::ghbench_on_servers(&args);
+                assert_eq!(out.status.code(), Some(2), "{}: {}", args.join(" "), text(&out));
+                assert!(text(&out).contains(&format!("{engine} at ")) && text(&out).contains(said), "{}: {}", args.join(" "), text(&out));
+            }
+        }
+    }
+    // Nothing was made on either: no table, no ledger.
+    assert_eq!(query_one_i64(cluster.port + 1, "SELECT count(*) FROM pg_class WHERE relname = 'citus_wrong_server'").await, 0);
 }
 
 /// A worker stopped in the middle of a load of several hours: the hours

@@ -32,7 +32,9 @@ pub async fn run(args: DoctorArgs, engines: &Engines) -> Result<Finished> {
         let described: Result<ServerInfo> = async {
             let backend = engine.backend(&table).await?;
             let info = backend.describe().await;
+            let health = backend.health().await;
             backend.close().await;
+            health.map_err(anyhow::Error::msg)?;
             info
         }
         .await;

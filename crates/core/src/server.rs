@@ -20,12 +20,17 @@ pub struct ConnectError {
     hint: &'static str,
     /// The engine has a server to reach (else `url` is its data folder).
     server: bool,
+    /// The server answered but is not one the engine can use (a plain
+    /// PostgreSQL where a Citus coordinator was wanted): `reason` says what to do.
+    wrong_server: bool,
 }
 
 impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let ConnectError { engine, url, reason, hint, .. } = self;
-        if self.server && self.login_refused() {
+        if self.wrong_server {
+            write!(f, "{engine} at {url} answered, but {reason}\n  hint: point ghbench at the right server with {hint}")
+        } else if self.server && self.login_refused() {
             write!(f, "{engine} at {url} refused the login: {reason}\n  hint: check the user and password in the URL ({hint}): the password goes in the URL itself (ghbench does not read PGPASSWORD or ~/.pgpass)")
         } else if self.server {
             write!(f, "cannot reach {engine} at {url}: {reason}\n  hint: start the project's servers with `just setup` and `source .ghbench/env`, or point ghbench at yours with {hint}")
@@ -40,7 +45,12 @@ impl ConnectError {
     pub fn new(spec: &EngineSpec, url: &str, reason: impl std::fmt::Display) -> Self {
         let server = spec.capabilities.server;
         let url = if server { redact_url(url) } else { url.to_string() };
-        ConnectError { engine: spec.engine.clone(), url, reason: reason.to_string(), hint: spec.connect_hint, server }
+        ConnectError { engine: spec.engine.clone(), url, reason: reason.to_string(), hint: spec.connect_hint, server, wrong_server: false }
+    }
+
+    /// The server at `url` answered but is not one the engine can use: `reason` says what it is instead.
+    pub fn wrong_server(spec: &EngineSpec, url: &str, reason: impl std::fmt::Display) -> Self {
+        ConnectError { wrong_server: true, ..ConnectError::new(spec, url, reason) }
     }
 
     /// The server answered but refused the user or password: not a server

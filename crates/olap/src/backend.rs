@@ -255,6 +255,13 @@ pub trait Backend: Send + Sync {
         None
     }
 
+    /// What keeps the engine from answering as it is set up, though its
+    /// server answered (a Citus worker that does not): `doctor` fails on it;
+    /// a run goes on, its queries failing or waiting as they do. Ok: nothing.
+    async fn health(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The nodes whose processes read for this engine's queries when the
     /// one server [`Backend::server_address`] names is not all of them (a
     /// Citus coordinator and its workers), each `host:port`: the kernel's

@@ -218,7 +218,8 @@ pub fn setups_table(run: &RunRecord) -> Option<TextTable> {
     let mut table = TextTable::new(&header);
     let cell = |v: Option<f64>| v.map(seconds).unwrap_or_else(|| "–".into());
     let times = |paper: Option<f64>, tuned: Option<f64>| match (paper, tuned) {
-        (Some(p), Some(t)) if t > 0.0 => format!("{:.1}", p / t),
+        // Two figures below 1 (0.033, not 0.0), as every ratio is said.
+        (Some(p), Some(t)) if t > 0.0 => ghbench_record::run::ratio_text(p / t).trim_end_matches('×').to_string(),
         _ => "–".to_string(),
     };
     for q in &run.queries {

@@ -40,7 +40,7 @@ pub struct PostgresBackend {
 impl PostgresBackend {
     pub async fn connect(setup: &'static JsonbSetup, url: &str, table: &TableName) -> BackendResult<Self> {
         crate::abandoned::end_abandoned(&setup.spec, url).await;
-        let client = Session::connect(&setup.spec, url).await?;
+        let client = Session::open(setup, url).await?;
         // Not fatal here: with a worker down the queries fail, naming it, and wait for it.
         let recovered = match setup.server {
             Server::Citus => Some(match crate::citus::workers_answer(&client).await {
@@ -378,6 +378,14 @@ impl Backend for PostgresBackend {
         match self.setup.server {
             Server::Postgres => read_counters(&self.client, &[self.setup.table(&self.table)]).await,
             Server::Citus => crate::citus::read_counters(&self.client, &self.setup.table(&self.table), &self.warm_ups).await,
+        }
+    }
+
+    /// On Citus, every worker answers.
+    async fn health(&self) -> Result<(), String> {
+        match self.setup.server {
+            Server::Postgres => Ok(()),
+            Server::Citus => crate::citus::workers_answer(&self.client).await,
         }
     }
 

@@ -243,6 +243,27 @@ pub async fn recover_prepared(client: &Client) -> Result<i32, tokio_postgres::Er
     Ok(client.query_one("SELECT recover_prepared_transactions()", &[]).await?.get(0))
 }
 
+/// Ok when the server is a Citus coordinator: the citus extension in its
+/// database, and the node itself the coordinator's group (0), not a worker,
+/// which Citus 11 and later also lets take queries on the distributed
+/// tables' metadata but where ghbench would find, load and count nothing as
+/// on the coordinator. Err: what it is instead, and what to do.
+pub async fn check_coordinator(client: &Client) -> Result<(), String> {
+    let asked = |e: tokio_postgres::Error| format!("asking whether it is a Citus coordinator failed: {}", ghbench_core::error_chain(&e));
+    let row = client.query_one("SELECT current_database(), (SELECT extversion FROM pg_extension WHERE extname = 'citus')", &[]).await.map_err(asked)?;
+    let (database, citus): (String, Option<String>) = (row.get(0), row.get(1));
+    if citus.is_none() {
+        return Err(format!(
+            "it is not a Citus coordinator: its database {database} has no citus extension (a plain PostgreSQL?). Point it at a Citus coordinator, or create the extension there (CREATE EXTENSION citus, with citus in shared_preload_libraries)"
+        ));
+    }
+    let group: i32 = client.query_one("SELECT groupid FROM pg_dist_local_group", &[]).await.map_err(asked)?.get(0);
+    match group {
+        0 => Ok(()),
+        _ => Err(format!("it is a Citus worker (group {group}), not the coordinator: point it at the coordinator, the node whose pg_dist_node lists this one")),
+    }
+}
+
 /// The setting under which [`recover_prepared`]'s answer is recorded.
 pub const RECOVERED: &str = "citus prepared transactions recovered before this run";
 
@@ -335,7 +356,9 @@ pub async fn describe(spec: &EngineSpec, client: &Client, url: &str, table: &str
         }
         info.settings.insert(format!("access method of {table}"), method);
     }
-    info.settings.insert("citus.shard_count".into(), client.query_one("SHOW citus.shard_count", &[]).await?.get(0));
+    for setting in ["citus.shard_count", "citus.max_shared_pool_size", "citus.max_adaptive_executor_pool_size"] {
+        info.settings.insert(setting.into(), client.query_one(&format!("SHOW {setting}"), &[]).await?.get(0));
+    }
     for name in ["shared_buffers", "work_mem"] {
         let answers = worker_answers(client, &format!("SHOW {name}")).await?;
         let said: Vec<String> = answers.into_iter().map(|(node, answered, said)| if answered { format!("{node} {said}") } else { format!("{node} not read ({said})") }).collect();

@@ -122,7 +122,7 @@ impl UrlEngine for Postgres {
     }
 
     async fn sink(&self, url: &str, table: &TableName) -> Result<Box<dyn EngineSink>, ConnectError> {
-        let client = session::Session::connect(&self.setup.spec, url).await?;
+        let client = session::Session::open(self.setup, url).await?;
         Ok(Box::new(sink::PostgresSink::new(self.setup, client, url.to_string(), table.clone())))
     }
 

@@ -44,6 +44,17 @@ impl Session {
         Ok(Session { client, canceller, place, limit: None, applied: Mutex::new(None) })
     }
 
+    /// A session of `setup`'s server at `url`: on Citus, once it is found
+    /// to be a coordinator (see [`crate::citus::check_coordinator`]), so a
+    /// URL at a plain PostgreSQL or at a worker is refused saying so.
+    pub async fn open(setup: &crate::setup::JsonbSetup, url: &str) -> Result<Session, ConnectError> {
+        let session = Session::connect(&setup.spec, url).await?;
+        if setup.server == crate::setup::Server::Citus {
+            crate::citus::check_coordinator(&session.client).await.map_err(|why| ConnectError::wrong_server(&setup.spec, url, why))?;
+        }
+        Ok(session)
+    }
+
     pub fn limit(&self) -> Option<Duration> {
         self.limit
     }
