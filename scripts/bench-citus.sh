@@ -39,16 +39,40 @@ trap 'GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKER
 common=(--hours "$hours" --events-per-hour "$events" --seed 42 --repeat "$repeat" --cold --variant corrected
         --table citus_cmp --data-dir "$work/data" --quarantine-dir "$work/q" --output "$out")
 
+# A run whose results cannot be trusted as they stand (exit 1: a query failed,
+# say a node out of memory) is a result of the comparison too: said, the runs
+# after it still made, and the script ends with 1. Any other failure stops it.
+untrusted=0
+compare_step() {
+    local status=0
+    ( ghbench_step "$@" ) || status=$?
+    case $status in 0) ;; 1) untrusted=1 ;; *) exit "$status" ;; esac
+}
+
+# GHBENCH_CITUS_STEPS (default 1,2,3): the steps to make; a step left out
+# has its record in $out from a run before (the limit M is read from step 1's),
+# so a failed step is made again without the long ones before it.
+steps=${GHBENCH_CITUS_STEPS:-1,2,3}
+step() { [[ ",$steps," == *",$1,"* ]]; }
+for kept in 1:per-node 2:total 3:one-worker; do
+    step "${kept%%:*}" || [ -f "$out/${kept#*:}.json" ] || { echo "bench-citus: step ${kept%%:*} is left out (GHBENCH_CITUS_STEPS=$steps) but its record $out/${kept#*:}.json is not there" >&2; exit 2; }
+done
+
 echo "== bench-citus: $hours hours x $events events; postgres's data ${ratio}x memory; $repeat hot runs per query after a true cold one"
-echo "-- 1/3: the same memory per node"
-GHBENCH_CITUS_MEMORY=each ghbench_step "$work/per-node.txt" "the run with the same memory per node" bench "${common[@]}" --engines postgres,citus,citus-tuned \
-    --regime "$ratio" --json "$out/per-node.json"
+if step 1; then
+    echo "-- 1/3: the same memory per node"
+    GHBENCH_CITUS_MEMORY=each compare_step "$work/per-node.txt" "the run with the same memory per node" bench "${common[@]}" --engines postgres,citus,citus-tuned \
+        --regime "$ratio" --json "$out/per-node.json"
+fi
 memory=$(python3 scripts/bench_citus_report.py --memory-of "$out/per-node.json")
 # Each node's share of it must hold a server.
 [ $(( memory / 3 )) -ge $((64 << 20)) ] || { echo "bench-citus: the limit the first run chose ($((memory >> 20)) MiB) leaves each of the cluster's 3 nodes less than the 64 MiB a server needs when they share it: give more data (HOURS, EVENTS_PER_HOUR) or a smaller GHBENCH_CITUS_RATIO; the first run's record is in $out" >&2; exit 2; }
-echo "-- 2/3: the same memory in total ($((memory >> 20)) MiB, the cluster's nodes sharing it)"
-GHBENCH_CITUS_MEMORY=total ghbench_step "$work/total.txt" "the run with the same memory in total" bench "${common[@]}" \
-    --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$out/total.json"
+if step 2; then
+    echo "-- 2/3: the same memory in total ($((memory >> 20)) MiB, the cluster's nodes sharing it)"
+    GHBENCH_CITUS_MEMORY=total compare_step "$work/total.txt" "the run with the same memory in total" bench "${common[@]}" \
+        --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$out/total.json"
+fi
+step 3 || { python3 scripts/bench_citus_report.py "$out/per-node.json" "$out/total.json" "$out/one-worker.json"; exit $(( untrusted )); }
 echo "-- 3/3: one worker, each node under $((memory >> 20)) MiB"
 GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 GHBENCH_CITUS_MEMORY=each bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
     || { cat "$work/one-worker-setup.txt"; exit 2; }
@@ -62,8 +86,13 @@ server = {"name": "citus", "address": f"127.0.0.1:{port}", "data_dir": os.path.r
 with open(f"{home}/servers.json", "w") as f:
     json.dump({"written_by": "scripts/bench-citus.sh", "memory": "", "disk": "", "servers": [server]}, f, indent=2)
 PY
-GHBENCH_CITUS_MEMORY=each ghbench_step "$work/one.txt" "the one-worker run" bench "${common[@]}" --engines citus,citus-tuned \
-    --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench" \
+one=(--engines citus,citus-tuned --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench")
+# Loaded with memory free, as step 1 loaded the others (its regime's first
+# point), and measured so: under M the load's sessions got the one worker's
+# backends killed for memory (37 of 40 hours failed at 4 at a time).
+GHBENCH_CITUS_MEMORY=each compare_step "$work/one-free.txt" "the one-worker run with memory free" bench "${common[@]}" "${one[@]}" --json "$out/one-worker-free.json"
+GHBENCH_CITUS_MEMORY=each compare_step "$work/one.txt" "the one-worker run" bench "${common[@]}" "${one[@]}" \
     --memory "$((memory >> 10))KiB" --json "$out/one-worker.json"
 python3 scripts/bench_citus_report.py "$out/per-node.json" "$out/total.json" "$out/one-worker.json"
 echo "records: $out"
+[ "$untrusted" = 0 ] || { echo "bench-citus: a run's results cannot be trusted as they stand (a query failed: see above and the table's 'failed' cells)" >&2; exit 1; }

@@ -50,16 +50,21 @@ def columns(configs):
     return out
 
 
-def median(run, query, variant, engine, cold):
+def result(run, query, variant, engine):
+    """The engine's result for the query in the run, None when it has none."""
     for q in run["queries"]:
         if q["query"] == query and q["variant"] == variant:
             for e in q["engines"]:
                 if e["engine"] == engine:
-                    if cold:
-                        c = e.get("cold_run")
-                        return c.get("seconds") if isinstance(c, dict) else None
-                    return (e.get("stats") or {}).get("median")
+                    return e
     return None
+
+
+def seconds(e, cold):
+    if cold:
+        c = e.get("cold_run")
+        return c.get("seconds") if isinstance(c, dict) else None
+    return (e.get("stats") or {}).get("median")
 
 
 def main(args):
@@ -82,13 +87,22 @@ def main(args):
     print()
     print("seconds: a true cold first run / the hot runs' median")
     print(f"{'':<{width}}" + "".join(f"{query + ' ' + variant:>22}" for query, variant in queries))
+    failures = []
     for name, run, engine in cols:
         cells = []
         for query, variant in queries:
-            cold, hot = (median(run, query, variant, engine["engine"], c) for c in (True, False))
+            e = result(run, query, variant, engine["engine"])
+            if e is not None and e.get("error"):
+                # A failed query is a result too: said, with why, below the table.
+                cells.append(f"{'failed':>22}")
+                failures.append(f"{name}, {query} {variant}: {e['error'][:240]}")
+                continue
+            cold, hot = (None, None) if e is None else (seconds(e, c) for c in (True, False))
             said = lambda t: "–" if t is None else f"{t:.3f}"
             cells.append(f"{said(cold) + ' / ' + said(hot):>22}")
         print(f"{name:<{width}}" + "".join(cells))
+    for failure in failures:
+        print(f"failed: {failure}")
     print()
     print(
         "On one 2-core machine the coordinator and the workers share two cores and one disk, and talk over\n"
