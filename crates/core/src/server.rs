@@ -126,7 +126,7 @@ mod connect_error_tests {
     use super::*;
 
     fn said(reason: &str) -> String {
-        let error = ConnectError { engine: Engine::named("postgres"), url: "postgres://alice:***@db:5433/bench".into(), reason: reason.into(), hint: "--pg-url or DATABASE_URL", server: true };
+        let error = ConnectError { engine: Engine::named("postgres"), url: "postgres://alice:***@db:5433/bench".into(), reason: reason.into(), hint: "--pg-url or DATABASE_URL", server: true, wrong_server: false };
         error.to_string()
     }
 
@@ -137,5 +137,23 @@ mod connect_error_tests {
         assert!(!login.contains("just setup"), "no server to start: {login}");
         let down = said("error connecting to server: Connection refused (os error 111)");
         assert!(down.starts_with("cannot reach postgres") && down.contains("just setup"), "{down}");
+    }
+
+    #[test]
+    fn a_server_that_answered_but_is_the_wrong_kind_is_not_called_unreachable() {
+        let capabilities = crate::Capabilities { server: true, indexes: true, restartable: true, durable: true, optional: true };
+        let spec = EngineSpec {
+            engine: Engine::named("citus"),
+            aliases: &[],
+            about: "test",
+            capabilities,
+            limits: crate::DocumentLimits::default(),
+            options: &[],
+            default: false,
+            connect_hint: "--citus-url or CITUS_URL",
+        };
+        let wrong = ConnectError::wrong_server(&spec, "postgres://ghbench:secret@127.0.0.1:5432/ghbench", "it is not a Citus coordinator").to_string();
+        assert!(wrong.starts_with("citus at postgres://ghbench:***@127.0.0.1:5432/ghbench answered, but it is not a Citus coordinator"), "{wrong}");
+        assert!(wrong.contains("--citus-url or CITUS_URL") && !wrong.contains("cannot reach") && !wrong.contains("just setup"), "{wrong}");
     }
 }
