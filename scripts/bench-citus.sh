@@ -72,12 +72,12 @@ if step 2; then
     GHBENCH_CITUS_MEMORY=total compare_step "$work/total.txt" "the run with the same memory in total" bench "${common[@]}" \
         --engines postgres,citus,citus-tuned --memory "$((memory >> 10))KiB" --json "$out/total.json"
 fi
-step 3 || { python3 scripts/bench_citus_report.py "$out/per-node.json" "$out/total.json" "$out/one-worker.json"; exit $(( untrusted )); }
-echo "-- 3/3: one worker, each node under $((memory >> 20)) MiB"
-GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 GHBENCH_CITUS_MEMORY=each bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
-    || { cat "$work/one-worker-setup.txt"; exit 2; }
-# Its servers.json (`setup.sh citus` writes none): the cluster, restarted as setup.sh restarts it.
-python3 - "$one_home" "$one_port" "$repo" <<'PY'
+if step 3; then
+    echo "-- 3/3: one worker, each node under $((memory >> 20)) MiB"
+    GHBENCH_HOME="$one_home" GHBENCH_CITUS_PORT=$one_port GHBENCH_CITUS_WORKERS=1 GHBENCH_CITUS_MEMORY=each bash scripts/setup.sh citus >"$work/one-worker-setup.txt" 2>&1 \
+        || { cat "$work/one-worker-setup.txt"; exit 2; }
+    # Its servers.json (`setup.sh citus` writes none): the cluster, restarted as setup.sh restarts it.
+    python3 - "$one_home" "$one_port" "$repo" <<'PY'
 import json, os, sys
 home, port, repo = sys.argv[1:]
 restart = ["env", f"GHBENCH_HOME={home}", f"GHBENCH_CITUS_PORT={port}", "GHBENCH_CITUS_WORKERS=1", "GHBENCH_SETUP_CITUS_MEMORY=each",
@@ -86,13 +86,14 @@ server = {"name": "citus", "address": f"127.0.0.1:{port}", "data_dir": os.path.r
 with open(f"{home}/servers.json", "w") as f:
     json.dump({"written_by": "scripts/bench-citus.sh", "memory": "", "disk": "", "servers": [server]}, f, indent=2)
 PY
-one=(--engines citus,citus-tuned --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench")
-# Loaded with memory free, as step 1 loaded the others (its regime's first
-# point), and measured so: under M the load's sessions got the one worker's
-# backends killed for memory (37 of 40 hours failed at 4 at a time).
-GHBENCH_CITUS_MEMORY=each compare_step "$work/one-free.txt" "the one-worker run with memory free" bench "${common[@]}" "${one[@]}" --json "$out/one-worker-free.json"
-GHBENCH_CITUS_MEMORY=each compare_step "$work/one.txt" "the one-worker run" bench "${common[@]}" "${one[@]}" \
-    --memory "$((memory >> 10))KiB" --json "$out/one-worker.json"
+    one=(--engines citus,citus-tuned --servers "$one_home/servers.json" --citus-url "postgres://ghbench@127.0.0.1:$one_port/ghbench")
+    # Loaded with memory free, as step 1 loaded the others (its regime's first
+    # point), and measured so: under M the load's sessions got the one worker's
+    # backends killed for memory (37 of 40 hours failed at 4 at a time).
+    GHBENCH_CITUS_MEMORY=each compare_step "$work/one-free.txt" "the one-worker run with memory free" bench "${common[@]}" "${one[@]}" --json "$out/one-worker-free.json"
+    GHBENCH_CITUS_MEMORY=each compare_step "$work/one.txt" "the one-worker run" bench "${common[@]}" "${one[@]}" \
+        --memory "$((memory >> 10))KiB" --json "$out/one-worker.json"
+fi
 python3 scripts/bench_citus_report.py "$out/per-node.json" "$out/total.json" "$out/one-worker.json"
 echo "records: $out"
 [ "$untrusted" = 0 ] || { echo "bench-citus: a run's results cannot be trusted as they stand (a query failed: see above and the table's 'failed' cells)" >&2; exit 1; }

@@ -577,8 +577,7 @@ async fn a_server_that_is_not_a_citus_coordinator_is_refused_saying_what_it_is()
     let Some(cluster) = own_cluster() else { return };
     let worker = format!("postgres://ghbench@127.0.0.1:{}/ghbench", cluster.port + 1);
     let plain = pg_url();
-    let hour = real_hour();
-    let Some(real) = hour.as_deref() else { return };
+    let Some(real) = real_hour() else { return };
     let quarantine = tempfile::tempdir().unwrap();
     let source = real.parent().unwrap().to_str().unwrap();
     for (url, said) in [(plain.as_str(), "is not a Citus coordinator: its database ghbench has no citus extension"), (worker.as_str(), "is a Citus worker (group ")] {
